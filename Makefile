@@ -1,0 +1,33 @@
+# replica-chaos-lab: `make demo` and `make test` are all a new user needs.
+.PHONY: bootstrap demo test test-fast test-integration lint bench clean-runs
+
+VENV := .venv
+LAB := $(VENV)/bin/lab
+PYTEST := $(VENV)/bin/python -m pytest
+
+bootstrap:
+	@bash tools/bootstrap.sh
+
+demo: bootstrap
+	$(LAB) doctor || true
+	$(LAB) run experiments/quickstart.exp
+
+test: bootstrap
+	$(PYTEST) tests/unit -q
+	$(PYTEST) tests/integration -q -m integration
+
+test-fast: bootstrap
+	$(PYTEST) tests/unit -q
+
+test-integration: bootstrap
+	$(PYTEST) tests/integration -q -m integration
+
+lint: bootstrap
+	$(VENV)/bin/ruff check dsl lab runners fault tests bench
+	$(VENV)/bin/mypy dsl lab runners fault
+
+bench: bootstrap
+	@for b in bench/bench_*.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done
+
+clean-runs: bootstrap
+	$(LAB) gc

@@ -1,0 +1,375 @@
+"""The experiment as written: pydantic models produced by the parser.
+
+Every model is frozen and forbids unknown fields. Models that come from a place in the
+source carry its ``span`` so that validation errors can point at it. Numbers with units are
+normalised to base units (seconds, bytes, operations per second, ratios for percentages) and
+keep their source text for display.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Span(Frozen):
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+NO_SPAN = Span(line=0, column=0, end_line=0, end_column=0)
+
+UnitKind = Literal["duration", "size", "rate", "percent", "count"]
+
+
+class Quantity(Frozen):
+    """A number with its unit, normalised: seconds, bytes, per-second, ratio (0..1), count."""
+
+    value: float
+    kind: UnitKind
+    text: str
+
+
+class ParamRef(Frozen):
+    """``$name``: a value taken from a ``vary`` sweep."""
+
+    name: str
+    span: Span = NO_SPAN
+
+
+IntOrParam = int | ParamRef
+
+
+class Engine(Frozen):
+    flavor: Literal["mariadb", "mysql", "percona", "psmdb", "mongodb"] = "mariadb"
+    version: str | None = None
+    span: Span = NO_SPAN
+
+
+class NodeRef(Frozen):
+    name: str
+    span: Span = NO_SPAN
+
+
+class ConfigBlock(Frozen):
+    """``config { k = v ... }`` for all nodes (node is None) or ``config db3 { ... }``."""
+
+    node: NodeRef | None = None
+    settings: dict[str, str] = Field(default_factory=dict)
+    span: Span = NO_SPAN
+
+
+class DelaySpec(Frozen):
+    node: NodeRef
+    seconds: float
+    span: Span = NO_SPAN
+
+
+class ReplicationTopology(Frozen):
+    kind: Literal["replication"] = "replication"
+    engine: Engine = Engine()
+    primary: NodeRef
+    replicas: list[NodeRef] = Field(default_factory=list)
+    mode: Literal["gtid", "file_position"] = "gtid"
+    semi_sync: bool = False
+    crash_safe: bool = False
+    delays: list[DelaySpec] = Field(default_factory=list)
+    configs: list[ConfigBlock] = Field(default_factory=list)
+    span: Span = NO_SPAN
+
+
+class SingleTopology(Frozen):
+    kind: Literal["single"] = "single"
+    engine: Engine = Engine()
+    node: NodeRef
+    configs: list[ConfigBlock] = Field(default_factory=list)
+    span: Span = NO_SPAN
+
+
+class GaleraTopology(Frozen):
+    kind: Literal["galera"] = "galera"
+    engine: Engine = Engine()
+    nodes: list[NodeRef]
+    configs: list[ConfigBlock] = Field(default_factory=list)
+    span: Span = NO_SPAN
+
+
+class PrimaryPrimaryTopology(Frozen):
+    """Two primaries replicating from each other (asynchronous, one GTID domain per node)."""
+
+    kind: Literal["primary_primary"] = "primary_primary"
+    engine: Engine = Engine()
+    nodes: list[NodeRef]
+    auto_increment_offsets: bool = True
+    configs: list[ConfigBlock] = Field(default_factory=list)
+    span: Span = NO_SPAN
+
+
+class MongoReplSetTopology(Frozen):
+    kind: Literal["mongodb_replset"] = "mongodb_replset"
+    engine: Engine = Engine(flavor="mongodb")
+    members: list[NodeRef]
+    configs: list[ConfigBlock] = Field(default_factory=list)
+    span: Span = NO_SPAN
+
+
+Topology = Annotated[
+    ReplicationTopology
+    | SingleTopology
+    | GaleraTopology
+    | PrimaryPrimaryTopology
+    | MongoReplSetTopology,
+    Field(discriminator="kind"),
+]
+
+
+class Router(Frozen):
+    kind: Literal["haproxy", "proxysql"]
+    writers: list[NodeRef]
+    readers: list[NodeRef] = Field(default_factory=list)
+    check_interval: float = 0.5
+    span: Span = NO_SPAN
+
+
+class Variant(Frozen):
+    name: str
+    settings: dict[str, str] = Field(default_factory=dict)
+    span: Span = NO_SPAN
+
+
+class Sweep(Frozen):
+    """``vary threads in 1, 4, 16`` (a parameter, used as $threads) or
+    ``vary config innodb_io_capacity in 200, 2000`` (a server variable on every node)."""
+
+    name: str
+    values: list[str]
+    target: Literal["param", "config"] = "param"
+    span: Span = NO_SPAN
+
+
+class Endpoint(Frozen):
+    """A workload target: a node name, ``router.writer`` or ``router.reader``."""
+
+    name: str
+    span: Span = NO_SPAN
+
+
+WorkloadKind = Literal[
+    "probe", "unique_writes", "read_your_writes", "unique_insert", "connect", "sysbench"
+]
+
+
+class Workload(Frozen):
+    name: str
+    kind: WorkloadKind
+    script: str | None = None  # sysbench script, e.g. oltp_insert
+    targets: list[Endpoint] = Field(default_factory=list)
+    reads: list[Endpoint] = Field(default_factory=list)  # read_your_writes: where to read
+    clients: IntOrParam = 1
+    threads: IntOrParam | None = None  # sysbench
+    tables: IntOrParam | None = None  # sysbench
+    table_size: IntOrParam | None = None  # sysbench
+    rate: float | None = None  # operations per second, all clients together
+    every: float | None = None  # seconds between operations per client (probe)
+    operation: Literal["write", "read"] = "write"  # probe
+    keys: Literal["sequential", "auto_increment", "random"] = "sequential"  # unique_insert
+    duration: float | None = None  # bounded by time
+    rows: IntOrParam | None = None  # bounded by a number of rows
+    ops: IntOrParam | None = None  # bounded by a number of operations
+    timeout: float = 1.0  # per operation: connect and read timeouts
+    start_after: str | None = None  # start when this workload has finished
+    span: Span = NO_SPAN
+
+
+# --- actions -------------------------------------------------------------------------------
+
+NodeVerb = Literal["kill", "pause", "resume", "stop", "start", "restart", "cold_restart"]
+
+
+class NodeAction(Frozen):
+    action: Literal["node"] = "node"
+    verb: NodeVerb
+    node: NodeRef
+    options: dict[str, str] = Field(default_factory=dict)  # start/restart ... with k = v
+    span: Span = NO_SPAN
+
+
+class DropCaches(Frozen):
+    """Whole OS page cache (node None, needs root) or one node's data files."""
+
+    action: Literal["drop_caches"] = "drop_caches"
+    node: NodeRef | None = None
+    span: Span = NO_SPAN
+
+
+class Promote(Frozen):
+    action: Literal["promote"] = "promote"
+    node: NodeRef
+    span: Span = NO_SPAN
+
+
+class ReplicationControl(Frozen):
+    action: Literal["replication"] = "replication"
+    verb: Literal["stop", "start"]
+    node: NodeRef
+    threads: Literal["both", "io", "sql"] = "both"
+    span: Span = NO_SPAN
+
+
+LinkKind = Literal["all", "clients", "replication", "group"]
+
+
+class NetworkFault(Frozen):
+    action: Literal["network"] = "network"
+    verb: Literal["latency", "bandwidth", "partition", "link_down", "heal"]
+    node: NodeRef | None = None  # heal without a node heals everything
+    link: LinkKind = "all"
+    latency: float | None = None  # seconds
+    jitter: float | None = None  # seconds
+    bandwidth: float | None = None  # bytes per second
+    span: Span = NO_SPAN
+
+
+class SetGlobal(Frozen):
+    action: Literal["set_global"] = "set_global"
+    nodes: list[NodeRef] = Field(default_factory=list)  # empty: all nodes
+    name: str
+    value: str
+    span: Span = NO_SPAN
+
+
+class ConvertStandalone(Frozen):
+    action: Literal["convert_standalone"] = "convert_standalone"
+    node: NodeRef
+    span: Span = NO_SPAN
+
+
+WaitCondition = Literal["caught_up", "synced", "downloaded", "primary_elected", "up", "down"]
+
+
+class WaitUntil(Frozen):
+    action: Literal["wait"] = "wait"
+    node: NodeRef | None = None
+    condition: WaitCondition
+    timeout: float = 30.0
+    span: Span = NO_SPAN
+
+
+class Sleep(Frozen):
+    action: Literal["sleep"] = "sleep"
+    seconds: float
+    span: Span = NO_SPAN
+
+
+class RunSql(Frozen):
+    action: Literal["sql"] = "sql"
+    node: Endpoint
+    statement: str
+    span: Span = NO_SPAN
+
+
+Action = Annotated[
+    NodeAction
+    | DropCaches
+    | Promote
+    | ReplicationControl
+    | NetworkFault
+    | SetGlobal
+    | ConvertStandalone
+    | WaitUntil
+    | Sleep
+    | RunSql,
+    Field(discriminator="action"),
+]
+
+
+class TimedAction(Frozen):
+    """``at 10s kill db2``: seconds from the start of the load."""
+
+    at: float
+    action: Action
+    span: Span = NO_SPAN
+
+
+class Step(Frozen):
+    """``before load { ... }`` or ``after fill { ... }`` (after a named workload finishes)."""
+
+    when: Literal["before_load", "after"]
+    workload: str | None = None
+    actions: list[Action] = Field(default_factory=list)
+    span: Span = NO_SPAN
+
+
+# --- measurements ----------------------------------------------------------------------------
+
+MetricName = Literal[
+    "downtime",
+    "stale_reads",
+    "duplicate_keys",
+    "lost_writes",
+    "missing_transactions",
+    "replication_lag",
+    "throughput",
+    "latency",
+    "errors",
+    "stalls",
+    "warmup",
+    "relay_log_bytes",
+]
+
+
+class Metric(Frozen):
+    """``stale_reads(ryw on db3)``, ``latency(writes).p99``, ``throughput(rw) last 30s``,
+    ``errors(ins, 1213)``."""
+
+    name: MetricName
+    subject: str | None = None  # a workload or a node
+    on: str | None = None  # a node, for per-node figures
+    code: int | None = None  # errors(w, 1062)
+    stat: str | None = None  # p50, p95, p99, max, total, count, rate, mean, min, after ...
+    last: float | None = None  # seconds: only the last N seconds of the load
+    span: Span = NO_SPAN
+
+
+class Expectation(Frozen):
+    metric: Metric
+    op: Literal["<", "<=", ">", ">=", "==", "!="]
+    value: Quantity
+    text: str  # the expect line as written
+    span: Span = NO_SPAN
+
+
+class Report(Frozen):
+    metric: Metric
+    text: str
+    span: Span = NO_SPAN
+
+
+class Experiment(Frozen):
+    name: str
+    title: str | None = None
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    seed: int = 0
+    duration: float = 30.0
+    topology: Topology
+    router: Router | None = None
+    configs: list[ConfigBlock] = Field(default_factory=list)  # experiment-level base config
+    variants: list[Variant] = Field(default_factory=list)
+    sweeps: list[Sweep] = Field(default_factory=list)
+    repeat: int = 1
+    workloads: list[Workload] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=list)
+    timeline: list[TimedAction] = Field(default_factory=list)
+    expectations: list[Expectation] = Field(default_factory=list)
+    reports: list[Report] = Field(default_factory=list)
+    leave_faults: bool = False  # ``leave faults``: do not heal at the end
+    source: str | None = None  # path of the file
+    span: Span = NO_SPAN

@@ -1,0 +1,118 @@
+"""The compiled plan: what a run will execute, with every default made explicit.
+
+``dsl.compile.compile_experiment(Experiment) -> Plan``. A plan holds one ``Cell`` per
+variant x sweep values x repeat; each cell has its nodes (with roles, port offsets and the
+effective server config) and its workloads with parameters resolved. Ports in the plan are
+computed from ``base_port``; the runtime picks a free base for each run (two runs at once
+never collide) and adds the same offsets.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from dsl.models import (
+    Action,
+    Engine,
+    Expectation,
+    Frozen,
+    Report,
+    Step,
+    TimedAction,
+    WorkloadKind,
+)
+
+DEFAULT_BASE_PORT = 23000
+
+NodeRole = Literal["primary", "replica", "single", "galera", "primary_primary", "member"]
+TopologyKind = Literal["replication", "single", "galera", "primary_primary", "mongodb_replset"]
+
+
+class PlannedNode(Frozen):
+    name: str
+    role: NodeRole
+    index: int  # 1-based position in the topology
+    server_id: int
+    port_offset: int  # client port = base + port_offset
+    port: int  # with the plan's base port
+    replicates_from: list[str] = Field(default_factory=list)
+    delay: float | None = None  # MASTER_DELAY seconds
+    config: dict[str, str] = Field(default_factory=dict)  # effective server config
+
+
+class PlannedRouter(Frozen):
+    kind: Literal["haproxy", "proxysql"]
+    writers: list[str]
+    readers: list[str]
+    check_interval: float
+    writer_port_offset: int
+    reader_port_offset: int
+    writer_port: int
+    reader_port: int
+
+
+class PlannedWorkload(Frozen):
+    name: str
+    kind: WorkloadKind
+    script: str | None = None
+    targets: list[str]  # node names, "router.writer", "router.reader"
+    reads: list[str] = Field(default_factory=list)
+    clients: int = 1
+    threads: int | None = None
+    tables: int | None = None
+    table_size: int | None = None
+    rate: float | None = None
+    every: float | None = None
+    operation: Literal["write", "read"] = "write"
+    keys: Literal["sequential", "auto_increment", "random"] = "sequential"
+    duration: float | None = None
+    rows: int | None = None
+    ops: int | None = None
+    timeout: float = 1.0
+    start_after: str | None = None
+
+
+class Cell(Frozen):
+    """One run of the matrix: a variant, one value per sweep, one repeat."""
+
+    index: int
+    label: str  # e.g. "a2 threads=4 #2"
+    variant: str | None = None
+    sweep: dict[str, str] = Field(default_factory=dict)
+    repeat: int = 1
+    nodes: list[PlannedNode]
+    workloads: list[PlannedWorkload]
+
+
+class Plan(Frozen):
+    name: str
+    title: str | None = None
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    seed: int = 0
+    duration: float
+    source: str | None = None
+    topology: TopologyKind
+    engine: Engine
+    replication_mode: Literal["gtid", "file_position"] | None = None
+    semi_sync: bool = False
+    crash_safe: bool = False
+    auto_increment_offsets: bool | None = None
+    router: PlannedRouter | None = None
+    base_port: int = DEFAULT_BASE_PORT
+    steps: list[Step] = Field(default_factory=list)
+    timeline: list[TimedAction] = Field(default_factory=list)
+    expectations: list[Expectation] = Field(default_factory=list)
+    reports: list[Report] = Field(default_factory=list)
+    leave_faults: bool = False
+    cells: list[Cell]
+
+    def actions(self) -> list[Action]:
+        """Every action in steps and timeline, in file order of kind (steps first)."""
+        out: list[Action] = []
+        for step in self.steps:
+            out.extend(step.actions)
+        out.extend(t.action for t in self.timeline)
+        return out
