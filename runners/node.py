@@ -1,0 +1,261 @@
+"""A running database node and what can be done to its process.
+
+Two kinds: ``SandboxNode`` (a dbdeployer sandbox: started by its ``start`` script under
+``mysqld_safe``) and ``ProcessNode`` (a bare ``mariadbd`` the lab starts itself: Galera and
+two-primary topologies). Both offer the same verbs. A ``kill`` stays a kill: the supervisor
+(mysqld_safe) is killed first so it cannot restart the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from runners.errors import ComponentError
+from runners.mysql import Address, Credentials, query, scalar, sql_ready, wait_until
+from runners.runtime import Run, alive, proc_start_time
+
+READY_TIMEOUT = 60.0
+
+
+def option_args(options: dict[str, str]) -> list[str]:
+    """``{"relay_log_recovery": "ON"}`` -> ``["--relay_log_recovery=ON"]`` (argv, no shell)."""
+    return [f"--{k}={v}" for k, v in options.items()]
+
+
+class Node(ABC):
+    def __init__(self, run: Run, name: str, role: str, index: int, port: int,
+                 datadir: Path, error_log: Path, admin: Credentials) -> None:
+        self.run = run
+        self.name = name
+        self.role = role
+        self.index = index
+        self.port = port
+        self.datadir = datadir
+        self.error_log = error_log
+        self.admin = admin
+        self.paused = False
+
+    # --- identity ----------------------------------------------------------------------------
+    @property
+    def addr(self) -> Address:
+        """The server's own port (not through any proxy)."""
+        return Address("127.0.0.1", self.port)
+
+    @property
+    def component(self) -> str:
+        return f"node {self.name} (mariadbd on port {self.port})"
+
+    @abstractmethod
+    def pid(self) -> int | None: ...
+
+    def is_running(self) -> bool:
+        pid = self.pid()
+        return pid is not None and alive(pid)
+
+    def sql(self, statement: str, timeout: float = 5.0) -> list[dict[str, Any]]:
+        return query(self.addr, self.admin, statement, timeout=timeout)
+
+    def scalar(self, statement: str, timeout: float = 5.0) -> Any:
+        return scalar(self.addr, self.admin, statement, timeout=timeout)
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> float:
+        return wait_until(sql_ready(self.addr, self.admin), timeout, "answering SQL",
+                          self.component, self.error_log)
+
+    # --- verbs ---------------------------------------------------------------------------------
+    @abstractmethod
+    def start(self, options: dict[str, str] | None = None, wait: bool = True) -> None: ...
+
+    @abstractmethod
+    def _supervisor_pid(self) -> int | None: ...
+
+    def kill(self) -> None:
+        """SIGKILL the server (and its supervisor first): it stays down."""
+        sup = self._supervisor_pid()
+        pid = self.pid()
+        for p in (sup, pid):
+            if p is not None and alive(p):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p, signal.SIGKILL)
+        for p in (sup, pid):
+            if p is not None:
+                self._wait_gone(p, 5.0)
+        self.paused = False
+
+    def pause(self) -> None:
+        pid = self.pid()
+        if pid is None or not alive(pid):
+            raise ComponentError(self.component, "cannot pause: not running", self.error_log)
+        os.kill(pid, signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self) -> None:
+        pid = self.pid()
+        if pid is not None and alive(pid):
+            os.kill(pid, signal.SIGCONT)
+        self.paused = False
+
+    @abstractmethod
+    def stop(self, timeout: float = 60.0) -> None: ...
+
+    def restart(self, options: dict[str, str] | None = None) -> None:
+        self.stop()
+        self.start(options)
+
+    def _wait_gone(self, pid: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while alive(pid) and time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+            time.sleep(0.005)
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        data = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(data[data.rindex(")") + 2 :].split()[1])
+
+
+class SandboxNode(Node):
+    """A dbdeployer sandbox directory (``start``, ``stop`` scripts, mysqld_safe)."""
+
+    def __init__(self, run: Run, name: str, role: str, index: int, port: int,
+                 sandbox_dir: Path, admin: Credentials, env: dict[str, str]) -> None:
+        datadir = sandbox_dir / "data"
+        super().__init__(run, name, role, index, port, datadir, datadir / "msandbox.err", admin)
+        self.sandbox_dir = sandbox_dir
+        self.env = env
+        self.pid_file = datadir / f"mysql_sandbox{port}.pid"
+        self._safe_pid: int | None = None
+
+    def pid(self) -> int | None:
+        pid = _read_pid(self.pid_file)
+        if pid is not None and alive(pid):
+            return pid
+        return None
+
+    def _supervisor_pid(self) -> int | None:
+        pid = self.pid()
+        if pid is not None:
+            parent = _ppid(pid)
+            if parent and parent not in (1, os.getpid()) and alive(parent):
+                self._safe_pid = parent
+                return parent
+        if self._safe_pid is not None and alive(self._safe_pid):
+            return self._safe_pid
+        return None
+
+    def record_processes(self) -> None:
+        pid = self.pid()
+        if pid is None:
+            return
+        self.run.record(pid, f"mariadbd {self.name}")
+        sup = self._supervisor_pid()
+        if sup is not None:
+            self.run.record(sup, f"mysqld_safe {self.name}")
+
+    def start(self, options: dict[str, str] | None = None, wait: bool = True) -> None:
+        if self.is_running():
+            return
+        cmd = [str(self.sandbox_dir / "start"), *option_args(options or {})]
+        out = subprocess.run(cmd, capture_output=True, text=True, env=self.env, timeout=120)
+        if out.returncode != 0 or not self.is_running():
+            raise ComponentError(self.component,
+                                 f"start failed: {(out.stdout + out.stderr).strip()[-400:]}",
+                                 self.error_log)
+        self.record_processes()
+        if wait:
+            self.wait_ready()
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Clean shutdown through the sandbox's own stop script."""
+        if not self.is_running():
+            return
+        pid = self.pid()
+        if self.paused:
+            self.resume()
+        subprocess.run([str(self.sandbox_dir / "stop")], capture_output=True, text=True,
+                       env=self.env, timeout=timeout)
+        if pid is not None:
+            self._wait_gone(pid, timeout)
+        sup = self._safe_pid
+        if sup is not None:
+            self._wait_gone(sup, 5.0)
+
+
+class ProcessNode(Node):
+    """A bare mariadbd started by the lab with its own my.cnf."""
+
+    def __init__(self, run: Run, name: str, role: str, index: int, port: int, node_dir: Path,
+                 admin: Credentials, mariadbd: str) -> None:
+        super().__init__(run, name, role, index, port, node_dir / "data", node_dir / "error.log",
+                         admin)
+        self.node_dir = node_dir
+        self.cnf = node_dir / "my.cnf"
+        self.mariadbd = mariadbd
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.extra_args: list[str] = []  # e.g. --wsrep-new-cluster for the first start
+
+    def pid(self) -> int | None:
+        if self.proc is not None and self.proc.poll() is None:
+            return self.proc.pid
+        return None
+
+    def _supervisor_pid(self) -> int | None:
+        return None
+
+    def start(self, options: dict[str, str] | None = None, wait: bool = True,
+              timeout: float = READY_TIMEOUT) -> None:
+        if self.is_running():
+            return
+        args = [self.mariadbd, f"--defaults-file={self.cnf}", *self.extra_args,
+                *option_args(options or {})]
+        out = open(self.node_dir / "stdout.log", "ab")
+        self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        out.close()
+        self.run.record(self.proc.pid, f"mariadbd {self.name}")
+        if wait:
+            proc = self.proc
+            wait_until(sql_ready(self.addr, self.admin), timeout, "answering SQL",
+                       self.component, self.error_log, alive=lambda: proc.poll() is None)
+
+    def kill(self) -> None:
+        super().kill()
+        if self.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(5)
+
+    def stop(self, timeout: float = 60.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        if self.paused:
+            self.resume()
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.run.forget(self.proc.pid)
+
+    def started_at(self) -> int | None:
+        return proc_start_time(self.proc.pid) if self.proc else None

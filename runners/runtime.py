@@ -1,0 +1,348 @@
+"""Where a run lives and what it started: run directories, port blocks, process bookkeeping.
+
+Every run gets a short id, a directory ``$LAB_RUNTIME/<id>`` (default ``/tmp/rcl-<uid>``: short,
+because Unix socket paths must stay under 108 bytes) and a block of 100 loopback ports claimed
+with an exclusive file, so two runs at once never collide. Every process the lab starts, or that
+a tool it calls (dbdeployer, mysqld_safe) starts, is recorded in ``processes.json`` with its pid,
+its start time (to survive pid reuse) and the run id. ``lab gc`` stops and removes what dead
+runs left. The lab process makes itself a child subreaper so that daemonized servers are
+reparented to it and can be reaped (PID 1 on these machines does not reap orphans).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import json
+import logging
+import os
+import secrets
+import shutil
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+PORT_FIRST = 23000
+PORT_LAST = 60000
+BLOCK = 100
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def runtime_root() -> Path:
+    root = os.environ.get("LAB_RUNTIME") or f"/tmp/rcl-{os.getuid()}"
+    p = Path(root)
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants (mysqld_safe, mariadbd) are reparented to us, not to PID 1."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def reap_children() -> None:
+    """Collect exit statuses of finished children we do not otherwise wait for."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def proc_start_time(pid: int) -> int | None:
+    """The process start time in clock ticks since boot (field 22 of /proc/pid/stat)."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = data[data.rindex(")") + 2 :].split()
+    return int(fields[19])
+
+
+def proc_state(pid: int) -> str | None:
+    try:
+        data = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return data[data.rindex(")") + 2]
+
+
+def alive(pid: int, start_time: int | None = None) -> bool:
+    """True when pid runs (not a zombie) and, if given, started at start_time."""
+    state = proc_state(pid)
+    if state is None or state in ("Z", "X"):
+        return False
+    return start_time is None or proc_start_time(pid) == start_time
+
+
+@dataclass
+class ProcessRecord:
+    pid: int
+    start_time: int | None
+    name: str  # e.g. "mariadbd db1", "mysqld_safe db1", "haproxy", "toxiproxy"
+    run_id: str
+    started_at: float  # wall clock
+
+
+def port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+class PortLayout:
+    """Ports of a run, all inside its block of 100: see docs/topologies.md."""
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+
+    def node(self, i: int) -> int:  # i is 1-based; dbdeployer uses base+1, base+2, ...
+        return self.base + i
+
+    def client_proxy(self, i: int) -> int:
+        return self.base + 20 + i
+
+    def replication_proxy(self, i: int) -> int:
+        return self.base + 30 + i
+
+    def galera_group(self, i: int) -> int:
+        return self.base + 40 + i
+
+    def galera_ist(self, i: int) -> int:
+        return self.base + 50 + i
+
+    def galera_sst(self, i: int) -> int:
+        return self.base + 60 + i
+
+    def agent(self, i: int, role: str) -> int:
+        return self.base + (70 if role == "writer" else 80) + i
+
+    @property
+    def router_writer(self) -> int:
+        return self.base + 90
+
+    @property
+    def router_reader(self) -> int:
+        return self.base + 91
+
+    @property
+    def proxysql_admin(self) -> int:
+        return self.base + 92
+
+    @property
+    def toxiproxy_api(self) -> int:
+        return self.base + 99
+
+
+class Run:
+    """One run's directory, ports and processes. Use as a context manager or call close()."""
+
+    def __init__(self, run_id: str | None = None, experiment: str = "") -> None:
+        become_subreaper()
+        self.id = run_id or secrets.token_hex(4)
+        self.dir = runtime_root() / self.id
+        self.dir.mkdir(parents=True, exist_ok=False)
+        self.experiment = experiment
+        self.owner_pid = os.getpid()
+        self.base_port = self._claim_ports()
+        self.ports = PortLayout(self.base_port)
+        self._write_meta(state="starting")
+        self._records: list[ProcessRecord] = []
+
+    # --- ports ---------------------------------------------------------------------------
+    def _claim_ports(self) -> int:
+        claims = runtime_root() / "ports"
+        claims.mkdir(exist_ok=True)
+        start = PORT_FIRST + (os.getpid() % ((PORT_LAST - PORT_FIRST) // BLOCK)) * BLOCK
+        span = PORT_LAST - PORT_FIRST
+        for k in range(span // BLOCK):
+            base = PORT_FIRST + ((start - PORT_FIRST + k * BLOCK) % span)
+            claim = claims / str(base)
+            if claim.exists():
+                try:
+                    owner = json.loads(claim.read_text())
+                    if alive(owner["pid"], owner.get("start_time")) or (
+                        runtime_root() / owner["run_id"]
+                    ).exists() and alive(owner["pid"]):
+                        continue
+                except (OSError, ValueError, KeyError):
+                    pass
+                claim.unlink(missing_ok=True)
+            try:
+                fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                continue
+            with os.fdopen(fd, "w") as f:
+                json.dump({"run_id": self.id, "pid": os.getpid(),
+                           "start_time": proc_start_time(os.getpid())}, f)
+            if all(port_free(p) for p in range(base, base + BLOCK)):
+                return base
+            claim.unlink(missing_ok=True)
+        raise RuntimeError("no free block of 100 loopback ports between 23000 and 60000")
+
+    def release_ports(self) -> None:
+        claim = runtime_root() / "ports" / str(self.base_port)
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(claim.read_text()).get("run_id") == self.id:
+                claim.unlink()
+
+    # --- metadata --------------------------------------------------------------------------
+    def _write_meta(self, **extra: object) -> None:
+        meta_path = self.dir / "run.json"
+        meta: dict[str, object] = {}
+        if meta_path.exists():
+            with contextlib.suppress(ValueError):
+                meta = json.loads(meta_path.read_text())
+        meta.update(
+            id=self.id, experiment=self.experiment, owner_pid=self.owner_pid,
+            owner_start=proc_start_time(self.owner_pid), base_port=self.base_port,
+            created=meta.get("created", time.time()),
+        )
+        meta.update(extra)
+        tmp = meta_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(meta, indent=2))
+        tmp.replace(meta_path)
+
+    def set_state(self, state: str, **extra: object) -> None:
+        self._write_meta(state=state, **extra)
+
+    # --- processes -------------------------------------------------------------------------
+    def record(self, pid: int, name: str) -> ProcessRecord:
+        rec = ProcessRecord(pid, proc_start_time(pid), name, self.id, time.time())
+        self._records = [r for r in self._records if not (r.pid == pid)]
+        self._records.append(rec)
+        self._save_records()
+        return rec
+
+    def forget(self, pid: int) -> None:
+        self._records = [r for r in self._records if r.pid != pid]
+        self._save_records()
+
+    def _save_records(self) -> None:
+        tmp = self.dir / "processes.tmp"
+        tmp.write_text(json.dumps([asdict(r) for r in self._records], indent=2))
+        tmp.replace(self.dir / "processes.json")
+
+    @property
+    def records(self) -> list[ProcessRecord]:
+        return list(self._records)
+
+    def stop_all(self) -> None:
+        """SIGKILL every recorded process that still runs, supervisors first, then reap."""
+        kill_records(self._records)
+        reap_children()
+        self._records = []
+        self._save_records()
+
+    def close(self, remove: bool = True) -> None:
+        self.stop_all()
+        self.release_ports()
+        if remove:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        else:
+            self.set_state("stopped")
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def kill_records(records: list[ProcessRecord], sig: int = signal.SIGKILL) -> None:
+    # Supervisors (mysqld_safe) first, so they cannot restart what we kill next.
+    ordered = sorted(records, key=lambda r: 0 if "safe" in r.name else 1)
+    for r in ordered:
+        if alive(r.pid, r.start_time):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(r.pid, sig)
+    deadline = time.monotonic() + 5
+    for r in ordered:
+        while alive(r.pid, r.start_time) and time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(r.pid, os.WNOHANG)
+            time.sleep(0.01)
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(r.pid, os.WNOHANG)
+
+
+# --- runs seen from outside: status and gc ------------------------------------------------------
+
+@dataclass
+class RunInfo:
+    id: str
+    dir: Path
+    meta: dict[str, object]
+    records: list[ProcessRecord]
+
+    @property
+    def owner_alive(self) -> bool:
+        pid = self.meta.get("owner_pid")
+        start = self.meta.get("owner_start")
+        return isinstance(pid, int) and alive(pid, start if isinstance(start, int) else None)
+
+
+def list_runs() -> list[RunInfo]:
+    out: list[RunInfo] = []
+    for d in sorted(runtime_root().iterdir()):
+        if not (d / "run.json").is_file():
+            continue
+        try:
+            meta = json.loads((d / "run.json").read_text())
+        except (OSError, ValueError):
+            meta = {}
+        recs: list[ProcessRecord] = []
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            recs = [ProcessRecord(**r) for r in json.loads((d / "processes.json").read_text())]
+        out.append(RunInfo(d.name, d, meta, recs))
+    return out
+
+
+def gc(include_live: bool = False) -> list[str]:
+    """Stop and remove runs whose owning lab process is gone. Returns the ids removed."""
+    removed: list[str] = []
+    for info in list_runs():
+        if info.owner_alive and not include_live:
+            continue
+        kill_records(info.records)
+        claim = runtime_root() / "ports" / str(info.meta.get("base_port"))
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(claim.read_text()).get("run_id") == info.id:
+                claim.unlink()
+        shutil.rmtree(info.dir, ignore_errors=True)
+        removed.append(info.id)
+    return removed
+
+
+def signal_owner(info: RunInfo, sig: int = signal.SIGTERM) -> bool:
+    pid = info.meta.get("owner_pid")
+    if not isinstance(pid, int) or not info.owner_alive:
+        return False
+    try:
+        os.kill(pid, sig)
+    except OSError as e:
+        if e.errno != errno.ESRCH:
+            raise
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def timed(label: str) -> Iterator[None]:
+    t0 = time.monotonic()
+    yield
+    log.debug("%s took %.3fs", label, time.monotonic() - t0)

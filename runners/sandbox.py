@@ -1,0 +1,157 @@
+"""Replication and single sandboxes through dbdeployer.
+
+dbdeployer wants a "sandbox binary" directory holding unpacked server tarballs named by
+version. For Debian's MariaDB the lab makes one out of symlinks (``debian_basedir``); users
+with MySQL, Percona Server or MariaDB tarballs point ``LAB_SANDBOX_BINARY`` at their directory
+and name the version in the experiment (``engine mysql 8.0.36``). dbdeployer's catalog lives
+in the run's own HOME, never the user's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from runners.components import PROJECT_ROOT, require
+from runners.errors import ComponentError
+from runners.mysql import Credentials
+from runners.node import SandboxNode
+from runners.runtime import Run
+
+DEBIAN_BIN_LINKS = ("mariadb", "mysql", "aria_", "myisam", "my_print_defaults", "resolveip",
+                    "innochecksum", "perror", "replace", "msql2mysql")
+
+
+def mariadb_version(mariadbd: str) -> str:
+    out = subprocess.run([mariadbd, "--version"], capture_output=True, text=True, timeout=10)
+    m = re.search(r"(\d+\.\d+\.\d+)", out.stdout)
+    if not m:
+        raise ComponentError("mariadbd", f"cannot read its version from {out.stdout!r}")
+    return m.group(1)
+
+
+def lab_home() -> Path:
+    p = Path(os.environ.get("LAB_HOME") or Path.home() / ".local/share/replica-chaos-lab")
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def debian_basedir() -> tuple[Path, str]:
+    """A dbdeployer sandbox-binary directory of symlinks to Debian's MariaDB.
+    Returns (sandbox_binary_dir, version). Idempotent and safe for concurrent runs."""
+    mariadbd = require("mariadbd")
+    version = mariadb_version(mariadbd)
+    root = lab_home() / "sandbox-binary"
+    base = root / version
+    marker = base / ".complete"
+    if marker.exists():
+        return root, version
+    tmp = root / f".{version}.{os.getpid()}"
+    for sub in ("bin", "sbin", "scripts", "share", "lib/mysql"):
+        (tmp / sub).mkdir(parents=True, exist_ok=True)
+    for f in sorted(Path("/usr/bin").iterdir()):
+        if f.name.startswith(DEBIAN_BIN_LINKS):
+            (tmp / "bin" / f.name).symlink_to(f)
+    for link in ("bin/mysqld", "bin/mariadbd", "sbin/mariadbd"):
+        (tmp / link).symlink_to(mariadbd)
+    (tmp / "scripts/mysql_install_db").symlink_to("/usr/bin/mariadb-install-db")
+    (tmp / "share/mysql").symlink_to("/usr/share/mysql")
+    (tmp / "lib/mysql/plugin").symlink_to("/usr/lib/mysql/plugin")
+    for cand in ("/usr/lib/x86_64-linux-gnu/libmariadb.so.3", "/usr/lib/aarch64-linux-gnu/libmariadb.so.3"):
+        if Path(cand).exists():
+            (tmp / "lib/libmariadbclient.so").symlink_to(cand)
+            break
+    (tmp / ".complete").write_text("made by replica-chaos-lab\n")
+    try:
+        tmp.rename(base)
+    except OSError:  # another run made it first
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
+    return root, version
+
+
+@dataclass
+class SandboxRequest:
+    kind: str  # "replication" or "single"
+    replicas: int  # replication: number of replicas
+    base_port: int  # dbdeployer gives base+1 (primary), base+2, ...
+    common_config: dict[str, str]
+    semi_sync: bool
+    admin: Credentials
+    repl: Credentials
+    post_grants: list[str]
+
+
+def sandbox_binary(engine_flavor: str, version: str | None) -> tuple[Path, str]:
+    custom = os.environ.get("LAB_SANDBOX_BINARY")
+    if custom and version:
+        if not (Path(custom) / version).is_dir():
+            raise ComponentError("dbdeployer", f"no {engine_flavor} {version} in "
+                                 f"LAB_SANDBOX_BINARY={custom} (unpack a tarball there)")
+        return Path(custom), version
+    if engine_flavor != "mariadb":
+        raise ComponentError(
+            "dbdeployer", f"engine {engine_flavor} needs its tarball unpacked under a directory "
+            f"named by LAB_SANDBOX_BINARY (this machine has only Debian's MariaDB)")
+    root, found = debian_basedir()
+    if version and not found.startswith(version):
+        raise ComponentError("mariadbd", f"the experiment asks for MariaDB {version}, this "
+                             f"machine has {found}; set LAB_SANDBOX_BINARY for other versions")
+    return root, found
+
+
+def deploy(run: Run, req: SandboxRequest, names: list[str], roles: list[str],
+           engine_flavor: str = "mariadb", version: str | None = None) -> list[SandboxNode]:
+    dbdeployer = require("dbdeployer")
+    binary_root, ver = sandbox_binary(engine_flavor, version)
+    home = run.dir / "home"
+    home.mkdir(exist_ok=True)
+    env = dict(os.environ, HOME=str(home), TMPDIR=str(run.dir))
+    env["PATH"] = f"{PROJECT_ROOT / '.tools/bin'}:{env.get('PATH', '')}"
+    sandbox_home = run.dir / "sb"
+    cmd = [dbdeployer, f"--sandbox-binary={binary_root}", f"--sandbox-home={sandbox_home}",
+           "deploy", req.kind, ver, f"--base-port={req.base_port}", "--sandbox-directory=s",
+           "--socket-in-datadir", f"--db-user={req.admin.user}",
+           f"--db-password={req.admin.password}", "--remote-access=127.%",
+           "--bind-address=127.0.0.1", "--skip-report-host"]
+    if req.kind == "replication":
+        cmd += ["--concurrent", f"--nodes={req.replicas + 1}",
+                f"--rpl-user={req.repl.user}", f"--rpl-password={req.repl.password}"]
+        if req.semi_sync:
+            cmd.append("--semi-sync")
+    else:
+        cmd += [f"--port={req.base_port + 1}"]
+    for k, v in req.common_config.items():
+        cmd += ["-c", f"{k}={v}"]
+    for stmt in req.post_grants:
+        cmd.append(f"--post-grants-sql={stmt}")
+    log_path = run.dir / "dbdeployer.log"
+    t0 = time.monotonic()
+    with open(log_path, "w") as logf:
+        logf.write(" ".join(c if "password" not in c else c.split("=")[0] + "=***"
+                            for c in cmd) + "\n")
+        logf.flush()
+        proc = subprocess.run(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env,
+                              timeout=300)
+    sdir = sandbox_home / "s"
+    nodes: list[SandboxNode] = []
+    if req.kind == "replication":
+        dirs = [sdir / "master"] + [sdir / f"node{i}" for i in range(1, req.replicas + 1)]
+    else:
+        dirs = [sdir]
+    for i, (d, name, role) in enumerate(zip(dirs, names, roles, strict=True), start=1):
+        node = SandboxNode(run, name, role, i, req.base_port + i, d, req.admin, env)
+        node.record_processes()
+        nodes.append(node)
+    if proc.returncode != 0:
+        failed = next((n for n in nodes if not n.is_running()), nodes[0] if nodes else None)
+        raise ComponentError(
+            "dbdeployer", f"deploy {req.kind} failed (exit {proc.returncode}, see {log_path})",
+            failed.error_log if failed and failed.error_log.exists() else log_path)
+    for n in nodes:
+        n.wait_ready()
+    run.set_state("deployed", deploy_seconds=time.monotonic() - t0)
+    return nodes

@@ -1,0 +1,322 @@
+"""A compiled plan's cell made real: nodes, replication wiring, links, router.
+
+``Topology.deploy(plan, cell)`` returns a running topology or raises ``ComponentError`` after
+tearing down whatever it had started. ``teardown()`` always stops everything recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import string
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsl.models import NetworkFault, Promote
+from dsl.plan import Cell, Plan, PlannedNode
+from runners import components
+from runners.bare import GaleraCluster, PrimaryPair
+from runners.errors import ComponentError
+from runners.haproxy import Backend, HAProxy
+from runners.mysql import Address, Credentials, execute_all, query
+from runners.node import Node, SandboxNode
+from runners.runtime import Run
+from runners.sandbox import SandboxRequest
+from runners.sandbox import deploy as deploy_sandbox
+from runners.toxiproxy import Toxiproxy
+
+log = logging.getLogger(__name__)
+
+LAB_DEFAULTS = {"innodb_buffer_pool_size": "64M"}
+
+
+def password(n: int = 20) -> str:
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(n))
+
+
+def needed_components(plan: Plan) -> list[str]:
+    kind = plan.topology
+    need = []
+    if kind == "mongodb_replset":
+        need.append("mongod")
+    else:
+        need.append("mariadbd")
+    if kind in ("replication", "single"):
+        need.append("dbdeployer")
+    if kind == "galera":
+        need += ["galera", "rsync"]
+    if plan.router is not None:
+        need.append(plan.router.kind)
+    if any(isinstance(a, NetworkFault) for a in plan.actions()):
+        need.append("toxiproxy")
+    for cell in plan.cells:
+        if any(w.kind == "sysbench" for w in cell.workloads):
+            need.append("sysbench")
+            break
+    return need
+
+
+def check_components(plan: Plan) -> None:
+    """Stop before starting anything when a component is missing (one line, how to get it)."""
+    for name in needed_components(plan):
+        components.require(name)
+
+
+@dataclass
+class Topology:
+    run: Run
+    plan: Plan
+    cell: Cell
+    admin: Credentials
+    app: Credentials
+    repl: Credentials
+    nodes: dict[str, Node] = field(default_factory=dict)
+    planned: dict[str, PlannedNode] = field(default_factory=dict)
+    router: HAProxy | None = None
+    toxi: Toxiproxy | None = None
+    primary: str | None = None  # current primary (replication); changes on promote
+    timings: dict[str, float] = field(default_factory=dict)
+
+    # --- building ------------------------------------------------------------------------------
+    @classmethod
+    def deploy(cls, plan: Plan, cell: Cell, run: Run) -> Topology:
+        check_components(plan)
+        topo = cls(run, plan, cell, Credentials("lab_admin", password()),
+                   Credentials("lab_app", password()), Credentials("lab_repl", password()))
+        topo.planned = {n.name: n for n in cell.nodes}
+        try:
+            topo._deploy()
+        except BaseException:
+            topo.teardown()
+            raise
+        return topo
+
+    def _uses_network_faults(self) -> bool:
+        return any(isinstance(a, NetworkFault) for a in self.plan.actions())
+
+    def _deploy(self) -> None:
+        t0 = time.monotonic()
+        kind = self.plan.topology
+        if self._uses_network_faults():
+            self.toxi = Toxiproxy(self.run, self.run.ports.toxiproxy_api)
+            self.toxi.start()
+        if kind in ("replication", "single"):
+            self._deploy_sandboxes()
+        elif kind == "galera":
+            names = [n.name for n in self.cell.nodes]
+            cluster = GaleraCluster(self.run, names, self._node_configs(), self.admin,
+                                    self.app, self.repl)
+            for node in cluster.deploy():
+                self.nodes[node.name] = node
+        elif kind == "primary_primary":
+            names = [n.name for n in self.cell.nodes]
+            repl_ports: dict[str, int] = {}
+            if self.toxi:
+                for i, name in enumerate(names, start=1):
+                    other = 2 if i == 1 else 1
+                    self.toxi.add_link(name, "replication", self.run.ports.replication_proxy(i),
+                                       self.run.ports.node(other))
+                    repl_ports[name] = self.run.ports.replication_proxy(i)
+            pair = PrimaryPair(self.run, names, self._node_configs(),
+                               bool(self.plan.auto_increment_offsets), self.admin, self.app,
+                               self.repl, repl_ports)
+            for node in pair.deploy():
+                self.nodes[node.name] = node
+        else:
+            raise ComponentError("mongod", "MongoDB replica sets need `mongod` "
+                                 "(not exercised on this machine): "
+                                 + components.SPEC_BY_NAME["mongod"].how_to_get)
+        if self.toxi:
+            for node in self.nodes.values():
+                self.toxi.add_link(node.name, "clients", self.run.ports.client_proxy(node.index),
+                                   node.port)
+        self.timings["nodes_ready"] = time.monotonic() - t0
+        if self.plan.router is not None:
+            self._start_router()
+        self.timings["ready"] = time.monotonic() - t0
+        self.run.set_state("up", endpoints=self.endpoints(), nodes=self.describe_nodes())
+
+    def _node_configs(self) -> dict[str, dict[str, str]]:
+        return {n.name: {**LAB_DEFAULTS, **n.config} for n in self.cell.nodes}
+
+    def _deploy_sandboxes(self) -> None:
+        configs = self._node_configs()
+        ordered = sorted(self.cell.nodes, key=lambda n: (n.role != "primary", n.index))
+        names = [n.name for n in ordered]
+        common = {k: v for k, v in configs[names[0]].items()
+                  if all(configs[n].get(k) == v for n in names)}
+        if self.plan.crash_safe:
+            common.setdefault("relay_log_recovery", "ON")
+            common.setdefault("sync_binlog", "1")
+            common.setdefault("innodb_flush_log_at_trx_commit", "1")
+        common.setdefault("log-slave-updates", "ON")
+        grants = [
+            f"CREATE USER IF NOT EXISTS '{self.app.user}'@'127.0.0.1' "
+            f"IDENTIFIED BY '{self.app.password}'",
+            f"GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, "
+            f"CREATE TEMPORARY TABLES, LOCK TABLES, EXECUTE, PROCESS, REPLICATION CLIENT "
+            f"ON *.* TO '{self.app.user}'@'127.0.0.1'",
+            "CREATE USER IF NOT EXISTS 'hacheck'@'127.0.0.1'",
+        ]
+        req = SandboxRequest(
+            kind="replication" if self.plan.topology == "replication" else "single",
+            replicas=len(names) - 1, base_port=self.run.ports.base,
+            common_config=common, semi_sync=self.plan.semi_sync, admin=self.admin,
+            repl=self.repl, post_grants=grants)
+        roles = [self.planned[n].role for n in names]
+        nodes = deploy_sandbox(self.run, req, names, roles, self.plan.engine.flavor,
+                               self.plan.engine.version)
+        for node in nodes:
+            self.nodes[node.name] = node
+        if self.plan.topology == "replication":
+            self.primary = names[0]
+        # Per-node settings that differ from the common ones: into that node's my.sandbox.cnf,
+        # then a restart so they are in force.
+        for node in nodes:
+            extra = {k: v for k, v in configs[node.name].items() if common.get(k) != v}
+            if node.role == "replica":
+                extra.setdefault("read_only", "ON")
+            if extra and isinstance(node, SandboxNode):
+                with open(node.sandbox_dir / "my.sandbox.cnf", "a") as f:
+                    f.write("\n# per-node settings from the experiment\n")
+                    for k, v in extra.items():
+                        f.write(f"{k}={v}\n")
+                if set(extra) - {"read_only"}:
+                    node.restart()
+        if self.plan.topology == "replication":
+            self._wire_replication()
+
+    def _wire_replication(self) -> None:
+        assert self.primary is not None
+        primary = self.nodes[self.primary]
+        for name, node in self.nodes.items():
+            if name == self.primary:
+                continue
+            planned = self.planned[name]
+            port = primary.port
+            if self.toxi:
+                link = self.toxi.add_link(name, "replication",
+                                          self.run.ports.replication_proxy(node.index),
+                                          primary.port)
+                port = link.listen
+            stmts = ["STOP SLAVE", "SET GLOBAL read_only=ON"]
+            opts = [f"MASTER_HOST='127.0.0.1'", f"MASTER_PORT={port}",
+                    "MASTER_CONNECT_RETRY=1"]
+            if self.plan.replication_mode == "file_position":
+                opts.append("MASTER_USE_GTID=no")
+            if planned.delay:
+                opts.append(f"MASTER_DELAY={int(round(planned.delay))}")
+            stmts.append("CHANGE MASTER TO " + ", ".join(opts))
+            stmts.append("START SLAVE")
+            execute_all(node.addr, self.admin, stmts)
+        self.wait_replication_running()
+
+    def wait_replication_running(self, timeout: float = 30.0) -> None:
+        from runners.mysql import wait_until
+
+        for name, node in self.nodes.items():
+            if name == self.primary:
+                continue
+
+            def running(n: Node = node) -> bool:
+                rows = n.sql("SHOW SLAVE STATUS")
+                return bool(rows) and rows[0]["Slave_IO_Running"] == "Yes" and \
+                    rows[0]["Slave_SQL_Running"] == "Yes"
+
+            wait_until(running, timeout, "replicating", node.component, node.error_log)
+
+    def promote_targets(self) -> set[str]:
+        return {a.node.name for a in self.plan.actions() if isinstance(a, Promote)}
+
+    def _start_router(self) -> None:
+        r = self.plan.router
+        assert r is not None
+        if r.kind == "proxysql":
+            components.require("proxysql")
+            raise ComponentError("proxysql", "ProxySQL support is not exercised on this "
+                                 "machine kind; its configuration code is not yet written")
+        ports = self.run.ports
+        backends = []
+        for node in self.nodes.values():
+            port = node.port
+            if self.toxi:
+                port = ports.client_proxy(node.index)
+            backends.append(Backend(node.name, port, ports.agent(node.index, "writer"),
+                                    ports.agent(node.index, "reader")))
+        writers = list(dict.fromkeys([*r.writers, *sorted(self.promote_targets())]))
+        self.router = HAProxy(self.run, backends, writers, r.readers, r.check_interval,
+                              ports.router_writer, ports.router_reader)
+        self.router.start(self.writer_ok, self.reader_ok)
+
+    # --- roles, as the agent checks see them ---------------------------------------------------
+    def _status(self, name: str) -> dict[str, Any]:
+        node = self.nodes[name]
+        rows = query(node.addr, self.admin,
+                     "SELECT @@read_only AS ro, (SELECT VARIABLE_VALUE FROM "
+                     "information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME="
+                     "'WSREP_LOCAL_STATE') AS wsrep", timeout=1)
+        return rows[0]
+
+    def writer_ok(self, name: str) -> bool:
+        st = self._status(name)
+        if int(st["ro"]) != 0:
+            return False
+        return self.plan.topology != "galera" or str(st["wsrep"]) == "4"
+
+    def reader_ok(self, name: str) -> bool:
+        st = self._status(name)
+        return self.plan.topology != "galera" or str(st["wsrep"]) == "4"
+
+    # --- endpoints -------------------------------------------------------------------------------
+    def address(self, endpoint: str) -> Address:
+        """Where a client connects: a node (through its client link when links exist),
+        ``router.writer`` or ``router.reader``."""
+        if endpoint == "router.writer":
+            return Address("127.0.0.1", self.run.ports.router_writer)
+        if endpoint == "router.reader":
+            return Address("127.0.0.1", self.run.ports.router_reader)
+        node = self.nodes[endpoint]
+        if self.toxi:
+            return Address("127.0.0.1", self.run.ports.client_proxy(node.index))
+        return node.addr
+
+    def node_by_port(self, port: int) -> str | None:
+        for n in self.nodes.values():
+            if n.port == port:
+                return n.name
+        return None
+
+    def endpoints(self) -> dict[str, str]:
+        out = {name: str(self.address(name)) for name in self.nodes}
+        if self.router:
+            out["router.writer"] = str(self.address("router.writer"))
+            out["router.reader"] = str(self.address("router.reader"))
+        return out
+
+    def describe_nodes(self) -> list[dict[str, Any]]:
+        return [{"name": n.name, "role": n.role, "port": n.port, "pid": n.pid(),
+                 "datadir": str(n.datadir), "error_log": str(n.error_log)}
+                for n in self.nodes.values()]
+
+    def connect_hint(self, endpoint: str) -> str:
+        a = self.address(endpoint)
+        return (f"mariadb -h{a.host} -P{a.port} -u{self.app.user} -p{self.app.password}")
+
+    # --- teardown -------------------------------------------------------------------------------
+    def teardown(self) -> float:
+        t0 = time.monotonic()
+        if self.router:
+            self.router.stop()
+        for node in self.nodes.values():
+            if node.paused:
+                node.resume()
+        self.run.stop_all()  # SIGKILL every recorded process (supervisors first) and reap
+        if self.toxi:
+            self.toxi.stop()
+        return time.monotonic() - t0
+
+
+def sandbox_admin_address(topo: Topology, name: str) -> Address:
+    return topo.nodes[name].addr
