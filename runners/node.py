@@ -163,6 +163,14 @@ class SandboxNode(Node):
             return self._safe_pid
         return None
 
+    def kill(self) -> None:
+        super().kill()
+        # Like dbdeployer's `send_kill crash`: a dead server's pid file and socket would make
+        # the sandbox's start script believe it still runs.
+        self.pid_file.unlink(missing_ok=True)
+        for sock in self.datadir.glob("mysql_sandbox*.sock*"):
+            sock.unlink(missing_ok=True)
+
     def record_processes(self) -> None:
         pid = self.pid()
         if pid is None:

@@ -1,0 +1,721 @@
+"""The run: setup -> load + timeline -> stop -> heal -> settle -> final state -> check -> store
+-> teardown (always, also on errors and Ctrl-C).
+
+``run_plan(plan, store, view)`` executes every cell of the plan's matrix one after another, each
+on a fresh topology, and returns a ``RunOutcome``. The history streams to SQLite while the run
+goes; an interrupted run keeps what was recorded and is stored as ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from dsl.models import NodeAction, Step, TimedAction
+from dsl.plan import Cell, Plan, PlannedWorkload
+from fault.nemesis import ActionFailed, Nemesis
+from lab.checkers import CheckContext, CheckResult, WorkloadInfo, run_checkers
+from lab.expectations import ExpectationOutcome, all_passed, evaluate_all
+from lab.history import Op, Sample, fault_windows
+from lab.recorder import Recorder
+from lab.store import Store
+from runners.components import MissingComponent
+from runners.errors import ComponentError
+from runners.mysql import Address, connect, execute_all
+from runners.runtime import Run
+from runners.sysbench import SysbenchWorkload
+from runners.topology import Topology
+from runners.workloads import KINDS, SCHEMA, ClientEnv, Workload, table_ddl, table_name
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_DOMAIN = 99  # the heartbeat writes in its own GTID domain: not counted as missing
+SETTLE_TIMEOUT = 30.0
+EXIT_OK, EXIT_EXPECTATION, EXIT_LANGUAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
+
+
+class View(Protocol):
+    """The live view (lab.live) or anything that wants progress."""
+
+    def phase(self, text: str) -> None: ...
+    def cell_started(self, plan: Plan, cell: Cell) -> None: ...
+    def tick(
+        self,
+        elapsed: float,
+        duration: float,
+        stats: dict[str, dict[str, float]],
+        done: list[str],
+        upcoming: str | None,
+    ) -> None: ...
+    def cell_finished(self, outcome: CellOutcome) -> None: ...
+
+
+class NullView:
+    def phase(self, text: str) -> None: ...
+    def cell_started(self, plan: Plan, cell: Cell) -> None: ...
+    def tick(
+        self,
+        elapsed: float,
+        duration: float,
+        stats: dict[str, dict[str, float]],
+        done: list[str],
+        upcoming: str | None,
+    ) -> None: ...
+    def cell_finished(self, outcome: CellOutcome) -> None: ...
+
+
+@dataclass
+class CellOutcome:
+    cell: Cell
+    status: str = "running"  # passed, failed, error, interrupted
+    results: dict[str, CheckResult] = field(default_factory=dict)
+    expectations: list[ExpectationOutcome] = field(default_factory=list)
+    error: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    operations: int = 0
+    healed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    plan: Plan
+    cells: list[CellOutcome] = field(default_factory=list)
+    status: str = "running"
+    exit_code: int = EXIT_INCOMPLETE
+    message: str | None = None
+
+
+class Interrupted(Exception):
+    pass
+
+
+def run_plan(
+    plan: Plan,
+    store: Store,
+    view: View | None = None,
+    keep: bool = False,
+    on_run_id: Callable[[str], None] | None = None,
+) -> RunOutcome:
+    view = view or NullView()
+    run_id = store.create_run(plan.name, plan.source)
+    if on_run_id:
+        on_run_id(run_id)
+    outcome = RunOutcome(run_id, plan)
+    try:
+        for cell in plan.cells:
+            cell_out = CellRunner(plan, cell, store, run_id, view, keep=keep).run()
+            outcome.cells.append(cell_out)
+            if cell_out.status in ("error", "interrupted"):
+                break
+    except KeyboardInterrupt:
+        outcome.status = "interrupted"
+    statuses = [c.status for c in outcome.cells]
+    if outcome.status == "interrupted" or "interrupted" in statuses:
+        outcome.status, outcome.exit_code = "interrupted", EXIT_INCOMPLETE
+    elif "error" in statuses:
+        outcome.status, outcome.exit_code = "error", EXIT_INCOMPLETE
+        outcome.message = next(c.error for c in outcome.cells if c.status == "error")
+    elif "failed" in statuses:
+        outcome.status, outcome.exit_code = "failed", EXIT_EXPECTATION
+    else:
+        outcome.status, outcome.exit_code = "passed", EXIT_OK
+    store.finish_run(
+        run_id, outcome.status, outcome.exit_code, summary=summary(outcome), message=outcome.message
+    )
+    return outcome
+
+
+def summary(outcome: RunOutcome) -> dict[str, Any]:
+    """The JSON summary of a run (docs/results.md)."""
+    return {
+        "run_id": outcome.run_id,
+        "experiment": outcome.plan.name,
+        "source": outcome.plan.source,
+        "status": outcome.status,
+        "exit_code": outcome.exit_code,
+        "message": outcome.message,
+        "cells": [
+            {
+                "index": c.cell.index,
+                "label": c.cell.label,
+                "variant": c.cell.variant,
+                "sweep": c.cell.sweep,
+                "repeat": c.cell.repeat,
+                "status": c.status,
+                "error": c.error,
+                "operations": c.operations,
+                "timings": {k: round(v, 3) for k, v in c.timings.items()},
+                "healed": c.healed,
+                "expectations": [e.to_json() for e in c.expectations],
+                "measurements": {name: r.metrics for name, r in c.results.items()},
+            }
+            for c in outcome.cells
+        ],
+    }
+
+
+class CellRunner:
+    def __init__(
+        self, plan: Plan, cell: Cell, store: Store, run_id: str, view: View, keep: bool = False
+    ) -> None:
+        self.plan, self.cell, self.store, self.run_id = plan, cell, store, run_id
+        self.view = view
+        self.keep = keep
+        self.out = CellOutcome(cell)
+        self.stop = threading.Event()
+        self.workloads: dict[str, Workload | SysbenchWorkload] = {}
+        self.started: set[str] = set()
+        self.steps_done: set[str] = set()
+        self.facts: dict[str, Any] = {"primary_gtid": {}, "relay_log_bytes": {}}
+        self.load_start: int | None = None
+        self.load_end: int | None = None
+        self.topo: Topology | None = None
+        self.nemesis: Nemesis | None = None
+        self.recorder: Recorder | None = None
+        self.bg: list[threading.Thread] = []
+
+    # --- the cell, start to end ------------------------------------------------------------
+    def run(self) -> CellOutcome:
+        store, cell = self.store, self.cell
+        store.create_cell(
+            self.run_id,
+            cell.index,
+            cell.label,
+            variant=cell.variant,
+            sweep=cell.sweep,
+            repeat=cell.repeat,
+        )
+        self.view.cell_started(self.plan, cell)
+        self.recorder = Recorder(store.path, self.run_id, cell.index)
+        run: Run | None = None
+        interrupted = False
+        try:
+            t0 = time.monotonic()
+            self.view.phase("starting the topology")
+            run = Run(experiment=self.plan.name)
+            self.topo = Topology.deploy(self.plan, cell, run)
+            self.out.timings["topology_ready"] = time.monotonic() - t0
+            self.nemesis = Nemesis(self.topo, self._record)
+            self.view.phase("preparing tables")
+            self._prepare()
+            self._load_phase()
+            self._after_load()
+        except KeyboardInterrupt:
+            interrupted = True
+            self.out.status = "interrupted"
+            self.out.error = "interrupted (Ctrl-C)"
+        except (ComponentError, MissingComponent, ActionFailed) as e:
+            self.out.status = "error"
+            self.out.error = str(e)
+        except Exception as e:  # noqa: BLE001 - a bug must still tear down and keep data
+            log.exception("run failed")
+            self.out.status = "error"
+            self.out.error = f"{type(e).__name__}: {e}"
+        finally:
+            self.stop.set()
+            self._stop_workloads()
+            if self.topo is not None and not self.keep:
+                t = time.monotonic()
+                self.topo.teardown()
+                self.out.timings["teardown"] = time.monotonic() - t
+            if run is not None and not self.keep:
+                run.close()
+            elif run is not None:
+                run.set_state("kept", endpoints=self.topo.endpoints() if self.topo else {})
+            if self.out.status in ("interrupted", "error") and self.recorder is not None:
+                # Keep what was measured so far: check the partial history too.
+                with contextlib.suppress(Exception):
+                    self._check()
+            self._store()
+        self.view.cell_finished(self.out)
+        if interrupted:
+            raise KeyboardInterrupt
+        return self.out
+
+    def _record(self, op: Op) -> Op:
+        assert self.recorder is not None
+        return self.recorder.record(op)
+
+    # --- preparation ---------------------------------------------------------------------------
+    def _writer_node(self) -> str:
+        assert self.topo is not None
+        return self.topo.primary or next(iter(self.topo.nodes))
+
+    def _prepare(self) -> None:
+        topo = self.topo
+        assert topo is not None
+        w = topo.nodes[self._writer_node()]
+        stmts = [
+            f"CREATE DATABASE IF NOT EXISTS `{SCHEMA}`",
+            f"CREATE TABLE IF NOT EXISTS `{SCHEMA}`.heartbeat (id INT PRIMARY KEY, "
+            "ts BIGINT NOT NULL) ENGINE=InnoDB",
+            f"REPLACE INTO `{SCHEMA}`.heartbeat VALUES (1, 0)",
+        ]
+        for spec in self.cell.workloads:
+            stmts += table_ddl(spec)
+        needs_sbtest = any(s.kind == "sysbench" for s in self.cell.workloads)
+        if needs_sbtest:
+            stmts.append("CREATE DATABASE IF NOT EXISTS sbtest")
+        conn = connect(w.addr, topo.admin, timeout=30)
+        try:
+            cur = conn.cursor()
+            cur.execute(f"SET SESSION gtid_domain_id = {HEARTBEAT_DOMAIN}")
+            for s in stmts:
+                cur.execute(s)
+            cur.close()
+        finally:
+            conn.close()
+        env = ClientEnv(
+            topo.address,
+            topo.node_by_port,
+            topo.app,
+            self._record,
+            self.stop,
+            self.plan.seed + self.cell.index,
+        )
+        first_process = 0
+        for spec in self.cell.workloads:
+            if spec.kind == "sysbench":
+                wl: Workload | SysbenchWorkload = SysbenchWorkload(
+                    spec,
+                    topo.run,
+                    topo.address,
+                    topo.app,
+                    self._sample,
+                    self.stop,
+                    self.plan.duration,
+                )
+                self.view.phase(f"sysbench prepare for {spec.name}")
+                wl.prepare()
+            else:
+                spec = self._with_defaults(spec)
+                wl = KINDS[spec.kind](spec, env, first_process, self.plan.duration)
+                first_process += 100_000
+            self.workloads[spec.name] = wl
+        if topo.primary is not None and len(topo.nodes) > 1:
+            self._wait_caught_up(SETTLE_TIMEOUT, quiet=False)
+
+    @staticmethod
+    def _with_defaults(spec: PlannedWorkload) -> PlannedWorkload:
+        if spec.kind == "probe" and spec.every is None and spec.rate is None:
+            return spec.model_copy(update={"every": 0.01})
+        return spec
+
+    def _sample(self, s: Sample) -> None:
+        assert self.recorder is not None
+        self.recorder.sample(s)
+
+    # --- the load --------------------------------------------------------------------------------
+    def _run_actions(self, actions: list[Any], label: str) -> None:
+        assert self.nemesis is not None
+        for a in actions:
+            self._before_action(a)
+            self.view.phase(f"{label}: {a.action}")
+            detail = self.nemesis.apply(a)
+            self._after_action(a, detail)
+
+    def _load_phase(self) -> None:
+        assert self.topo is not None and self.nemesis is not None
+        steps_before = [s for s in self.plan.steps if s.when == "before_load"]
+        for s in steps_before:
+            self._run_actions(list(s.actions), "before load")
+        self.load_start = time.monotonic_ns()
+        self._start_background()
+        for name, wl in self.workloads.items():
+            if wl.spec.start_after is None:
+                wl.start()
+                self.started.add(name)
+        timeline = sorted(self.plan.timeline, key=lambda t: t.at)
+        after_steps = {s.workload: s for s in self.plan.steps if s.when == "after"}
+        done_labels: list[str] = []
+        cursor = {w: 0 for w in self.workloads}
+        counts: dict[str, dict[str, float]] = {}
+        last_tick = time.monotonic()
+        t_start = time.monotonic()
+        duration = self.plan.duration
+        while True:
+            now = time.monotonic()
+            elapsed = now - t_start
+            while timeline and timeline[0].at <= elapsed:
+                ta = timeline.pop(0)
+                self._timed(ta)
+                done_labels.append(f"{ta.at:g}s {_label(ta)}")
+            for name, wl in self.workloads.items():
+                if name in self.started and wl.finished.is_set() and name not in self.steps_done:
+                    self.steps_done.add(name)
+                    if name in after_steps:
+                        self._run_actions(list(after_steps[name].actions), f"after {name}")
+                        done_labels.append(f"after {name}")
+                    for other, owl in self.workloads.items():
+                        if owl.spec.start_after == name and other not in self.started:
+                            owl.start()
+                            self.started.add(other)
+            all_bounded_done = (
+                all(w.finished.is_set() for w in self.workloads.values())
+                and len(self.started) == len(self.workloads)
+                and set(after_steps) <= self.steps_done
+            )
+            if elapsed >= duration or (all_bounded_done and not timeline and self.workloads):
+                break
+            if now - last_tick >= 0.5:
+                counts = self._stats(cursor, now - last_tick)
+                last_tick = now
+                upcoming = f"{timeline[0].at:g}s {_label(timeline[0])}" if timeline else None
+                self.view.tick(elapsed, duration, counts, done_labels, upcoming)
+            time.sleep(0.02)
+        self.stop.set()
+        self._stop_workloads()
+        self.load_end = time.monotonic_ns()
+
+    def _timed(self, ta: TimedAction) -> None:
+        assert self.nemesis is not None
+        self._before_action(ta.action)
+        self.view.phase(f"at {ta.at:g}s: {_label(ta)}")
+        detail = self.nemesis.apply(ta.action)
+        self._after_action(ta.action, detail)
+
+    def _before_action(self, a: Any) -> None:
+        """Snapshots some actions need: the primary's GTID position before it goes down, a
+        replica's relay-log size before it starts again."""
+        topo = self.topo
+        assert topo is not None
+        if isinstance(a, NodeAction):
+            name = a.node.name
+            if name == topo.primary and a.verb in ("kill", "stop", "restart", "cold_restart"):
+                self._snapshot_primary()
+            if a.verb in ("start", "restart", "cold_restart") and name != topo.primary:
+                self.facts["relay_log_bytes"].setdefault(name, {})["before"] = relay_log_bytes(
+                    topo.nodes[name].datadir
+                )
+
+    def _after_action(self, a: Any, detail: dict[str, Any]) -> None:
+        topo = self.topo
+        assert topo is not None
+        if isinstance(a, NodeAction) and a.verb in ("start", "restart", "cold_restart"):
+            name = a.node.name
+            if name != topo.primary:
+                entry = self.facts["relay_log_bytes"].setdefault(name, {})
+                entry["after"] = relay_log_bytes(topo.nodes[name].datadir)
+
+    def _snapshot_primary(self) -> None:
+        topo = self.topo
+        assert topo is not None and topo.primary is not None
+        with contextlib.suppress(Exception):
+            pos = str(topo.nodes[topo.primary].scalar("SELECT @@gtid_binlog_pos", timeout=1))
+            self.facts["primary_gtid"] = parse_gtid(pos)
+
+    def _stats(self, cursor: dict[str, int], dt: float) -> dict[str, dict[str, float]]:
+        assert self.recorder is not None
+        ops = self.recorder._ops  # read-only peek at the growing list (appends only)
+        start = cursor.get("__all__", 0)
+        end = len(ops)
+        cursor["__all__"] = end
+        out: dict[str, dict[str, float]] = {n: {"ops": 0.0, "errors": 0.0} for n in self.workloads}
+        for op in ops[start:end]:
+            if op.type == "invoke" or op.workload not in out:
+                continue
+            if op.type == "ok":
+                out[op.workload]["ops"] += 1
+            else:
+                out[op.workload]["errors"] += 1
+        for name, st in out.items():
+            st["ops"] /= max(dt, 1e-6)
+            wl = self.workloads[name]
+            if isinstance(wl, SysbenchWorkload):
+                samples = [s for s in self.recorder._samples[-20:] if s.subject == name]
+                st["ops"] = samples[-1].values.get("tps", 0.0) if samples else 0.0
+                st["errors"] = samples[-1].values.get("errors", 0.0) if samples else 0.0
+        return out
+
+    def _start_background(self) -> None:
+        topo = self.topo
+        assert topo is not None
+        if topo.primary is None or len(topo.nodes) < 2:
+            return
+        t1 = threading.Thread(target=self._heartbeat, daemon=True, name="heartbeat")
+        t2 = threading.Thread(target=self._lag_sampler, daemon=True, name="lag")
+        t1.start()
+        t2.start()
+        self.bg += [t1, t2]
+
+    def _heartbeat(self) -> None:
+        """Writes the wall-clock time on the primary every 50 ms (own GTID domain)."""
+        topo = self.topo
+        assert topo is not None
+        conn = None
+        current = None
+        while not self.stop.is_set():
+            try:
+                if conn is None or current != topo.primary:
+                    current = topo.primary
+                    assert current is not None
+                    conn = connect(topo.nodes[current].addr, topo.admin, timeout=1)
+                    conn.cursor().execute(f"SET SESSION gtid_domain_id = {HEARTBEAT_DOMAIN}")
+                cur = conn.cursor()
+                cur.execute(
+                    f"UPDATE `{SCHEMA}`.heartbeat SET ts = %s WHERE id = 1",
+                    (time.time_ns() // 1000,),
+                )
+                cur.execute("SELECT @@gtid_binlog_pos")
+                row = cur.fetchone()
+                cur.close()
+                if row:
+                    self.facts["primary_gtid"] = parse_gtid(str(row[0]))
+            except Exception:  # noqa: BLE001
+                with contextlib.suppress(Exception):
+                    if conn is not None:
+                        conn.close()
+                conn = None
+            self.stop.wait(0.05)
+        with contextlib.suppress(Exception):
+            if conn is not None:
+                conn.close()
+
+    def _lag_sampler(self) -> None:
+        """Reads the heartbeat on every replica every 100 ms: replication lag samples."""
+        topo = self.topo
+        assert topo is not None
+        conns: dict[str, Any] = {}
+        while not self.stop.is_set():
+            for name, node in topo.nodes.items():
+                if name == topo.primary:
+                    continue
+                try:
+                    if name not in conns:
+                        conns[name] = connect(node.addr, topo.admin, timeout=1)
+                    cur = conns[name].cursor()
+                    cur.execute(f"SELECT ts FROM `{SCHEMA}`.heartbeat WHERE id = 1")
+                    row = cur.fetchone()
+                    cur.close()
+                    if row and int(row[0]) > 0:
+                        lag = max(0.0, time.time() - int(row[0]) / 1e6)
+                        self._sample(Sample("lag", name, time.monotonic_ns(), {"lag": lag}))
+                except Exception:  # noqa: BLE001
+                    c = conns.pop(name, None)
+                    with contextlib.suppress(Exception):
+                        if c is not None:
+                            c.close()
+            self.stop.wait(0.1)
+        for c in conns.values():
+            with contextlib.suppress(Exception):
+                c.close()
+
+    def _stop_workloads(self) -> None:
+        for wl in self.workloads.values():
+            if isinstance(wl, SysbenchWorkload):
+                wl.stop()
+        for wl in self.workloads.values():
+            wl.join(timeout=10)
+        for t in self.bg:
+            t.join(timeout=3)
+        self.bg = []
+
+    # --- after the load ---------------------------------------------------------------------------
+    def _after_load(self) -> None:
+        assert self.topo is not None and self.nemesis is not None
+        if not self.plan.leave_faults:
+            self.view.phase("healing faults")
+            self.out.healed = self.nemesis.heal_all()
+        self.view.phase("letting replication settle")
+        t = time.monotonic()
+        settled = self._settle()
+        self.out.timings["settle"] = time.monotonic() - t
+        self.facts["settled"] = settled
+        self.view.phase("reading the final state")
+        self._facts_after()
+        self._final_state()
+        self.view.phase("checking")
+        self._check()
+        self.out.status = "passed" if all_passed(self.out.expectations) else "failed"
+
+    def _settle(self) -> bool:
+        topo = self.topo
+        assert topo is not None
+        try:
+            if self.plan.topology == "galera":
+                from runners.mysql import wait_until
+
+                for node in topo.nodes.values():
+                    if node.is_running():
+                        wait_until(
+                            lambda n=node: (
+                                str(
+                                    n.sql("SHOW GLOBAL STATUS LIKE 'wsrep_local_state'", timeout=1)[
+                                        0
+                                    ]["Value"]
+                                )
+                                == "4"
+                            ),
+                            SETTLE_TIMEOUT,
+                            "synced",
+                            node.component,
+                        )
+                return True
+            if topo.primary is not None and len(topo.nodes) > 1:
+                return self._wait_caught_up(SETTLE_TIMEOUT, quiet=True)
+            if self.plan.topology == "primary_primary":
+                time.sleep(0.5)
+        except ComponentError:
+            return False
+        return True
+
+    def _wait_caught_up(self, timeout: float, quiet: bool) -> bool:
+        topo, nem = self.topo, self.nemesis
+        assert topo is not None
+        if nem is None:
+            nem = Nemesis(topo, lambda op: op)
+        if topo.primary is None or not topo.nodes[topo.primary].is_running():
+            return False
+        deadline = time.monotonic() + timeout
+        names = [n for n, node in topo.nodes.items() if n != topo.primary and node.is_running()]
+        while time.monotonic() < deadline:
+            try:
+                if all(nem.caught_up(n) for n in names):
+                    return True
+            except Exception:  # noqa: BLE001
+                pass
+            time.sleep(0.05)
+        if not quiet:
+            raise ComponentError("replication", f"replicas not caught up after {timeout:g}s")
+        return False
+
+    def _facts_after(self) -> None:
+        topo = self.topo
+        assert topo is not None
+        primary = dict(self.facts.get("primary_gtid") or {})
+        if topo.primary and topo.nodes[topo.primary].is_running():
+            with contextlib.suppress(Exception):
+                primary = parse_gtid(
+                    str(topo.nodes[topo.primary].scalar("SELECT @@gtid_binlog_pos", timeout=2))
+                )
+        missing: dict[str, int] = {}
+        applied: dict[str, str] = {}
+        for name, node in topo.nodes.items():
+            if name == topo.primary or not node.is_running():
+                continue
+            with contextlib.suppress(Exception):
+                pos = str(node.scalar("SELECT @@gtid_slave_pos", timeout=2) or "")
+                mine = parse_gtid(pos)
+                applied[name] = pos
+                missing[name] = sum(
+                    max(0, seq - mine.get(dom, 0))
+                    for dom, seq in primary.items()
+                    if dom != HEARTBEAT_DOMAIN
+                )
+        self.facts["missing_transactions"] = missing
+        self.facts["replica_gtid"] = applied
+        self.facts["primary_gtid"] = {str(k): v for k, v in primary.items()}
+
+    def _final_state(self) -> None:
+        topo = self.topo
+        assert topo is not None
+        state: dict[str, dict[str, dict[int, Any]]] = {}
+        for spec in self.cell.workloads:
+            if not table_ddl(spec):
+                continue
+            per_node: dict[str, dict[int, Any]] = {}
+            for name, node in topo.nodes.items():
+                if not node.is_running():
+                    continue
+                try:
+                    conn = connect(node.addr, topo.admin, timeout=30)
+                    try:
+                        cur = conn.cursor()
+                        cur.execute(f"SELECT k, v FROM {table_name(spec.name)}")
+                        per_node[name] = {int(k): int(v) for k, v in cur.fetchall()}
+                        cur.close()
+                    finally:
+                        conn.close()
+                except Exception as e:  # noqa: BLE001
+                    log.warning("final state of %s on %s: %s", spec.name, name, e)
+            state[spec.name] = per_node
+        self._state = state
+
+    def _check(self) -> None:
+        assert self.recorder is not None
+        history = self.recorder.history
+        ctx = CheckContext(
+            workloads={
+                w.name: WorkloadInfo(w.kind, tuple(w.targets), tuple(w.reads))
+                for w in self.cell.workloads
+            },
+            load_start=self.load_start,
+            load_end=self.load_end,
+            final_state=getattr(self, "_state", {}),
+            samples=self.recorder.samples,
+            facts=self.facts,
+        )
+        self.out.results = run_checkers(history, ctx)
+        self.out.expectations = evaluate_all(self.plan.expectations, self.out.results, ctx)
+        self.out.operations = sum(1 for op in history if op.type == "invoke")
+
+    def _store(self) -> None:
+        rec = self.recorder
+        if rec is None:
+            return
+        with contextlib.suppress(Exception):
+            rec.close()
+        st, rid, idx = self.store, self.run_id, self.cell.index
+        with contextlib.suppress(Exception):
+            st.write_faults(rid, idx, fault_windows(rec.history))
+        if self.out.results:
+            with contextlib.suppress(Exception):
+                st.write_measurements(rid, idx, self.out.results)
+        if self.out.expectations:
+            with contextlib.suppress(Exception):
+                st.write_expectations(
+                    rid, idx, self.out.expectations, [e.span.line for e in self.plan.expectations]
+                )
+        with contextlib.suppress(Exception):
+            st.finish_cell(
+                rid, idx, self.out.status, load_start_ns=self.load_start, load_end_ns=self.load_end
+            )
+
+
+def _label(ta: TimedAction) -> str:
+    a = ta.action
+    node = getattr(a, "node", None)
+    verb = getattr(a, "verb", None) or a.action
+    return f"{verb} {getattr(node, 'name', '')}".strip()
+
+
+def parse_gtid(pos: str) -> dict[int, int]:
+    """``0-100-5010,99-100-30`` -> {0: 5010, 99: 30} (highest seq_no per domain)."""
+    out: dict[int, int] = {}
+    for part in pos.replace(" ", "").split(","):
+        if not part:
+            continue
+        try:
+            dom, _server, seq = part.split("-")
+            out[int(dom)] = max(out.get(int(dom), 0), int(seq))
+        except ValueError:
+            continue
+    return out
+
+
+def relay_log_bytes(datadir: Path) -> int:
+    total = 0
+    for p in datadir.glob("*relay*"):
+        if p.is_file() and not p.name.endswith((".index", ".info")):
+            with contextlib.suppress(OSError):
+                total += p.stat().st_size
+    return total
+
+
+def step_workloads(steps: list[Step]) -> set[str]:
+    return {s.workload for s in steps if s.workload}
+
+
+def address_of(topo: Topology, endpoint: str) -> Address:
+    return topo.address(endpoint)
+
+
+def exec_on(topo: Topology, node: str, statements: list[str]) -> None:
+    execute_all(topo.nodes[node].addr, topo.admin, statements)
