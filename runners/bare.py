@@ -40,7 +40,19 @@ def _server_user() -> str | None:
         return "root"
 
 
+def _make_traversable(path: Path) -> None:
+    """The server user must reach its directory: give o+x to every parent we own."""
+    for parent in [path, *path.parents]:
+        try:
+            st = parent.stat()
+            if st.st_uid == os.getuid() and not st.st_mode & 0o001:
+                os.chmod(parent, st.st_mode | 0o011)
+        except OSError:
+            continue
+
+
 def _chown_tree(path: Path, user: str) -> None:
+    _make_traversable(path.parent)
     pw = pwd.getpwnam(user)
     for root, dirs, files in os.walk(path):
         os.chown(root, pw.pw_uid, pw.pw_gid)
@@ -97,7 +109,9 @@ def install_datadir(node_dir: Path, cnf: Path) -> None:
         cmd[0] = shutil.which("mariadb-install-db") or "mariadb-install-db"
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
-        (node_dir / "install.log").write_text(out.stdout + out.stderr)
+        server_log = node_dir / "error.log"
+        extra = server_log.read_text(errors="replace") if server_log.exists() else ""
+        (node_dir / "install.log").write_text(out.stdout + out.stderr + extra)
         raise ComponentError(f"mariadb-install-db ({node_dir.name})",
                              "could not initialise the data directory", node_dir / "install.log")
 

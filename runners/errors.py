@@ -16,7 +16,13 @@ def log_tail(path: str | Path | None, lines: int = 15) -> str:
             text = f.read().decode("utf-8", "replace")
     except OSError:
         return f"(no log at {path})"
-    return "\n".join(text.splitlines()[-lines:])
+    all_lines = text.splitlines()
+    tail = all_lines[-lines:]
+    # Tools often end with boilerplate: bring the error lines that scrolled away into view.
+    errors = [ln for ln in all_lines[:-lines] if "ERROR" in ln or "error:" in ln.lower()]
+    if errors:
+        tail = ["(error lines from earlier in the log:)", *errors[-5:], "(...)", *tail]
+    return "\n".join(tail)
 
 
 class ComponentError(RuntimeError):

@@ -1,0 +1,85 @@
+"""Integration tests: real servers on this machine. Each test session runs with its own
+LAB_RUNTIME and LAB_HOME, and ends with a leak check: no server of ours may be left running."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dsl.models import Engine
+from dsl.plan import Cell, Plan, PlannedNode, PlannedRouter, PlannedWorkload
+from runners.components import find
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_session_dir = tempfile.mkdtemp(prefix="rcl-it-", dir="/tmp")
+os.environ["LAB_RUNTIME"] = str(Path(_session_dir) / "rt")
+os.environ.setdefault("LAB_HOME", str(Path(_session_dir) / "home"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+def require(*components: str) -> None:
+    for c in components:
+        f = find(c)
+        if not f.ok:
+            pytest.skip(f"{c} not installed here: {f.spec.how_to_get}")
+
+
+def our_processes() -> list[str]:
+    """Live (not zombie) server processes whose command line points into this session."""
+    out = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True)
+    left = []
+    for line in out.stdout.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) < 3 or parts[1].startswith("Z"):
+            continue
+        if _session_dir in parts[2] and any(
+            k in parts[2] for k in ("mariadbd", "mysqld", "haproxy", "toxiproxy", "sysbench")
+        ):
+            left.append(line.strip())
+    return left
+
+
+@pytest.fixture(scope="session", autouse=True)
+def leak_check() -> Iterator[None]:
+    yield
+    left = our_processes()
+    assert not left, "servers left running after the tests:\n" + "\n".join(left)
+
+
+def node(name: str, role: str, i: int, **kw: object) -> PlannedNode:
+    return PlannedNode(name=name, role=role, index=i, server_id=i, port_offset=i, port=i,
+                       **kw)  # type: ignore[arg-type]
+
+
+def router(writers: list[str], readers: list[str], interval: float = 0.5) -> PlannedRouter:
+    return PlannedRouter(kind="haproxy", writers=writers, readers=readers,
+                         check_interval=interval, writer_port_offset=90, reader_port_offset=91,
+                         writer_port=0, reader_port=0)
+
+
+def make_plan(topology: str, nodes: list[PlannedNode], *, router_: PlannedRouter | None = None,
+              workloads: list[PlannedWorkload] | None = None, mode: str = "gtid",
+              **kw: object) -> Plan:
+    cell = Cell(index=1, label="base", nodes=nodes, workloads=workloads or [])
+    return Plan(name="it", duration=kw.pop("duration", 10), topology=topology,  # type: ignore[arg-type]
+                engine=Engine(), replication_mode=mode, router=router_, cells=[cell],
+                auto_increment_offsets=kw.pop("auto_increment_offsets", True), **kw)  # type: ignore[arg-type]
+
+
+def replication_nodes(replicas: int = 2, **per_node: dict[str, str]) -> list[PlannedNode]:
+    out = [node("db1", "primary", 1, config=per_node.get("db1", {}))]
+    for i in range(2, replicas + 2):
+        out.append(node(f"db{i}", "replica", i, replicates_from=["db1"],
+                        config=per_node.get(f"db{i}", {})))
+    return out

@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+import pytest
+from histories import S, ctx, fault, history, ns, op, probe
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lab.checkers import downtime
+from lab.checkers.downtime import outage_windows
+from lab.history import pair_ops
+
+
+def run(h, c=None):  # type: ignore[no-untyped-def]
+    return downtime.check(h, c or ctx(0, 10))
+
+
+def test_no_failures_no_windows() -> None:
+    h = history(probe([(i, i + 0.1, "ok") for i in range(10)]))
+    r = run(h)
+    assert r.valid is True
+    w = r.metrics["subjects"]["w"]
+    assert (w["count"], w["longest"], w["total"]) == (0, 0.0, 0.0)
+    assert r.metrics["longest"] == 0.0
+
+
+def test_outage_from_last_ok_to_first_ok_after() -> None:
+    h = history(
+        probe([(0, 0.1, "ok"), (1, 1.1, "ok"), (2, 3, "info"), (3, 3.5, "fail"), (4, 4.2, "ok"),
+               (5, 5.1, "ok")])
+    )  # fmt: skip
+    w = run(h).metrics["subjects"]["w"]
+    assert w["count"] == 1
+    win = w["windows"][0]
+    assert win["start"] == pytest.approx(1.1)
+    assert win["end"] == pytest.approx(4.2)
+    assert win["duration"] == pytest.approx(3.1)
+    assert win["failures"] == 2
+    assert win["errors"] == {"timeout": 1, "fail": 1}
+    assert not win["open_at_end"] and not win["from_start"]
+    assert w["longest"] == pytest.approx(3.1)
+
+
+def test_info_and_fail_both_open_an_outage_and_error_codes_are_kept() -> None:
+    h = history(
+        probe([(0, 0.1, "ok"), (1, 1.5, "info"), (2, 2.1, "ok"), (3, 3.1, "fail"), (4, 4.1, "ok")],
+              ),
+    )  # fmt: skip
+    w = run(h).metrics["subjects"]["w"]
+    assert w["count"] == 2
+    assert [x["errors"] for x in w["windows"]] == [{"timeout": 1}, {"fail": 1}]
+    assert w["total"] == pytest.approx((2.1 - 0.1) + (4.1 - 2.1))
+
+
+def test_error_code_label() -> None:
+    h = history(op(1, "write", 0, 0.1), op(1, "write", 1, 1.1, "fail", error=2013),
+                op(1, "write", 2, 2.1))  # fmt: skip
+    win = run(h).metrics["subjects"]["w"]["windows"][0]
+    assert win["errors"] == {"2013": 1}
+
+
+def test_outage_at_the_start() -> None:
+    h = history(probe([(0.2, 1.2, "info"), (1.3, 1.4, "fail"), (2, 2.1, "ok")]))
+    w = run(h).metrics["subjects"]["w"]
+    win = w["windows"][0]
+    assert win["from_start"] is True
+    assert win["start"] == pytest.approx(0.2)  # the first invoke
+    assert win["end"] == pytest.approx(2.1)
+    assert w["from_start"] is True
+
+
+def test_outage_open_at_the_end_closes_at_load_end_and_is_flagged() -> None:
+    h = history(probe([(0, 0.1, "ok"), (5, 5.1, "ok"), (6, 7, "info"), (7, 8, "info")]))
+    r = run(h, ctx(0, 10))
+    w = r.metrics["subjects"]["w"]
+    win = w["windows"][-1]
+    assert win["open_at_end"] is True
+    assert win["start"] == pytest.approx(5.1)
+    assert win["end"] == pytest.approx(10.0)
+    assert w["longest"] == pytest.approx(4.9)
+    assert w["longest_open_at_end"] is True
+    assert r.metrics["open_at_end"] is True
+    assert "still open" in r.details
+
+
+def test_incomplete_op_at_the_end_counts_as_unknown() -> None:
+    h = history(probe([(0, 0.1, "ok"), (1, 1.1, "ok")]), op(1, "write", 2, 2)[:1])
+    w = run(h, ctx(0, 5)).metrics["subjects"]["w"]
+    assert w["count"] == 1
+    assert w["windows"][0]["errors"] == {"incomplete": 1}
+    assert w["windows"][0]["end"] == pytest.approx(5.0)
+
+
+def test_duplicate_key_errors_are_answers_not_outages() -> None:
+    h = history(
+        op(1, "insert", 0, 0.1, key=1),
+        op(1, "insert", 1, 1.1, "fail", key=1, error=1062),
+        op(1, "insert", 2, 2.1, "fail", key=2, error=11000),
+        op(1, "insert", 3, 3.1, key=3),
+    )
+    assert run(h).metrics["subjects"]["w"]["count"] == 0
+
+
+def test_workload_windows_are_the_union_of_its_endpoints() -> None:
+    a = probe([(0, 0.1, "ok"), (1, 1.1, "fail"), (3, 3.1, "ok")], process=1, endpoint="db1")
+    b = probe([(0, 0.1, "ok"), (2, 2.1, "fail"), (5, 5.1, "ok")], process=2, endpoint="db2")
+    s = run(history(a, b)).metrics["subjects"]
+    assert s["w on db1"]["windows"][0]["start"] == pytest.approx(0.1)
+    assert s["w on db1"]["windows"][0]["end"] == pytest.approx(3.1)
+    assert s["w on db2"]["windows"][0]["end"] == pytest.approx(5.1)
+    assert s["w"]["count"] == 1
+    assert s["w"]["longest"] == pytest.approx(5.0)
+    assert s["w"]["endpoints"] == ["db1", "db2"]
+
+
+def test_workloads_are_separate_and_overall_is_the_worst() -> None:
+    a = probe([(0, 0.1, "ok"), (1, 1.1, "fail"), (2, 2.1, "ok")], workload="a", process=1)
+    b = probe([(0, 0.1, "ok"), (1, 1.1, "fail"), (4, 4.1, "ok")], workload="b", process=2)
+    r = run(history(a, b))
+    assert r.metrics["subjects"]["a"]["longest"] == pytest.approx(2.0)
+    assert r.metrics["subjects"]["b"]["longest"] == pytest.approx(4.0)
+    assert r.metrics["longest"] == pytest.approx(4.0)
+    assert r.metrics["count"] == 2
+
+
+def test_faults_in_the_history_are_ignored() -> None:
+    h = history(probe([(0, 0.1, "ok"), (1, 1.1, "ok")]), fault("kill", 0.5, 0.6, "db1"))
+    assert run(h).metrics["subjects"]["w"]["count"] == 0
+
+
+def test_times_relative_to_load_start() -> None:
+    h = history(probe([(100, 100.1, "ok"), (101, 101.1, "fail"), (102, 102.1, "ok")]))
+    win = run(h, ctx(100, 110)).metrics["subjects"]["w"]["windows"][0]
+    assert win["start"] == pytest.approx(0.1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["ok", "fail", "info"]), st.integers(1, 50)),
+                max_size=40))  # fmt: skip
+def test_windows_cover_every_failure_and_no_ok(steps: list[tuple[str, int]]) -> None:
+    t = 0.0
+    times = []
+    for ty, dur in steps:
+        times.append((t, t + dur / 100, ty))
+        t += dur / 100 + 0.01
+    end = t + 1
+    h = history(probe(times))
+    paired = pair_ops(h).ops
+    windows = outage_windows(paired, ns(end))
+    # disjoint and ordered
+    for a, b in zip(windows, windows[1:], strict=False):
+        assert a.end <= b.start
+    for c in paired:
+        assert c.end is not None
+        inside = [w for w in windows if w.start <= c.end <= w.end]
+        if c.type != "ok":
+            assert inside, "every failure lies in a window"
+        else:
+            assert not [w for w in windows if w.start < c.end < w.end]
+    assert sum(w.end - w.start for w in windows) <= ns(end)
+    assert sum(w.failures for w in windows) == sum(1 for c in paired if c.type != "ok")
+    r = downtime.check(h, ctx(0, end))
+    assert r.metrics["subjects"].get("w", {"count": 0})["count"] == len(windows)
+    assert all(w.end - w.start >= 0 for w in windows)
+    assert all(w.start >= 0 and w.end <= ns(end) + S for w in windows)

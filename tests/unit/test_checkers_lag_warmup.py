@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+from histories import ctx, fault, history, ns, probe
+
+from lab.checkers import replication_lag, warmup
+from lab.checkers.replication_lag import downsample
+from lab.history import Sample
+
+
+def lag(node: str, t: float, v: float) -> Sample:
+    return Sample("lag", node, ns(t), {"lag": v})
+
+
+def test_lag_per_replica() -> None:
+    samples = [lag("db2", i / 10, i / 100) for i in range(101)]
+    samples += [lag("db3", i / 10, 0.0) for i in range(50)]
+    samples += [Sample("lag", "db3", ns(6), {"lag": math.nan}), Sample("other", "db3", 0, {})]
+    r = replication_lag.check([], ctx(0, 10, samples=samples))
+    s = r.metrics["subjects"]
+    assert s["db2"]["max"] == pytest.approx(1.0)
+    assert s["db2"]["p50"] == pytest.approx(0.5)
+    assert s["db2"]["p99"] == pytest.approx(0.99)
+    assert s["db3"]["max"] == 0.0
+    assert s["db3"]["unreadable"] == 1
+    assert r.metrics["max"] == pytest.approx(1.0)
+    assert s["db2"]["series"][0] == [0.0, 0.0]
+
+
+def test_lag_without_samples() -> None:
+    r = replication_lag.check([], ctx(0, 10))
+    assert r.metrics["subjects"] == {} and r.metrics["max"] is None
+
+
+def test_downsample_keeps_peaks_and_bounds_points() -> None:
+    pts = [(i / 100, 0.0) for i in range(10_000)]
+    pts[5_000] = (50.0, 9.0)
+    out = downsample(pts, 300)
+    assert len(out) <= 300
+    assert max(v for _, v in out) == 9.0
+
+
+def throughput_with_dip(levels: list[int], w: str = "w") -> list:  # type: ignore[type-arg]
+    ops = []
+    for s, n in enumerate(levels):
+        ops += [(s + i / max(n, 1), s + i / max(n, 1) + 0.001, "ok") for i in range(n)]
+    return probe(ops, workload=w)
+
+
+def test_warmup_after_drop_caches() -> None:
+    levels = [100] * 10 + [20, 40, 60, 95, 100, 100, 100, 100, 100, 100]
+    h = history(throughput_with_dip(levels), fault("drop_caches", 10.0, 10.0, "db1"))
+    r = warmup.check(h, ctx(0, 20))
+    s = r.metrics["subjects"]["w"]
+    assert s["recovered"] is True
+    assert s["warmup"] == pytest.approx(3.0)  # second 13 is the first back at >= 90 %
+    assert s["min_level"] == pytest.approx(0.2)
+    assert s["dip_beyond_noise"] is True
+
+
+def test_warmup_no_dip_beyond_noise() -> None:
+    levels = [100, 90, 110, 95, 105, 100, 92, 108, 100, 100] + [93, 101, 99, 100] * 2
+    h = history(throughput_with_dip(levels), fault("drop_caches", 10.0, 10.0))
+    s = warmup.check(h, ctx(0, len(levels))).metrics["subjects"]["w"]
+    assert s["dip_beyond_noise"] is False
+    assert s["warmup"] == 0.0
+    assert s["faults"][0]["note"] == "no dip beyond noise"
+
+
+def test_warmup_not_recovered_is_a_lower_bound() -> None:
+    levels = [100] * 10 + [10] * 5
+    h = history(throughput_with_dip(levels), fault("drop_caches", 10.0, 10.0))
+    s = warmup.check(h, ctx(0, 15)).metrics["subjects"]["w"]
+    assert s["recovered"] is False and s["warmup"] is None
+    assert s["lower_bound"] == pytest.approx(5.0, abs=0.01)
+
+
+def test_warmup_needs_a_baseline() -> None:
+    h = history(throughput_with_dip([100] * 5), fault("drop_caches", 1.0, 1.0))
+    s = warmup.check(h, ctx(0, 5)).metrics["subjects"]["w"]
+    assert s["warmup"] is None and "whole seconds" in s["unknown"]
+
+
+def test_warmup_without_fault_is_measured_from_the_start() -> None:
+    levels = [10, 30, 60, 95, 100, 100, 100, 100, 100, 100]
+    r = warmup.check(history(throughput_with_dip(levels)), ctx(0, 10))
+    assert r.metrics["faults"] == 0 and r.metrics["mode"] == "start"
+    s = r.metrics["subjects"]["w"]
+    assert s["warmup"] == pytest.approx(3.0)
+    assert s["baseline"] == pytest.approx(100.0)
+    assert s["min_level"] == pytest.approx(0.1)
+
+
+def test_warmup_from_start_needs_enough_seconds() -> None:
+    r = warmup.check(history(throughput_with_dip([10] * 3)), ctx(0, 3))
+    assert r.metrics["subjects"]["w"]["warmup"] is None
+
+
+def test_warmup_fault_from_facts_and_custom_baseline() -> None:
+    levels = [100] * 5 + [50, 100, 100, 100]
+    facts = {"warmup": {"baseline": 4, "faults": [{"name": "drop_caches", "start": ns(5.0)}]}}
+    s = warmup.check(history(throughput_with_dip(levels)), ctx(0, 9, facts=facts))
+    subj = s.metrics["subjects"]["w"]
+    assert subj["warmup"] == pytest.approx(1.0)
+    assert subj["faults"][0]["baseline"] == pytest.approx(100)

@@ -1,0 +1,299 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from histories import ctx, fault, history, ns, op, probe
+
+from dsl.models import Expectation, Metric, Quantity
+from lab.checkers import CheckResult, run_checkers
+from lab.checkers.base import CheckContext
+from lab.expectations import (
+    ExpectationOutcome,
+    all_passed,
+    compare,
+    compare_lower_bound,
+    evaluate,
+    evaluate_all,
+    format_value,
+    metric_text,
+)
+from lab.history import Op, Sample
+
+UNITS = {"s": "duration", "%": "percent", "/s": "rate", "B": "size", "": "count"}
+
+
+def q(text: str) -> Quantity:
+    """``'5s'``, ``'1%'``, ``'100/s'``, ``'4096B'``, ``'3'``."""
+    if text.endswith("ms"):
+        return Quantity(value=float(text[:-2]) / 1000, kind="duration", text=text)
+    for suffix in ("/s", "s", "%", "B"):
+        if text.endswith(suffix):
+            num = float(text[: -len(suffix)])
+            kind = UNITS[suffix]
+            return Quantity(value=num / 100 if suffix == "%" else num, kind=kind, text=text)  # type: ignore[arg-type]
+    return Quantity(value=float(text), kind="count", text=text)
+
+
+def expect(metric: str, op_: str, value: str, **kw: Any) -> Expectation:
+    m = Metric(name=metric, **kw)  # type: ignore[arg-type]
+    text = f"expect {metric_text(m)} {op_} {value}"
+    return Expectation(metric=m, op=op_, value=q(value), text=text)  # type: ignore[arg-type]
+
+
+def build() -> tuple[list[Op], CheckContext]:
+    parts: list[Any] = []
+    # probe p on router.writer: ok every 0.1 s for 30 s, outage from 10.0 to 12.55
+    steps = []
+    t = 0.0
+    while t < 30:
+        ty = "info" if 10.05 <= t < 12.5 else "ok"
+        steps.append((t, t + 0.05, ty))
+        t = round(t + 0.1, 3)
+    parts.append(probe(steps, workload="p", endpoint="router.writer", process=1))
+    # read-your-writes: write k at 1+2i, read on db2 (stale once) and db3
+    for i in range(10):
+        t0 = 1 + 2 * i
+        parts.append(op(10, "write", t0, t0 + 0.1, key=i, value=1, workload="ryw", node="db1"))
+        stale_first = i == 3
+        parts.append(op(11, "read", t0 + 0.2, t0 + 0.3, key=i, value=None if stale_first else 1,
+                        workload="ryw", endpoint="db2", node="db2"))  # fmt: skip
+        if stale_first:
+            parts.append(op(11, "read", t0 + 0.4, t0 + 0.5, key=i, value=1, workload="ryw",
+                            endpoint="db2", node="db2"))  # fmt: skip
+        parts.append(op(12, "read", t0 + 0.2, t0 + 0.3, key=i, value=1, workload="ryw",
+                        endpoint="db3", node="db3"))  # fmt: skip
+    # unique inserts on two primaries, two duplicates on db2
+    for i in range(20):
+        parts.append(op(20, "insert", i, i + 0.1, key=i, value=i, workload="ins", endpoint="db1",
+                        node="db1"))  # fmt: skip
+    parts.append(op(21, "insert", 3, 3.1, "fail", key=3, value=3, workload="ins",
+                    endpoint="db2", node="db2", error=1062))  # fmt: skip
+    parts.append(op(21, "insert", 4, 4.1, "fail", key=4, value=4, workload="ins",
+                    endpoint="db2", node="db2", error=1062))  # fmt: skip
+    parts.append(fault("kill", 10.0, 12.0, "db1"))
+    h = history(*parts)
+    samples = [Sample("lag", "db2", ns(i / 2), {"lag": 0.5 if i == 40 else 0.01})
+               for i in range(60)]  # fmt: skip
+    samples += [Sample("sysbench", "sb", ns(i + 1), {"tps": 100.0, "lat_p95": 0.02,
+                "errors": 0.0, "reconnects": 0.0}) for i in range(30)]  # fmt: skip
+    final = {
+        "ins": {"db1": {i: i for i in range(20)}, "db2": {i: i for i in range(19)}},
+    }
+    c = ctx(0, 30, workloads={"p": "probe", "ryw": "read_your_writes", "ins": "unique_insert",
+                              "sb": "sysbench"},
+            final_state=final, samples=samples,
+            facts={"missing_transactions": {"db2": 0, "db3": 2},
+                   "relay_log_bytes": {"db2": {"before": 1024, "after": 5120}}})  # fmt: skip
+    return h, c
+
+
+@pytest.fixture(scope="module")
+def world() -> tuple[dict[str, CheckResult], CheckContext, list[Op]]:
+    h, c = build()
+    return run_checkers(h, c), c, h
+
+
+def ev(world: Any, e: Expectation) -> ExpectationOutcome:
+    results, c, _ = world
+    return evaluate(e, results, c)
+
+
+def test_downtime_holds_and_fails_with_explanation(world: Any) -> None:
+    ok = ev(world, expect("downtime", "<", "5s", subject="p"))
+    assert ok.passed is True
+    assert ok.measured == pytest.approx(2.5)  # last ok 10.05 -> first ok 12.55
+    assert ok.unit == "duration"
+    assert ok.metric == "downtime(p).max"
+    assert "downtime(p).max = 2.5 s" in ok.explanation and "holds" in ok.explanation
+    bad = ev(world, expect("downtime", "<", "1s", subject="p"))
+    assert bad.passed is False and "fails" in bad.explanation
+    assert bad.text == "expect downtime(p) < 1s"
+    assert ev(world, expect("downtime", "==", "1", subject="p", stat="count")).passed is True
+    assert ev(world, expect("downtime", "<", "10s")).passed is True  # over every workload
+
+
+def test_unknown_workload_is_explained(world: Any) -> None:
+    o = ev(world, expect("downtime", "<", "5s", subject="nope"))
+    assert o.passed is None and o.measured is None
+    assert "no workload named 'nope'" in o.explanation
+    assert "ins, p, ryw, sb" in o.explanation
+
+
+def test_unknown_stat_is_explained(world: Any) -> None:
+    o = ev(world, expect("downtime", "<", "5s", subject="p", stat="p42"))
+    assert o.passed is None and "has no '.p42'" in o.explanation
+
+
+def test_unit_mismatch_is_unknown(world: Any) -> None:
+    o = ev(world, expect("downtime", "<", "5%", subject="p"))
+    assert o.passed is None and "cannot be compared" in o.explanation
+
+
+def test_open_outage_is_a_lower_bound() -> None:
+    h = history(probe([(0, 0.1, "ok"), (5, 5.1, "ok"), (6, 7, "info"), (7, 8, "info")]))
+    c = ctx(0, 10)
+    res = run_checkers(h, c)
+    undecided = evaluate(expect("downtime", "<", "10s", subject="w"), res, c)
+    assert undecided.passed is None and undecided.lower_bound
+    assert "at least 4.9 s" in undecided.explanation
+    assert evaluate(expect("downtime", "<", "3s", subject="w"), res, c).passed is False
+    assert evaluate(expect("downtime", ">", "3s", subject="w"), res, c).passed is True
+
+
+def test_stale_reads(world: Any) -> None:
+    assert ev(world, expect("stale_reads", "==", "1", subject="ryw")).passed is True
+    on3 = ev(world, expect("stale_reads", "==", "0", subject="ryw", on="db3"))
+    assert on3.passed is True and on3.metric == "stale_reads(ryw on db3).count"
+    assert ev(world, expect("stale_reads", "==", "1", on="db2")).passed is True
+    ratio = ev(world, expect("stale_reads", "<", "10%", subject="ryw"))  # percent -> ratio
+    assert ratio.metric.endswith(".ratio") and ratio.unit == "percent"
+    assert ratio.measured == pytest.approx(1 / 21)  # 20 reads + the re-read on db2
+    assert ratio.passed is True
+    vis = ev(world, expect("stale_reads", "<", "1s", subject="ryw", stat="p99"))
+    assert vis.measured == pytest.approx(0.4) and vis.passed is True
+    missing = ev(world, expect("stale_reads", "==", "0", subject="ryw", on="db9"))
+    assert missing.passed is None and "no reads on 'db9'" in missing.explanation
+
+
+def test_stale_ratio_undefined_without_eligible_reads() -> None:
+    h = history(op(1, "read", 0, 0.1, key=1, value=None))
+    c = ctx(0, 1)
+    o = evaluate(expect("stale_reads", "<", "1%", subject="w"), run_checkers(h, c), c)
+    assert o.passed is None and "undefined" in o.explanation
+
+
+def test_duplicate_keys_and_lost_writes(world: Any) -> None:
+    assert ev(world, expect("duplicate_keys", "==", "2", subject="ins")).passed is True
+    assert ev(world, expect("duplicate_keys", "==", "2", subject="ins", on="db2")).passed is True
+    assert ev(world, expect("duplicate_keys", "==", "0", subject="p")).passed is True
+    assert ev(world, expect("duplicate_keys", "==", "2")).passed is True
+    assert ev(world, expect("lost_writes", "==", "1", subject="ins")).passed is True
+    assert ev(world, expect("lost_writes", "==", "1", subject="ins", on="db2")).passed is True
+    lw = ev(world, expect("lost_writes", "<", "10%", subject="ins"))
+    assert lw.measured == pytest.approx(1 / 20)
+    assert ev(world, expect("lost_writes", "==", "1")).passed is True
+    no = ev(world, expect("lost_writes", "==", "0", subject="ryw"))
+    assert no.passed is None and "no final state" in no.explanation
+
+
+def test_facts(world: Any) -> None:
+    assert ev(world, expect("missing_transactions", "==", "0", subject="db2")).passed is True
+    assert ev(world, expect("missing_transactions", "==", "2")).passed is True  # all nodes
+    o = ev(world, expect("missing_transactions", "==", "0", subject="db7"))
+    assert o.passed is None and "not measured on 'db7'" in o.explanation
+    after = ev(world, expect("relay_log_bytes", "<", "8192B", subject="db2"))
+    assert after.passed is True and after.metric.endswith(".final")
+    assert ev(world, expect("relay_log_bytes", "==", "4096B", subject="db2",
+                            stat="growth")).passed is True  # fmt: skip
+    assert ev(world, expect("relay_log_bytes", "==", "1024B", subject="db2",
+                            stat="before")).passed is True  # fmt: skip
+
+
+def test_facts_not_measured() -> None:
+    c = CheckContext()
+    o = evaluate(expect("missing_transactions", "==", "0", subject="db2"), run_checkers([], c), c)
+    assert o.passed is None and "did not measure missing transactions" in o.explanation
+
+
+def test_replication_lag(world: Any) -> None:
+    mx = ev(world, expect("replication_lag", "<", "1s", subject="db2"))
+    assert mx.measured == pytest.approx(0.5) and mx.passed is True
+    assert ev(world, expect("replication_lag", "<", "20ms", subject="db2",
+                            stat="p50")).passed is True  # fmt: skip
+    last = ev(world, expect("replication_lag", "<", "20ms", subject="db2", last=5.0))
+    assert last.passed is True and last.measured == pytest.approx(0.01)
+    assert ev(world, expect("replication_lag", "<", "1s")).passed is True
+    o = ev(world, expect("replication_lag", "<", "1s", subject="db3"))
+    assert o.passed is None and "no replication lag samples for 'db3'" in o.explanation
+
+
+def test_throughput_latency_errors_stalls(world: Any) -> None:
+    thr = ev(world, expect("throughput", ">", "5/s", subject="p"))
+    assert thr.passed is True and thr.unit == "rate"
+    last = ev(world, expect("throughput", ">=", "10/s", subject="p", last=10.0))
+    assert last.measured == pytest.approx(10.0) and last.passed is True
+    sb = ev(world, expect("throughput", ">=", "100/s", subject="sb"))
+    assert sb.passed is True
+    lat = ev(world, expect("latency", "<", "100ms", subject="p"))
+    assert lat.measured == pytest.approx(0.05) and lat.passed is True
+    assert ev(world, expect("latency", "<", "100ms", subject="p", last=5.0)).passed is True
+    assert ev(world, expect("latency", "<", "100ms", subject="sb", stat="max")).passed is True
+    errs = ev(world, expect("errors", ">", "10", subject="p"))
+    assert errs.passed is True
+    assert ev(world, expect("errors", "==", "2", subject="ins", code=1062)).passed is True
+    assert ev(world, expect("errors", "==", "0", subject="ins", code=1213)).passed is True
+    ratio = ev(world, expect("errors", "<", "20%", subject="p"))
+    assert ratio.metric.endswith(".ratio") and ratio.passed is True
+    rate = ev(world, expect("errors", "<", "1/s", subject="p", stat="rate"))
+    assert rate.measured == pytest.approx(25 / 30, rel=0.1)
+    assert ev(world, expect("errors", "==", "0", subject="p", last=10.0)).passed is True
+    st = ev(world, expect("stalls", "==", "1", subject="p"))  # second 11 only
+    assert st.passed is True, st.explanation
+    assert ev(world, expect("stalls", "==", "1s", subject="p", stat="max")).passed is True
+    assert ev(world, expect("stalls", "==", "0", subject="p", last=10.0)).passed is True
+
+
+def test_warmup() -> None:
+    levels = [100] * 10 + [20, 40, 60, 95, 100, 100, 100, 100, 100, 100]
+    ops: list[Any] = []
+    for s, n in enumerate(levels):
+        ops += [(s + i / n, s + i / n + 0.001, "ok") for i in range(n)]
+    h = history(probe(ops), fault("drop_caches", 10.0, 10.0))
+    c = ctx(0, 20)
+    res = run_checkers(h, c)
+    o = evaluate(expect("warmup", "<", "5s", subject="w"), res, c)
+    assert o.passed is True and o.measured == pytest.approx(3.0)
+    assert "after the cache drop" in o.explanation
+    o = evaluate(expect("warmup", "<", "2s", subject="w", stat="time"), res, c)
+    assert o.passed is False
+
+
+def test_a_failed_checker_makes_expectations_unknown() -> None:
+    res = {"downtime": CheckResult("downtime", None, {}, "checker raised KeyError: 'x'\n...")}
+    o = evaluate(expect("downtime", "<", "1s", subject="p"), res, CheckContext())
+    assert o.passed is None
+    assert "the downtime checker failed: checker raised KeyError" in o.explanation
+
+
+def test_evaluate_all_and_all_passed(world: Any) -> None:
+    results, c, _ = world
+    outs = evaluate_all([expect("downtime", "<", "5s", subject="p"),
+                         expect("downtime", "<", "5s", subject="x")], results, c)  # fmt: skip
+    assert [o.passed for o in outs] == [True, None]
+    assert not all_passed(outs)
+    assert all_passed(outs[:1])
+    assert outs[0].to_json()["passed"] is True
+
+
+def test_compare_and_lower_bounds() -> None:
+    assert compare(1.0, "<", 2) and not compare(2.0, "<", 2) and compare(2.0, "<=", 2)
+    assert compare(0.1 + 0.2, "==", 0.3) and compare(1, "!=", 2)
+    assert compare_lower_bound(6, "<", 5) is False
+    assert compare_lower_bound(3, "<", 5) is None
+    assert compare_lower_bound(6, ">", 5) is True
+    assert compare_lower_bound(3, ">", 5) is None
+    assert compare_lower_bound(6, "==", 5) is False and compare_lower_bound(6, "!=", 5) is True
+
+
+def test_format_value() -> None:
+    assert format_value(0.25, "duration") == "250 ms"
+    assert format_value(2.5, "duration") == "2.5 s"
+    assert format_value(0.005, "percent") == "0.5%"
+    assert format_value(3, "count") == "3"
+    assert format_value(5 * 2**20, "size") == "5 MiB"
+    assert format_value(None, "count") == "unknown"
+
+
+def test_every_statistic_of_the_language_is_understood(world: Any) -> None:
+    """Cross-check with the language's metric table: no statistic it allows is refused."""
+    metrics = pytest.importorskip("dsl.metrics")
+    subjects = {"workload": "p", "optional_workload": "ins", "node": "db2"}
+    special = {"stale_reads": "ryw", "duplicate_keys": "ins", "lost_writes": "ins",
+               "throughput": "p", "warmup": "p"}  # fmt: skip
+    for name, spec in metrics.METRICS.items():
+        for stat in spec.stats:
+            subj = special.get(name, subjects[spec.subject])
+            o = ev(world, expect(name, "<", "1", subject=subj, stat=stat))
+            assert "has no '." not in o.explanation, (name, stat, o.explanation)
+            assert "evaluating failed" not in o.explanation, (name, stat, o.explanation)

@@ -1,0 +1,184 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+
+from lab.checkers import CheckResult
+from lab.expectations import ExpectationOutcome
+from lab.history import NEMESIS, FaultWindow, Op, Sample
+from lab.store import (
+    MIGRATIONS,
+    AmbiguousRun,
+    RunNotFound,
+    Store,
+    applied_migrations,
+    decode_value,
+    default_db_path,
+    encode_value,
+    migrate,
+)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "results.db")
+
+
+def test_default_db_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("LAB_HOME", str(tmp_path / "home"))
+    assert default_db_path() == tmp_path / "home" / "results.db"
+    monkeypatch.delenv("LAB_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_db_path() == tmp_path / ".local/share/replica-chaos-lab/results.db"
+
+
+def test_migrations_are_idempotent(tmp_path: Path) -> None:
+    p = tmp_path / "r.db"
+    s1 = Store(p)
+    assert s1.migrated == [m.version for m in MIGRATIONS]
+    s1.close()
+    s2 = Store(p)
+    assert s2.migrated == []
+    assert applied_migrations(s2.db) == [m.version for m in MIGRATIONS]
+    assert migrate(s2.db) == []
+    tables = set(s2.db.table_names())
+    for t in (
+        "migrations",
+        "runs",
+        "cells",
+        "operations",
+        "faults",
+        "samples",
+        "measurements",
+        "checks",
+        "expectations",
+    ):
+        assert t in tables
+    assert "metrics" in s2.db["checks"].columns_dict
+
+
+def test_migrations_apply_only_what_is_missing(tmp_path: Path) -> None:
+    db = sqlite_utils.Database(tmp_path / "old.db")
+    db["migrations"].create({"version": int, "name": str, "applied_at": str}, pk="version")
+    MIGRATIONS[0].apply(db)
+    db["migrations"].insert({"version": 1, "name": "initial schema", "applied_at": "x"})
+    db.close()
+    s = Store(tmp_path / "old.db")
+    assert s.migrated == [m.version for m in MIGRATIONS if m.version > 1]
+
+
+def test_run_round_trip(store: Store) -> None:
+    rid = store.create_run("failover", "experiments/failover.exp", host="h", version="9")
+    assert store.get_run(rid)["status"] == "running"
+    store.create_cell(rid, 1, "a #1", variant="a", sweep={"threads": "4"}, repeat=1)
+
+    ops = [
+        Op("invoke", "write", 1, 10, "w", "router.writer", "db1", 1, 1, index=0),
+        Op("ok", "write", 1, 20, "w", "router.writer", "db1", 1, 1, index=1),
+        Op("invoke", "read", 2, 30, "w", "db2", "db2", 1, None, index=2),
+        Op("ok", "read", 2, 40, "w", "db2", "db2", 1, None, index=3),
+        Op("fail", "write", 3, 50, "w", "db1", None, 2, "text", 1062, "Duplicate entry", 4),
+        Op("invoke", "kill", NEMESIS, 60, node="db1", value={"signal": 9}, index=5),
+    ]
+    assert store.insert_operations(rid, 1, ops) == 6
+    assert store.operations(rid, 1) == ops
+    samples = [Sample("lag", "db2", 5, {"lag": 0.25}), Sample("sysbench", "sb", 6, {"tps": 1.0})]
+    store.insert_samples(rid, 1, samples)
+    assert store.samples(rid, 1) == samples
+    assert store.samples(rid, 1, "lag") == samples[:1]
+    store.write_faults(rid, 1, [FaultWindow("kill", "db1", 60, 70, True, {"signal": 9})])
+    store.write_faults(rid, 1, [FaultWindow("kill", "db1", 60, 80, True, {"signal": 9})])
+    (f,) = store.faults(rid, 1)
+    assert (f["name"], f["end_ns"], f["detail"]) == ("kill", 80, {"signal": 9})
+
+    results = {
+        "downtime": CheckResult("downtime", True, {
+            "longest": 1.5, "subjects": {"w": {"longest": 1.5, "windows": [{"start": 1}]}}}),
+        "boom": CheckResult("boom", None, {}, "checker raised"),
+    }  # fmt: skip
+    assert store.write_measurements(rid, 1, results) == 3
+    rows = {(m["checker"], m["subject"], m["name"]): m for m in store.measurements(rid, 1)}
+    assert rows[("downtime", "", "longest")]["value"] == 1.5
+    assert rows[("downtime", "w", "windows")]["json"] == [{"start": 1}]
+    checks = {c["checker"]: c for c in store.checks(rid, 1)}
+    assert checks["boom"]["valid"] is None and checks["downtime"]["valid"] is True
+    assert checks["downtime"]["metrics"]["subjects"]["w"]["longest"] == 1.5
+
+    outcome = ExpectationOutcome(False, 1.5, "duration", "expect downtime(w) < 1s", "fails",
+                                 "downtime(w).max")  # fmt: skip
+    store.write_expectations(rid, 1, [outcome], [12])
+    (e,) = store.expectations(rid, 1)
+    assert (e["passed"], e["measured"], e["line"], e["unit"]) == (False, 1.5, 12, "duration")
+
+    store.finish_cell(rid, 1, "failed", load_start_ns=1, load_end_ns=2)
+    store.finish_run(rid, "failed", 1, summary={"x": 1}, message=None)
+    run = store.get_run(rid)
+    assert (run["status"], run["exit_code"], run["summary"], run["host"]) == (
+        "failed",
+        1,
+        {"x": 1},
+        "h",
+    )
+    built = store.build_summary(rid)
+    assert built["exit_code"] == 1
+    (cell,) = built["cells"]
+    assert cell["operations"] == 2
+    assert cell["expectations"][0]["passed"] is False
+    assert cell["measurements"]["downtime"]["longest"] == 1.5
+    json.dumps(built, allow_nan=False)
+    # the stored document has no cells (not a summary): rebuilt from the tables
+    assert store.summary(rid[:6]) == built
+
+
+def test_stored_summary_is_returned_as_is(store: Store) -> None:
+    rid = store.create_run("e")
+    doc = {"run_id": rid, "experiment": "e", "exit_code": 0, "cells": []}
+    store.finish_run(rid, "passed", 0, summary=doc)
+    assert store.summary(rid)["cells"] == [] and store.summary(rid)["exit_code"] == 0
+
+
+def test_finish_run_rejects_unknown_status(store: Store) -> None:
+    rid = store.create_run("e")
+    with pytest.raises(ValueError, match="unknown run status"):
+        store.finish_run(rid, "weird", 0)
+
+
+def test_prefix_lookup(store: Store) -> None:
+    a = store.create_run("e", run_id="abc123")
+    store.create_run("e", run_id="abd456")
+    assert store.get_run("abc")["id"] == a
+    assert store.resolve_run_id("abc123") == a
+    with pytest.raises(AmbiguousRun, match="ambiguous"):
+        store.get_run("ab")
+    with pytest.raises(RunNotFound, match="no run 'zz'"):
+        store.get_run("zz")
+    with pytest.raises(RunNotFound):
+        store.get_run("")
+    # LIKE wildcards in the reference are literal
+    with pytest.raises(RunNotFound):
+        store.get_run("a%")
+
+
+def test_list_runs_most_recent_first(store: Store) -> None:
+    store.create_run("one", started_at="2024-01-01T00:00:00")
+    store.create_run("two", started_at="2024-01-02T00:00:00")
+    assert [r["experiment"] for r in store.list_runs()] == ["two", "one"]
+    assert [r["experiment"] for r in store.list_runs(experiment="one")] == ["one"]
+    assert len(store.list_runs(limit=1)) == 1
+
+
+def test_value_encoding_round_trips() -> None:
+    for v in (None, 0, 5, -1, "5", "a", 1.5, [1, 2], {"k": "v"}, True):
+        assert decode_value(encode_value(v)) == v
+    assert encode_value(5) == "5" and encode_value("5") == '"5"'
+
+
+def test_nan_measurements_are_stored_as_null(store: Store) -> None:
+    rid = store.create_run("e")
+    store.create_cell(rid, 1)
+    store.write_measurements(rid, 1, {"x": CheckResult("x", True, {"v": float("nan")})})
+    (m,) = store.measurements(rid, 1)
+    assert m["value"] is None
