@@ -186,10 +186,15 @@ class HAProxy:
         """Route writes to ``node`` now: every other writer server to maintenance. Returns
         the seconds it took."""
         t0 = time.monotonic()
+        if node not in self.writers:
+            raise ComponentError("haproxy", f"{node} is not in the writer backend")
         for b in self.backends:
-            if b.name in self.writers:
-                state = "ready" if b.name == node else "maint"
-                self.admin(f"set server writer/{b.name} state {state}")
+            if b.name in self.writers and b.name != node:
+                self.admin(f"set server writer/{b.name} state maint")
+        # Do not wait for the next checks to notice the new role: mark it up now (the checks
+        # keep running and would take it down again if it were wrong).
+        for cmd in ("state ready", "health up", "agent up"):
+            self.admin(f"set server writer/{node} {cmd}")
         return time.monotonic() - t0
 
     def stop(self) -> None:

@@ -245,7 +245,11 @@ class Topology:
                 port = ports.client_proxy(node.index)
             backends.append(Backend(node.name, port, ports.agent(node.index, "writer"),
                                     ports.agent(node.index, "reader")))
-        writers = list(dict.fromkeys([*r.writers, *sorted(self.promote_targets())]))
+        # Replication: every node may become the writer (promote); the role-aware check keeps
+        # read-only nodes out. Elsewhere: the declared writers and any promote target.
+        extra = list(self.nodes) if self.plan.topology == "replication" else \
+            sorted(self.promote_targets())
+        writers = list(dict.fromkeys([*r.writers, *extra]))
         self.router = HAProxy(self.run, backends, writers, r.readers, r.check_interval,
                               ports.router_writer, ports.router_reader)
         self.router.start(self.writer_ok, self.reader_ok)
