@@ -26,15 +26,17 @@ class Span(Frozen):
 
 NO_SPAN = Span(line=0, column=0, end_line=0, end_column=0)
 
-UnitKind = Literal["duration", "size", "rate", "percent", "count"]
+UnitKind = Literal["duration", "size", "rate", "bandwidth", "percent", "count"]
 
 
 class Quantity(Frozen):
-    """A number with its unit, normalised: seconds, bytes, per-second, ratio (0..1), count."""
+    """A number with its unit, normalised: seconds, bytes, per-second, bytes per second
+    (bandwidth), ratio (0..1), count."""
 
     value: float
     kind: UnitKind
     text: str
+    span: Span = NO_SPAN
 
 
 class ParamRef(Frozen):
@@ -185,6 +187,8 @@ class Workload(Frozen):
     ops: IntOrParam | None = None  # bounded by a number of operations
     timeout: float = 1.0  # per operation: connect and read timeouts
     start_after: str | None = None  # start when this workload has finished
+    start_after_span: Span = NO_SPAN
+    script_span: Span = NO_SPAN
     span: Span = NO_SPAN
 
 
@@ -303,6 +307,7 @@ class Step(Frozen):
 
     when: Literal["before_load", "after"]
     workload: str | None = None
+    workload_span: Span = NO_SPAN
     actions: list[Action] = Field(default_factory=list)
     span: Span = NO_SPAN
 
@@ -335,6 +340,8 @@ class Metric(Frozen):
     code: int | None = None  # errors(w, 1062)
     stat: str | None = None  # p50, p95, p99, max, total, count, rate, mean, min, after ...
     last: float | None = None  # seconds: only the last N seconds of the load
+    subject_span: Span = NO_SPAN
+    on_span: Span = NO_SPAN
     span: Span = NO_SPAN
 
 

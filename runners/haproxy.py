@@ -149,7 +149,14 @@ class HAProxy:
         wait_until(lambda: self.sock.exists() and bool(self.stat()), 10, "answering on its "
                    "admin socket", "haproxy", self.log, alive=lambda: proc.poll() is None)
         # Ready when the writer backend has a server up (if any writer is meant to be).
-        wait_until(lambda: bool(self.up_servers("writer")), ready_timeout,
+        # ... and no server is in transition ("UP 1/2": haproxy assumes servers up at start,
+        # so read-only nodes must first be seen failing the role check).
+        def settled() -> bool:
+            states = {**self.server_states("writer"), **{
+                f"r/{k}": v for k, v in self.server_states("reader").items()}}
+            return bool(self.up_servers("writer")) and not any("/" in v for v in states.values())
+
+        wait_until(settled, ready_timeout,
                    "routing to a writer", "haproxy", self.log,
                    alive=lambda: proc.poll() is None)
 

@@ -30,6 +30,21 @@ log = logging.getLogger(__name__)
 
 LAB_DEFAULTS = {"innodb_buffer_pool_size": "64M"}
 
+# Settings the lab itself owns for every node: where it listens and keeps its files, its
+# identity in replication, binary/relay log names. A plan's value for one of these is ignored
+# (a wrong one would break the wiring, not test the server).
+MANAGED = {"port", "socket", "datadir", "basedir", "tmpdir", "pid_file", "log_error",
+           "bind_address", "server_id", "log_bin", "relay_log", "relay_log_index",
+           "skip_slave_start", "user", "report_host", "report_port", "wsrep_provider",
+           "wsrep_cluster_address", "wsrep_node_address", "wsrep_provider_options",
+           "wsrep_sst_receive_address", "wsrep_node_name", "wsrep_cluster_name",
+           # dbdeployer's grant script fails under skip_name_resolve (it grants to 'localhost')
+           "skip_name_resolve"}
+
+
+def lab_config(config: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in config.items() if k.replace("-", "_").lower() not in MANAGED}
+
 
 def password(n: int = 20) -> str:
     alphabet = string.ascii_letters + string.digits
@@ -139,7 +154,7 @@ class Topology:
         self.run.set_state("up", endpoints=self.endpoints(), nodes=self.describe_nodes())
 
     def _node_configs(self) -> dict[str, dict[str, str]]:
-        return {n.name: {**LAB_DEFAULTS, **n.config} for n in self.cell.nodes}
+        return {n.name: {**LAB_DEFAULTS, **lab_config(n.config)} for n in self.cell.nodes}
 
     def _deploy_sandboxes(self) -> None:
         configs = self._node_configs()
@@ -152,19 +167,11 @@ class Topology:
             common.setdefault("sync_binlog", "1")
             common.setdefault("innodb_flush_log_at_trx_commit", "1")
         common.setdefault("log-slave-updates", "ON")
-        grants = [
-            f"CREATE USER IF NOT EXISTS '{self.app.user}'@'127.0.0.1' "
-            f"IDENTIFIED BY '{self.app.password}'",
-            f"GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, "
-            f"CREATE TEMPORARY TABLES, LOCK TABLES, EXECUTE, PROCESS, REPLICATION CLIENT "
-            f"ON *.* TO '{self.app.user}'@'127.0.0.1'",
-            "CREATE USER IF NOT EXISTS 'hacheck'@'127.0.0.1'",
-        ]
         req = SandboxRequest(
             kind="replication" if self.plan.topology == "replication" else "single",
             replicas=len(names) - 1, base_port=self.run.ports.base,
             common_config=common, semi_sync=self.plan.semi_sync, admin=self.admin,
-            repl=self.repl, post_grants=grants)
+            repl=self.repl, post_grants=[])
         roles = [self.planned[n].role for n in names]
         nodes = deploy_sandbox(self.run, req, names, roles, self.plan.engine.flavor,
                                self.plan.engine.version)
@@ -185,6 +192,28 @@ class Topology:
                         f.write(f"{k}={v}\n")
                 if set(extra) - {"read_only"}:
                     node.restart()
+        # The lab's users, made on the primary (they replicate). Not through dbdeployer's
+        # --post-grants-sql, which fails silently with some server settings.
+        from runners.bare import user_statements
+
+        # dbdeployer's admin user has no GRANT OPTION on MariaDB: grant as root on the socket.
+        import MySQLdb
+
+        first = nodes[0]
+        sock = next(first.datadir.glob("mysql_sandbox*.sock"))
+        try:  # root@localhost authenticates by unix_socket when we are the OS root user
+            conn = MySQLdb.connect(unix_socket=str(sock), user="root", connect_timeout=5)
+        except MySQLdb.OperationalError:
+            conn = MySQLdb.connect(unix_socket=str(sock), user="root",
+                                   password=self.admin.password, connect_timeout=5)
+        try:
+            cur = conn.cursor()
+            for stmt in user_statements(self.admin, self.app, self.repl):
+                if self.repl.user not in stmt:
+                    cur.execute(stmt)
+            cur.close()
+        finally:
+            conn.close()
         if self.plan.topology == "replication":
             self._wire_replication()
 

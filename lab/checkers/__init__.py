@@ -1,0 +1,58 @@
+"""Checkers: pure functions ``check(history, ctx) -> CheckResult`` over a run's history.
+
+``run_checkers(history, ctx)`` runs every checker in ``ALL_CHECKERS``; a checker that raises
+yields ``valid=None`` with the error in ``details`` instead of stopping the others.
+"""
+
+from __future__ import annotations
+
+from lab.checkers import (
+    downtime,
+    duplicate_keys,
+    errors,
+    facts,
+    latency,
+    lost_writes,
+    replication_lag,
+    stale_reads,
+    throughput,
+    warmup,
+)
+from lab.checkers.base import (
+    CheckContext,
+    Checker,
+    CheckResult,
+    MeasurementRow,
+    WorkloadInfo,
+    compose,
+    flatten_metrics,
+    run_checkers,
+    safe_check,
+)
+
+ALL_CHECKERS: dict[str, Checker] = {
+    "downtime": downtime.check,
+    "stale_reads": stale_reads.check,
+    "duplicate_keys": duplicate_keys.check,
+    "lost_writes": lost_writes.check,
+    "replication_lag": replication_lag.check,
+    "throughput": throughput.check_throughput,
+    "stalls": throughput.check_stalls,
+    "latency": latency.check,
+    "errors": errors.check,
+    "warmup": warmup.check,
+    "facts": facts.check,
+}
+
+__all__ = [
+    "ALL_CHECKERS",
+    "CheckContext",
+    "CheckResult",
+    "Checker",
+    "MeasurementRow",
+    "WorkloadInfo",
+    "compose",
+    "flatten_metrics",
+    "run_checkers",
+    "safe_check",
+]

@@ -36,7 +36,8 @@ def test_pair_ops_orphans_and_reinvoke() -> None:
     )
     p = pair_ops(h)
     assert p.orphans == 1
-    assert [(c.type, c.start, c.end) for c in p.ops] == [("info", 1, None), ("ok", 2, 3)]
+    # completed ops first (completion order), then those that never completed
+    assert [(c.type, c.start, c.end) for c in p.ops] == [("ok", 2, 3), ("info", 1, None)]
 
 
 def test_completion_key_wins_for_auto_increment_inserts() -> None:

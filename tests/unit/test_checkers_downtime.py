@@ -145,7 +145,7 @@ def test_windows_cover_every_failure_and_no_ok(steps: list[tuple[str, int]]) -> 
     end = t + 1
     h = history(probe(times))
     paired = pair_ops(h).ops
-    windows = outage_windows(paired, ns(end))
+    windows = outage_windows(paired, ns(end), ordered=True)
     # disjoint and ordered
     for a, b in zip(windows, windows[1:], strict=False):
         assert a.end <= b.start

@@ -1,0 +1,866 @@
+"""Parse tree -> ``dsl.models``: a lark ``Transformer`` plus the checks that need the exact
+tokens (units of each number, whole numbers, duplicated statements, statements that do not
+belong in a block, unsafe config keys and values).
+
+Everything it finds goes into one list of errors; a statement with an error is left out of
+the model, so that validation (``dsl.validate``) sees only well-formed pieces and does not
+report the same mistake twice. Cross-references (unknown nodes, roles, ``$param`` without
+``vary``...) are validation's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+from lark import Token, Transformer, Tree, v_args
+from lark.tree import Meta
+
+from dsl.errors import LanguageError
+from dsl.models import (
+    NO_SPAN,
+    ConfigBlock,
+    ConvertStandalone,
+    DelaySpec,
+    DropCaches,
+    Endpoint,
+    Engine,
+    Expectation,
+    Experiment,
+    GaleraTopology,
+    IntOrParam,
+    Metric,
+    MongoReplSetTopology,
+    NetworkFault,
+    NodeAction,
+    NodeRef,
+    ParamRef,
+    PrimaryPrimaryTopology,
+    Promote,
+    Quantity,
+    ReplicationControl,
+    ReplicationTopology,
+    Report,
+    Router,
+    RunSql,
+    SetGlobal,
+    SingleTopology,
+    Sleep,
+    Span,
+    Step,
+    Sweep,
+    TimedAction,
+    Variant,
+    WaitUntil,
+    Workload,
+)
+from dsl.units import QuantityError, kind_problem, parse_quantity
+from dsl.validate import PARAM_LIMITS, is_safe_name, setting_problems
+
+LIMITS: dict[str, tuple[int, int]] = {
+    "seed": (0, 2**63 - 1),
+    "repeat": (1, 1000),
+    "code": (1, 65535),
+    "operations": PARAM_LIMITS["ops"],
+    **PARAM_LIMITS,
+}
+DEFAULT_DURATION = 30.0
+
+# Words shown in messages for statements whose rule name differs from what is written.
+WORDS = {
+    "replication_mode": "replication",
+    "leave_faults": "leave faults",
+    "start_after": "start after",
+    "step_before": "before load",
+}
+
+
+def word(kind: str) -> str:
+    return WORDS.get(kind, kind)
+
+
+@dataclass(frozen=True, slots=True)
+class Stmt:
+    """One statement inside a block, before the block is assembled."""
+
+    kind: str
+    span: Span
+    value: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """A word or string from the source with its span."""
+
+    value: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    key: Text
+    value: Text
+
+
+def token_span(tok: Token) -> Span:
+    line = tok.line or 0
+    column = tok.column or 0
+    return Span(
+        line=line,
+        column=column,
+        end_line=tok.end_line or line,
+        end_column=tok.end_column or column,
+    )
+
+
+def meta_span(meta: Meta) -> Span:
+    if meta.empty:
+        return NO_SPAN
+    return Span(line=meta.line, column=meta.column, end_line=meta.end_line,
+                end_column=meta.end_column)
+
+
+def join(first: Span, last: Span) -> Span:
+    return Span(line=first.line, column=first.column, end_line=last.end_line,
+                end_column=last.end_column)
+
+
+def unquote(raw: str) -> str:
+    """The value of a double-quoted string token (``\\"``, ``\\\\``, ``\\n``, ``\\t``)."""
+    body = raw[1:-1]
+    if "\\" not in body:
+        return body
+    out: list[str] = []
+    it = iter(body)
+    for ch in it:
+        if ch != "\\":
+            out.append(ch)
+            continue
+        nxt = next(it, "")
+        out.append({"n": "\n", "t": "\t"}.get(nxt, nxt))
+    return "".join(out)
+
+
+def text_of(tok: Token) -> Text:
+    value = unquote(str(tok)) if tok.type == "STRING" else str(tok)
+    return Text(value, token_span(tok))
+
+
+TOPOLOGY_STATEMENTS: dict[str, frozenset[str]] = {
+    "replication": frozenset({"engine", "primary", "replicas", "replication_mode", "semi_sync",
+                              "crash_safe", "delay", "config"}),
+    "single": frozenset({"engine", "node", "config"}),
+    "galera": frozenset({"engine", "nodes", "config"}),
+    "primary_primary": frozenset({"engine", "nodes", "auto_increment_offsets", "config"}),
+    "mongodb_replset": frozenset({"engine", "members", "config"}),
+}
+TOPOLOGY_MEMBERS = {
+    "replication": ("primary", "primary db1"),
+    "single": ("node", "node db1"),
+    "galera": ("nodes", "nodes g1, g2, g3"),
+    "primary_primary": ("nodes", "nodes p1, p2"),
+    "mongodb_replset": ("members", "members m1, m2, m3"),
+}
+
+_ANY_WORKLOAD = {"clients", "duration", "timeout", "start_after"}
+WORKLOAD_STATEMENTS: dict[str, frozenset[str]] = {
+    "probe": frozenset(_ANY_WORKLOAD | {"target", "every", "operation", "operations"}),
+    "unique_writes": frozenset(_ANY_WORKLOAD | {"target", "rate", "rows"}),
+    "read_your_writes": frozenset(_ANY_WORKLOAD | {"write", "read", "rate", "operations"}),
+    "unique_insert": frozenset(_ANY_WORKLOAD | {"target", "rate", "keys", "rows"}),
+    "connect": frozenset(_ANY_WORKLOAD | {"target", "rate", "every", "operations"}),
+    "sysbench": frozenset({"target", "threads", "tables", "table_size", "rate", "duration",
+                           "operations", "start_after"}),
+}
+WORKLOAD_HINTS = {
+    "target": "a read_your_writes workload says where it writes and where it reads: "
+              "write router.writer  read db2, db3",
+    "write": "only read_your_writes has write/read; other workloads use target",
+    "read": "only read_your_writes has write/read; other workloads use target",
+    "clients": "sysbench counts its clients as threads: threads 4",
+    "timeout": "sysbench manages its own timeouts",
+}
+
+_SINGLE_WORKLOAD_STATEMENTS = frozenset(
+    {"target", "write", "read", "clients", "threads", "tables", "table_size", "rate", "every",
+     "operation", "keys", "duration", "rows", "operations", "timeout", "start_after"}
+)
+
+
+@v_args(meta=True)
+class Builder(Transformer[Token, Any]):
+    """Turns the tree into models, collecting errors in ``self.errors``."""
+
+    def __init__(self, text: str, path: str) -> None:
+        super().__init__(visit_tokens=False)
+        self.text = text
+        self.path = path
+        self.errors: list[LanguageError] = []
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def error(self, span: Span, message: str, hint: str | None = None) -> None:
+        self.errors.append(LanguageError(self.path, span, message, hint))
+
+    def quantity(self, tok: Token) -> Quantity | None:
+        span = token_span(tok)
+        try:
+            return parse_quantity(str(tok), span)
+        except QuantityError as exc:
+            self.error(span, exc.message, exc.hint)
+            return None
+
+    def measure(self, tok: Token | None, kinds: tuple[str, ...], what: str,
+                allow_zero: bool = False) -> float | None:
+        """A quantity of one of ``kinds``, normalised; None (and an error) otherwise."""
+        if tok is None:
+            return None
+        if tok.type == "PARAM":
+            self.error(token_span(tok), f"'{what}' cannot take a parameter",
+                       "only clients, threads, tables, table_size, rows and operations can "
+                       "be varied with $name")
+            return None
+        q = self.quantity(tok)
+        if q is None:
+            return None
+        problem = kind_problem(q, kinds, f"'{what}'")
+        if problem:
+            self.error(q.span, *problem)
+            return None
+        if q.value < 0 or (q.value == 0 and not allow_zero):
+            self.error(q.span, f"'{what}' must be more than zero")
+            return None
+        return q.value
+
+    def whole(self, tok: Token, what: str) -> int | None:
+        """A whole number within ``LIMITS[what]``."""
+        q = self.quantity(tok)
+        if q is None:
+            return None
+        problem = kind_problem(q, ("count",), f"'{what}'")
+        if problem:
+            self.error(q.span, *problem)
+            return None
+        low, high = LIMITS[what]
+        if q.value != int(q.value):
+            self.error(q.span, f"'{what}' needs a whole number, not '{q.text}'")
+            return None
+        if not low <= int(q.value) <= high:
+            self.error(q.span, f"'{what}' must be between {low} and {high}, not {q.text}")
+            return None
+        return int(q.value)
+
+    def int_or_param(self, tok: Token, what: str) -> IntOrParam | None:
+        if tok.type == "PARAM":
+            return ParamRef(name=str(tok)[1:], span=token_span(tok))
+        return self.whole(tok, what)
+
+    def settings(self, items: list[Setting], context: str) -> dict[str, str]:
+        """Safe settings as a dict; unsafe or repeated ones are reported and left out."""
+        out: dict[str, str] = {}
+        first_line: dict[str, int] = {}
+        for s in items:
+            problems = setting_problems(s.key.value, s.value.value, context)
+            for where, message, hint in problems:
+                self.error(s.key.span if where == "key" else s.value.span, message, hint)
+            if problems:
+                continue
+            norm = s.key.value.replace("-", "_")
+            if norm in first_line:
+                self.error(s.key.span,
+                           f"'{s.key.value}' is set twice here (first at line "
+                           f"{first_line[norm]})", "keep one")
+                continue
+            first_line[norm] = s.key.span.line
+            out[s.key.value] = s.value.value
+        return out
+
+    def singles(self, stmts: list[Stmt], where: str, repeatable: frozenset[str]
+                ) -> dict[str, Stmt]:
+        """The statements that may appear once, by kind; a second one is an error."""
+        seen: dict[str, Stmt] = {}
+        for st in stmts:
+            if st.kind in repeatable:
+                continue
+            if st.kind in seen:
+                self.error(st.span,
+                           f"'{word(st.kind)}' is given twice in {where} (first at line "
+                           f"{seen[st.kind].span.line})", "keep one")
+                continue
+            seen[st.kind] = st
+        return seen
+
+    def stmt(self, meta: Meta, kind: str, value: Any = None) -> Stmt:
+        return Stmt(kind, meta_span(meta), value)
+
+    # --- file and experiment --------------------------------------------------------------
+
+    def file(self, meta: Meta, children: list[Any]) -> Experiment | None:
+        return cast(Experiment | None, children[0])
+
+    def exp_name(self, meta: Meta, children: list[Token]) -> Text:
+        return text_of(children[0])
+
+    def experiment(self, meta: Meta, children: list[Any]) -> Experiment | None:
+        name: Text = children[0]
+        stmts: list[Stmt] = [c for c in children[1:] if c is not None]
+        header = join(meta_span(meta), name.span)
+        if not is_safe_name(name.value):
+            self.error(name.span, f"experiment name '{name.value}' is not usable as a file name",
+                       "use letters, digits, '.', '-' and '_', starting with a letter or digit")
+        repeatable = frozenset({"config", "variant", "vary", "workload", "step", "timed",
+                                "expect", "report"})
+        one = self.singles(stmts, "this experiment", repeatable)
+        many = {k: [s.value for s in stmts if s.kind == k and s.value is not None]
+                for k in repeatable}
+        if "topology" not in one:
+            self.error(header, f"experiment '{name.value}' has no topology",
+                       "add one, e.g. topology replication { primary db1  replicas db2 }")
+            return None
+        topology = one["topology"].value
+        if topology is None:
+            return None
+
+        def get(kind: str, default: Any) -> Any:
+            st = one.get(kind)
+            return default if st is None or st.value is None else st.value
+
+        workloads: list[Workload] = many["workload"]
+        bounded = [w.duration for w in workloads if w.duration is not None]
+        # without a duration, the load lasts as long as the longest timed workload
+        duration = get("duration", max(bounded, default=DEFAULT_DURATION))
+        if "duration" in one and one["duration"].value is None:
+            # already reported; an unbounded duration keeps validation from adding
+            # "after the end of the load" errors that only repeat the first one
+            duration = float("inf")
+
+        return Experiment(
+            name=name.value,
+            title=get("title", None),
+            description=get("description", None),
+            tags=get("tags", []),
+            seed=get("seed", 0),
+            duration=duration,
+            topology=topology,
+            router=get("router", None),
+            configs=many["config"],
+            variants=many["variant"],
+            sweeps=many["vary"],
+            repeat=get("repeat", 1),
+            workloads=many["workload"],
+            steps=many["step"],
+            timeline=many["timed"],
+            expectations=many["expect"],
+            reports=many["report"],
+            leave_faults=get("leave_faults", False),
+            source=self.path,
+            span=meta_span(meta),
+        )
+
+    def title(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "title", text_of(children[0]).value)
+
+    def description(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "description", text_of(children[0]).value)
+
+    def tags(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "tags", [str(t) for t in children])
+
+    def seed(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "seed", self.whole(children[0], "seed"))
+
+    def duration(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "duration", self.measure(children[0], ("duration",), "duration"))
+
+    def repeat(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "repeat", self.whole(children[0], "repeat"))
+
+    def leave_faults(self, meta: Meta, children: list[Any]) -> Stmt:
+        return self.stmt(meta, "leave_faults", True)
+
+    def names(self, meta: Meta, children: list[Token]) -> list[NodeRef]:
+        return [NodeRef(name=str(t), span=token_span(t)) for t in children]
+
+    def onoff(self, meta: Meta, children: list[Token]) -> bool:
+        return str(children[0]) == "on"
+
+    def _token(self, meta: Meta, children: list[Token]) -> Token:
+        return children[0]
+
+    topology_kind = flavor = mode = router_kind = workload_kind = router_end = _token
+    op_kind = key_order = repl_threads = link_kind = condition = metric_name = _token
+
+    # --- topology -------------------------------------------------------------------------
+
+    def topology(self, meta: Meta, children: list[Any]) -> Stmt:
+        kind = str(children[0])
+        header = join(meta_span(meta), token_span(children[0]))
+        stmts: list[Stmt] = [c for c in children[1:] if c is not None]
+        allowed = TOPOLOGY_STATEMENTS[kind]
+        member_word, member_example = TOPOLOGY_MEMBERS[kind]
+        kept: list[Stmt] = []
+        for st in stmts:
+            if st.kind in allowed:
+                kept.append(st)
+                continue
+            self.error(st.span, f"'{word(st.kind)}' does not belong in a {kind} topology",
+                       f"a {kind} topology lists its nodes with: {member_example}")
+        one = self.singles(kept, f"this {kind} topology", frozenset({"delay", "config"}))
+        configs = [s.value for s in kept if s.kind == "config" and s.value is not None]
+        engine = one["engine"].value if "engine" in one else None
+        span = meta_span(meta)
+        if member_word not in one:
+            self.error(header, f"the {kind} topology does not say its nodes",
+                       f"add: {member_example}")
+            return Stmt("topology", span, None)
+        members = one[member_word].value
+        if members is None:
+            return Stmt("topology", span, None)
+        base: dict[str, Any] = {"configs": configs, "span": span}
+        if engine is not None:
+            base["engine"] = engine
+
+        def flag(key: str, default: bool) -> bool:
+            return bool(one[key].value) if key in one else default
+
+        model: Any
+        if kind == "replication":
+            replicas = one["replicas"].value if "replicas" in one else []
+            delays = [s.value for s in kept if s.kind == "delay" and s.value is not None]
+            mode = one["replication_mode"].value if "replication_mode" in one else "gtid"
+            model = ReplicationTopology(
+                primary=members, replicas=replicas, mode=mode,  # type: ignore[arg-type]
+                semi_sync=flag("semi_sync", False), crash_safe=flag("crash_safe", False),
+                delays=delays, **base,
+            )
+        elif kind == "single":
+            model = SingleTopology(node=members, **base)
+        elif kind == "galera":
+            model = GaleraTopology(nodes=members, **base)
+        elif kind == "primary_primary":
+            model = PrimaryPrimaryTopology(
+                nodes=members, auto_increment_offsets=flag("auto_increment_offsets", True),
+                **base,
+            )
+        else:
+            model = MongoReplSetTopology(members=members, **base)
+        return Stmt("topology", span, model)
+
+    def engine(self, meta: Meta, children: list[Token | None]) -> Stmt:
+        flavor = str(children[0])
+        version = str(children[1]) if children[1] is not None else None
+        return self.stmt(meta, "engine",
+                         Engine(flavor=flavor, version=version, span=meta_span(meta)))  # type: ignore[arg-type]
+
+    def primary(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "primary", NodeRef(name=str(children[0]),
+                                                  span=token_span(children[0])))
+
+    def node(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "node", NodeRef(name=str(children[0]),
+                                               span=token_span(children[0])))
+
+    def replicas(self, meta: Meta, children: list[list[NodeRef]]) -> Stmt:
+        return self.stmt(meta, "replicas", children[0])
+
+    def nodes(self, meta: Meta, children: list[list[NodeRef]]) -> Stmt:
+        return self.stmt(meta, "nodes", children[0])
+
+    def members(self, meta: Meta, children: list[list[NodeRef]]) -> Stmt:
+        return self.stmt(meta, "members", children[0])
+
+    def replication_mode(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "replication_mode", str(children[0]))
+
+    def semi_sync(self, meta: Meta, children: list[bool]) -> Stmt:
+        return self.stmt(meta, "semi_sync", children[0])
+
+    def crash_safe(self, meta: Meta, children: list[bool]) -> Stmt:
+        return self.stmt(meta, "crash_safe", children[0])
+
+    def auto_increment_offsets(self, meta: Meta, children: list[bool]) -> Stmt:
+        return self.stmt(meta, "auto_increment_offsets", children[0])
+
+    def delay(self, meta: Meta, children: list[Token]) -> Stmt:
+        node = NodeRef(name=str(children[0]), span=token_span(children[0]))
+        seconds = self.measure(children[1], ("duration",), "delay")
+        value = None if seconds is None else DelaySpec(node=node, seconds=seconds,
+                                                       span=meta_span(meta))
+        return self.stmt(meta, "delay", value)
+
+    # --- config, variants, sweeps ---------------------------------------------------------
+
+    def key(self, meta: Meta, children: list[Token]) -> Text:
+        return text_of(children[0])
+
+    value = option_value = sweep_value = script = key
+
+    def setting(self, meta: Meta, children: list[Text]) -> Setting:
+        return Setting(children[0], children[1])
+
+    option = setting
+
+    def config(self, meta: Meta, children: list[Any]) -> Stmt:
+        node_tok: Token | None = children[0]
+        node = None if node_tok is None else NodeRef(name=str(node_tok),
+                                                     span=token_span(node_tok))
+        settings = self.settings(children[1:], "config")
+        return self.stmt(meta, "config",
+                         ConfigBlock(node=node, settings=settings, span=meta_span(meta)))
+
+    def variant(self, meta: Meta, children: list[Any]) -> Stmt:
+        settings = self.settings(children[1:], "config")
+        return self.stmt(meta, "variant", Variant(name=str(children[0]), settings=settings,
+                                                  span=meta_span(meta)))
+
+    def sweep_values(self, meta: Meta, children: list[Text]) -> list[Text]:
+        return children
+
+    def _sweep(self, meta: Meta, name: Text, values: list[Text], target: str) -> Stmt:
+        out: list[str] = []
+        for v in values:
+            problems = setting_problems(name.value, v.value, "vary")
+            for where, message, hint in problems:
+                self.error(name.span if where == "key" else v.span, message, hint)
+            if problems:
+                if any(where == "key" for where, _, _ in problems):
+                    return self.stmt(meta, "vary", None)
+                continue
+            if v.value in out:
+                self.error(v.span, f"'{v.value}' appears twice in this list")
+                continue
+            out.append(v.value)
+        sweep = Sweep(name=name.value, values=out, target=target,  # type: ignore[arg-type]
+                      span=meta_span(meta))
+        return self.stmt(meta, "vary", sweep)
+
+    def vary(self, meta: Meta, children: list[Any]) -> Stmt:
+        return self._sweep(meta, text_of(children[0]), children[1], "param")
+
+    def vary_config(self, meta: Meta, children: list[Any]) -> Stmt:
+        return self._sweep(meta, children[0], children[1], "config")
+
+    # --- router ---------------------------------------------------------------------------
+
+    def router(self, meta: Meta, children: list[Any]) -> Stmt:
+        kind = str(children[0])
+        header = join(meta_span(meta), token_span(children[0]))
+        one = self.singles([c for c in children[1:] if c is not None], "this router",
+                           frozenset())
+        span = meta_span(meta)
+        if "writers" not in one:
+            self.error(header, f"the {kind} router does not say where writes go",
+                       "add: writer db1")
+            return Stmt("router", span, None)
+        check = one["check"].value if "check" in one else None
+        if check is None:  # not given, or already reported
+            check = 0.5
+        readers = one["readers"].value if "readers" in one else []
+        router = Router(kind=kind, writers=one["writers"].value, readers=readers,  # type: ignore[arg-type]
+                        check_interval=check, span=span)
+        return Stmt("router", span, router)
+
+    def writers(self, meta: Meta, children: list[list[NodeRef]]) -> Stmt:
+        return self.stmt(meta, "writers", children[0])
+
+    def readers(self, meta: Meta, children: list[list[NodeRef]]) -> Stmt:
+        return self.stmt(meta, "readers", children[0])
+
+    def check(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "check", self.measure(children[0], ("duration",), "check every"))
+
+    # --- workloads ------------------------------------------------------------------------
+
+    def workload(self, meta: Meta, children: list[Any]) -> Stmt:
+        name_tok, kind_tok, script = children[0], children[1], children[2]
+        name, kind = str(name_tok), str(kind_tok)
+        span = meta_span(meta)
+        allowed = WORKLOAD_STATEMENTS[kind]
+        kept: list[Stmt] = []
+        for st in children[3:]:
+            if st.kind not in allowed:
+                self.error(st.span, f"'{word(st.kind)}' does not apply to a {kind} workload",
+                           WORKLOAD_HINTS.get(st.kind))
+            else:
+                kept.append(st)
+        one = self.singles(kept, f"workload '{name}'", frozenset())
+        # a statement with an error (already reported) leaves its default in place
+        fields: dict[str, Any] = {st.kind: st.value for st in one.values()
+                                  if st.value is not None}
+        if "write" in fields:
+            fields["target"] = fields.pop("write")
+        renames = {"target": "targets", "read": "reads", "operations": "ops"}
+        args = {renames.get(k, k): v for k, v in fields.items()}
+        start_after: Text | None = args.pop("start_after", None)
+        if start_after is not None:
+            args["start_after"] = start_after.value
+            args["start_after_span"] = start_after.span
+        script_text: Text | None = script
+        workload = Workload(
+            name=name,
+            kind=kind,  # type: ignore[arg-type]
+            script=script_text.value if script_text else None,
+            script_span=script_text.span if script_text else NO_SPAN,
+            span=span,
+            **args,
+        )
+        return Stmt("workload", span, workload)
+
+    def endpoint(self, meta: Meta, children: list[Token]) -> Endpoint:
+        tok = children[0]
+        name = str(tok) if tok.type == "NAME" else f"router.{tok}"
+        return Endpoint(name=name, span=meta_span(meta))
+
+    def endpoints(self, meta: Meta, children: list[Endpoint]) -> list[Endpoint]:
+        return children
+
+    def target(self, meta: Meta, children: list[list[Endpoint]]) -> Stmt:
+        return self.stmt(meta, "target", children[0])
+
+    def write(self, meta: Meta, children: list[list[Endpoint]]) -> Stmt:
+        return self.stmt(meta, "write", children[0])
+
+    def read(self, meta: Meta, children: list[list[Endpoint]]) -> Stmt:
+        return self.stmt(meta, "read", children[0])
+
+    def amount(self, meta: Meta, children: list[Token]) -> Token:
+        return children[0]
+
+    def _counted(self, meta: Meta, children: list[Token], kind: str) -> Stmt:
+        return self.stmt(meta, kind, self.int_or_param(children[0], kind))
+
+    def clients(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self._counted(meta, children, "clients")
+
+    def threads(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self._counted(meta, children, "threads")
+
+    def tables(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self._counted(meta, children, "tables")
+
+    def table_size(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self._counted(meta, children, "table_size")
+
+    def rows(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self._counted(meta, children, "rows")
+
+    def operations(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self._counted(meta, children, "operations")
+
+    def rate(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "rate", self.measure(children[0], ("rate",), "rate"))
+
+    def every(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "every", self.measure(children[0], ("duration",), "every"))
+
+    def timeout(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "timeout", self.measure(children[0], ("duration",), "timeout"))
+
+    def operation(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "operation", str(children[0]))
+
+    def keys(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "keys", str(children[0]))
+
+    def start_after(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "start_after", text_of(children[0]))
+
+    # --- steps, timeline and actions ------------------------------------------------------
+
+    def step_before(self, meta: Meta, children: list[Any]) -> Stmt:
+        actions = [a for a in children if a is not None]
+        return self.stmt(meta, "step", Step(when="before_load", actions=actions,
+                                            span=meta_span(meta)))
+
+    def step_after(self, meta: Meta, children: list[Any]) -> Stmt:
+        name = text_of(children[0])
+        actions = [a for a in children[1:] if a is not None]
+        return self.stmt(meta, "step", Step(when="after", workload=name.value,
+                                            workload_span=name.span, actions=actions,
+                                            span=meta_span(meta)))
+
+    def timed(self, meta: Meta, children: list[Any]) -> Stmt:
+        at = self.measure(children[0], ("duration",), "at", allow_zero=True)
+        action = children[1]
+        if at is None or action is None:
+            return self.stmt(meta, "timed", None)
+        return self.stmt(meta, "timed", TimedAction(at=at, action=action, span=meta_span(meta)))
+
+    def _ref(self, tok: Token | None) -> NodeRef | None:
+        return None if tok is None else NodeRef(name=str(tok), span=token_span(tok))
+
+    def _node_action(self, meta: Meta, verb: str, children: list[Any]) -> NodeAction:
+        options: dict[str, str] = children[1] if len(children) > 1 and children[1] else {}
+        return NodeAction(verb=verb, node=self._ref(children[0]), options=options,  # type: ignore[arg-type]
+                          span=meta_span(meta))
+
+    def kill(self, meta: Meta, children: list[Any]) -> NodeAction:
+        return self._node_action(meta, "kill", children)
+
+    def pause(self, meta: Meta, children: list[Any]) -> NodeAction:
+        return self._node_action(meta, "pause", children)
+
+    def resume(self, meta: Meta, children: list[Any]) -> NodeAction:
+        return self._node_action(meta, "resume", children)
+
+    def stop(self, meta: Meta, children: list[Any]) -> NodeAction:
+        return self._node_action(meta, "stop", children)
+
+    def start(self, meta: Meta, children: list[Any]) -> NodeAction:
+        return self._node_action(meta, "start", children)
+
+    def restart(self, meta: Meta, children: list[Any]) -> NodeAction:
+        return self._node_action(meta, "restart", children)
+
+    def cold_restart(self, meta: Meta, children: list[Any]) -> NodeAction:
+        return self._node_action(meta, "cold_restart", children)
+
+    def with_options(self, meta: Meta, children: list[Setting]) -> dict[str, str]:
+        return self.settings(children, "option")
+
+    def drop_caches(self, meta: Meta, children: list[Token | None]) -> DropCaches:
+        return DropCaches(node=self._ref(children[0]), span=meta_span(meta))
+
+    def promote(self, meta: Meta, children: list[Token]) -> Promote:
+        return Promote(node=NodeRef(name=str(children[0]), span=token_span(children[0])),
+                       span=meta_span(meta))
+
+    def _replication(self, meta: Meta, verb: str, children: list[Any]) -> ReplicationControl:
+        threads = {"io_only": "io", "sql_only": "sql"}.get(str(children[1]), "both")
+        return ReplicationControl(verb=verb, node=self._ref(children[0]),  # type: ignore[arg-type]
+                                  threads=threads, span=meta_span(meta))  # type: ignore[arg-type]
+
+    def stop_replication(self, meta: Meta, children: list[Any]) -> ReplicationControl:
+        return self._replication(meta, "stop", children)
+
+    def start_replication(self, meta: Meta, children: list[Any]) -> ReplicationControl:
+        return self._replication(meta, "start", children)
+
+    def link(self, meta: Meta, children: list[Token]) -> str:
+        return str(children[0])
+
+    def net_latency(self, meta: Meta, children: list[Any]) -> NetworkFault | None:
+        latency = self.measure(children[1], ("duration",), "latency")
+        jitter = self.measure(children[2], ("duration",), "jitter", allow_zero=True)
+        if latency is None or (children[2] is not None and jitter is None):
+            return None
+        return NetworkFault(verb="latency", node=self._ref(children[0]), latency=latency,
+                            jitter=jitter, link=children[3] or "all", span=meta_span(meta))
+
+    def net_bandwidth(self, meta: Meta, children: list[Any]) -> NetworkFault | None:
+        bandwidth = self.measure(children[1], ("bandwidth",), "bandwidth")
+        if bandwidth is None:
+            return None
+        return NetworkFault(verb="bandwidth", node=self._ref(children[0]), bandwidth=bandwidth,
+                            link=children[2] or "all", span=meta_span(meta))
+
+    def net_partition(self, meta: Meta, children: list[Any]) -> NetworkFault:
+        return NetworkFault(verb="partition", node=self._ref(children[0]),
+                            link=children[1] or "all", span=meta_span(meta))
+
+    def net_link_down(self, meta: Meta, children: list[Any]) -> NetworkFault:
+        return NetworkFault(verb="link_down", node=self._ref(children[0]),
+                            link=children[1] or "all", span=meta_span(meta))
+
+    def net_heal(self, meta: Meta, children: list[Any]) -> NetworkFault:
+        return NetworkFault(verb="heal", node=self._ref(children[0]),
+                            link=children[1] or "all", span=meta_span(meta))
+
+    def set_global(self, meta: Meta, children: list[Any]) -> SetGlobal | None:
+        key, value, nodes = children[0], children[1], children[2] or []
+        problems = setting_problems(key.value, value.value, "set global")
+        for where, message, hint in problems:
+            self.error(key.span if where == "key" else value.span, message, hint)
+        if problems:
+            return None
+        return SetGlobal(nodes=nodes, name=key.value, value=value.value, span=meta_span(meta))
+
+    def convert(self, meta: Meta, children: list[Token]) -> ConvertStandalone:
+        return ConvertStandalone(node=NodeRef(name=str(children[0]),
+                                              span=token_span(children[0])),
+                                 span=meta_span(meta))
+
+    def wait_until(self, meta: Meta, children: list[Any]) -> WaitUntil | None:
+        timeout = 30.0
+        if children[2] is not None:
+            measured = self.measure(children[2], ("duration",), "timeout")
+            if measured is None:
+                return None
+            timeout = measured
+        return WaitUntil(node=self._ref(children[0]), condition=str(children[1]),  # type: ignore[arg-type]
+                         timeout=timeout, span=meta_span(meta))
+
+    def wait_for(self, meta: Meta, children: list[Token]) -> Sleep | None:
+        seconds = self.measure(children[0], ("duration",), "wait")
+        return None if seconds is None else Sleep(seconds=seconds, span=meta_span(meta))
+
+    def execute(self, meta: Meta, children: list[Any]) -> RunSql | None:
+        statement = text_of(children[0])
+        if not statement.value.strip():
+            self.error(statement.span, "'execute' needs an SQL statement",
+                       'execute "CREATE INDEX k ON t (c)" on db1')
+            return None
+        if "\x00" in statement.value:
+            self.error(statement.span, "the SQL statement contains a NUL character")
+            return None
+        return RunSql(node=children[1], statement=statement.value, span=meta_span(meta))
+
+    # --- measurements ---------------------------------------------------------------------
+
+    def metric_args(self, meta: Meta, children: list[Any]) -> list[Any]:
+        return children
+
+    def metric(self, meta: Meta, children: list[Any]) -> Metric | None:
+        name_tok, args, stat_tok, last_tok = children
+        subject = on = None
+        code: int | None = None
+        subject_span = on_span = NO_SPAN
+        ok = True
+        if args is not None:
+            subject, subject_span = str(args[0]), token_span(args[0])
+            if args[1] is not None:
+                on, on_span = str(args[1]), token_span(args[1])
+            if args[2] is not None:
+                code = self.whole(args[2], "code")
+                ok = code is not None
+        last = None
+        if last_tok is not None:
+            last = self.measure(last_tok, ("duration",), "last")
+            ok = ok and last is not None
+        if not ok:
+            return None
+        return Metric(
+            name=str(name_tok),  # type: ignore[arg-type]
+            subject=subject, on=on, code=code,
+            stat=None if stat_tok is None else str(stat_tok),
+            last=last, subject_span=subject_span, on_span=on_span, span=meta_span(meta),
+        )
+
+    def _source(self, meta: Meta) -> str:
+        if meta.empty:
+            return ""
+        return self.text[meta.start_pos:meta.end_pos]
+
+    def expect(self, meta: Meta, children: list[Any]) -> Stmt:
+        metric, op, value_tok = children
+        value = self.quantity(value_tok)
+        if metric is None or value is None:
+            return self.stmt(meta, "expect", None)
+        return self.stmt(meta, "expect", Expectation(
+            metric=metric, op=str(op), value=value,  # type: ignore[arg-type]
+            text=self._source(meta), span=meta_span(meta)))
+
+    def report(self, meta: Meta, children: list[Any]) -> Stmt:
+        metric = children[0]
+        if metric is None:
+            return self.stmt(meta, "report", None)
+        return self.stmt(meta, "report", Report(metric=metric, text=self._source(meta),
+                                                span=meta_span(meta)))
+
+
+def build_experiment(tree: Tree[Token], text: str, path: str
+                     ) -> tuple[Experiment | None, list[LanguageError]]:
+    """The experiment of a parse tree (None when it cannot be built) and the errors found."""
+    builder = Builder(text, path)
+    experiment = builder.transform(tree)
+    return cast(Experiment | None, experiment), builder.errors

@@ -1,0 +1,317 @@
+"""Experiment -> Plan, with every default made explicit.
+
+Ports (offsets from the plan's ``base_port``; the runtime picks a free base per run)::
+
+    base + 1          router writer endpoint
+    base + 2          router reader endpoint
+    base + 3 .. + 9   reserved for the router (admin, stats)
+    base + 10*i       client port of node i (i = 1, 2, ... in topology order)
+    base + 10*i + 1..9  reserved for node i's other listeners (Galera group, IST, SST,
+                      toxiproxy front ends)
+
+Server ids are the node's index (1, 2, ...). Effective server config of a node, each layer
+overriding the one before::
+
+    built-in defaults (small footprint + what the role needs)
+    < experiment ``config { }``  < topology ``config { }``
+    < per-node ``config NODE { }`` (experiment, then topology)
+    < the cell's ``variant``  < the cell's ``vary config`` values
+
+The matrix is variants x sweep values x repeats, in that nesting order (repeats innermost);
+a cell's label reads like ``a2 threads=4 #2``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+
+from dsl.errors import LanguageErrors
+from dsl.metrics import resolve_stat
+from dsl.models import (
+    ConfigBlock,
+    Expectation,
+    Experiment,
+    IntOrParam,
+    ParamRef,
+    PrimaryPrimaryTopology,
+    ReplicationTopology,
+    Report,
+    Variant,
+    Workload,
+)
+from dsl.plan import (
+    DEFAULT_BASE_PORT,
+    Cell,
+    Plan,
+    PlannedNode,
+    PlannedRouter,
+    PlannedWorkload,
+)
+from dsl.validate import NodeInfo, normal_key, topology_nodes, validate
+
+NODE_PORT_STRIDE = 10
+ROUTER_WRITER_OFFSET = 1
+ROUTER_READER_OFFSET = 2
+
+DEFAULT_PROBE_EVERY = 0.01  # seconds between two operations of one probe client
+DEFAULT_SYSBENCH_THREADS = 1
+DEFAULT_SYSBENCH_TABLES = 1
+DEFAULT_SYSBENCH_TABLE_SIZE = 10000
+
+MYSQL_DEFAULTS: dict[str, str] = {
+    "innodb_buffer_pool_size": "64M",
+    "innodb_log_file_size": "48M",
+    "innodb_flush_log_at_trx_commit": "1",
+    "max_connections": "200",
+    "performance_schema": "OFF",
+    "skip_name_resolve": "ON",
+}
+MONGO_DEFAULTS: dict[str, str] = {
+    "storage.wiredTiger.engineConfig.cacheSizeGB": "0.25",
+}
+BINLOG_DEFAULTS: dict[str, str] = {
+    "log_bin": "binlog",
+    "binlog_format": "ROW",
+    "log_slave_updates": "ON",
+    "sync_binlog": "1",
+    "relay_log": "relay-bin",
+    "skip_slave_start": "ON",
+}
+GALERA_DEFAULTS: dict[str, str] = {
+    "wsrep_on": "ON",
+    "binlog_format": "ROW",
+    "innodb_autoinc_lock_mode": "2",
+    "default_storage_engine": "InnoDB",
+    "wsrep_sst_method": "rsync",
+}
+
+
+def _version_tuple(version: str | None) -> tuple[int, ...]:
+    if not version:
+        return (99,)
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def builtin_config(exp: Experiment, node: NodeInfo, index: int) -> dict[str, str]:
+    """The lab's defaults for one node: small, and what its role needs."""
+    t = exp.topology
+    flavor, version = t.engine.flavor, _version_tuple(t.engine.version)
+    if t.kind == "mongodb_replset":
+        return dict(MONGO_DEFAULTS)
+    config = dict(MYSQL_DEFAULTS)
+    config["server_id"] = str(index)
+    mysql_like = flavor in ("mysql", "percona")
+    if isinstance(t, ReplicationTopology | PrimaryPrimaryTopology):
+        config.update(BINLOG_DEFAULTS)
+        if mysql_like and (isinstance(t, PrimaryPrimaryTopology) or t.mode == "gtid"):
+            config.update({"gtid_mode": "ON", "enforce_gtid_consistency": "ON"})
+    if isinstance(t, PrimaryPrimaryTopology):
+        if flavor == "mariadb":
+            config["gtid_domain_id"] = str(index)  # one GTID domain per writer
+        if t.auto_increment_offsets:
+            config["auto_increment_increment"] = str(len(t.nodes))
+            config["auto_increment_offset"] = str(index)
+    if isinstance(t, ReplicationTopology):
+        if t.crash_safe:
+            config["relay_log_recovery"] = "ON"
+            if mysql_like and version < (8, 0, 23):
+                config["master_info_repository"] = "TABLE"
+                config["relay_log_info_repository"] = "TABLE"
+        if t.semi_sync:
+            config.update(_semi_sync(flavor, version, node.role))
+    if t.kind == "galera":
+        config.update(GALERA_DEFAULTS)
+    return config
+
+
+def _semi_sync(flavor: str, version: tuple[int, ...], role: str) -> dict[str, str]:
+    primary = role == "primary"
+    if flavor == "mariadb":  # built in since 10.3
+        return ({"rpl_semi_sync_master_enabled": "ON"} if primary
+                else {"rpl_semi_sync_slave_enabled": "ON"})
+    if version >= (8, 0, 26):
+        side = "source" if primary else "replica"
+    else:
+        side = "master" if primary else "slave"
+    return {"plugin_load_add": f"semisync_{side}.so", f"rpl_semi_sync_{side}_enabled": "ON"}
+
+
+def _merge(config: dict[str, str], settings: Mapping[str, str], mysql: bool) -> None:
+    """Apply ``settings`` over ``config``; for MySQL-family servers ``a-b`` and ``a_b`` are
+    one option, so the later spelling replaces the earlier one."""
+    for key, value in settings.items():
+        old = next((k for k in config if normal_key(k) == normal_key(key)), None) if mysql \
+            else (key if key in config else None)
+        if old is None or old == key:
+            config[key] = value
+        else:  # same option, another spelling: take the new one, keep the position
+            items = [(key, value) if k == old else (k, v) for k, v in config.items()]
+            config.clear()
+            config.update(items)
+
+
+def _blocks(exp: Experiment) -> list[ConfigBlock]:
+    """Config blocks in precedence order (lowest first)."""
+    everyone = [b for b in exp.configs if b.node is None]
+    everyone += [b for b in exp.topology.configs if b.node is None]
+    per_node = [b for b in exp.configs if b.node is not None]
+    per_node += [b for b in exp.topology.configs if b.node is not None]
+    return everyone + per_node
+
+
+def _node_configs(exp: Experiment, infos: list[NodeInfo]) -> dict[str, dict[str, str]]:
+    mysql = exp.topology.kind != "mongodb_replset"
+    blocks = _blocks(exp)
+    out: dict[str, dict[str, str]] = {}
+    for index, info in enumerate(infos, start=1):
+        config = builtin_config(exp, info, index)
+        for block in blocks:
+            if block.node is None or block.node.name == info.name:
+                _merge(config, block.settings, mysql)
+        out[info.name] = config
+    return out
+
+
+def _planned_nodes(exp: Experiment, base_port: int) -> list[PlannedNode]:
+    infos = topology_nodes(exp)
+    configs = _node_configs(exp, infos)
+    t = exp.topology
+    delays: dict[str, float] = {}
+    if isinstance(t, ReplicationTopology):
+        delays = {d.node.name: d.seconds for d in t.delays}
+    nodes: list[PlannedNode] = []
+    for index, info in enumerate(infos, start=1):
+        upstream: list[str] = []
+        if info.role == "replica" and isinstance(t, ReplicationTopology):
+            upstream = [t.primary.name]
+        elif info.role == "primary_primary":
+            upstream = [o.name for o in infos if o.name != info.name]
+        offset = NODE_PORT_STRIDE * index
+        nodes.append(PlannedNode(
+            name=info.name, role=info.role, index=index, server_id=index,  # type: ignore[arg-type]
+            port_offset=offset, port=base_port + offset, replicates_from=upstream,
+            delay=delays.get(info.name), config=configs[info.name],
+        ))
+    return nodes
+
+
+def _resolve(value: IntOrParam | None, params: Mapping[str, str]) -> int | None:
+    if isinstance(value, ParamRef):
+        return int(params[value.name])
+    return value
+
+
+def _planned_workload(w: Workload, params: Mapping[str, str], duration: float
+                      ) -> PlannedWorkload:
+    threads, tables, table_size = (_resolve(w.threads, params), _resolve(w.tables, params),
+                                   _resolve(w.table_size, params))
+    clients = _resolve(w.clients, params) or 1
+    every = w.every
+    if w.kind == "sysbench":
+        threads = threads or DEFAULT_SYSBENCH_THREADS
+        tables = tables or DEFAULT_SYSBENCH_TABLES
+        table_size = table_size or DEFAULT_SYSBENCH_TABLE_SIZE
+        clients = threads
+    if w.kind == "probe" and every is None:
+        every = DEFAULT_PROBE_EVERY
+    rows, ops = _resolve(w.rows, params), _resolve(w.ops, params)
+    bounded = rows is not None or ops is not None or w.duration is not None
+    return PlannedWorkload(
+        name=w.name, kind=w.kind, script=w.script,
+        targets=[e.name for e in w.targets], reads=[e.name for e in w.reads],
+        clients=clients, threads=threads, tables=tables, table_size=table_size,
+        rate=w.rate, every=every, operation=w.operation, keys=w.keys,
+        duration=w.duration if bounded else duration,
+        rows=rows, ops=ops, timeout=w.timeout, start_after=w.start_after,
+    )
+
+
+def _label(variant: str | None, sweep: Mapping[str, str], repeat: int, repeats: int) -> str:
+    parts = [variant] if variant else []
+    parts += [f"{k}={v}" for k, v in sweep.items()]
+    if repeats > 1 or not parts:
+        parts.append(f"#{repeat}")
+    return " ".join(parts)
+
+
+def _cells(exp: Experiment, nodes: list[PlannedNode]) -> list[Cell]:
+    variants: list[Variant | None] = list(exp.variants) or [None]
+    sweeps = list(exp.sweeps)
+    mysql = exp.topology.kind != "mongodb_replset"
+    combos: Iterable[tuple[str, ...]] = itertools.product(*(s.values for s in sweeps))
+    combos = list(combos)
+    cells: list[Cell] = []
+    for variant in variants:
+        for combo in combos:
+            sweep = {s.name: v for s, v in zip(sweeps, combo, strict=True)}
+            params = {s.name: v for s, v in zip(sweeps, combo, strict=True)
+                      if s.target == "param"}
+            server = {s.name: v for s, v in zip(sweeps, combo, strict=True)
+                      if s.target == "config"}
+            cell_nodes = []
+            for node in nodes:
+                config = dict(node.config)
+                if variant is not None:
+                    _merge(config, variant.settings, mysql)
+                _merge(config, server, mysql)
+                cell_nodes.append(node.model_copy(update={"config": config}))
+            workloads = [_planned_workload(w, params, exp.duration) for w in exp.workloads]
+            for repeat in range(1, exp.repeat + 1):
+                cells.append(Cell(
+                    index=len(cells) + 1,
+                    label=_label(variant.name if variant else None, sweep, repeat, exp.repeat),
+                    variant=variant.name if variant else None, sweep=sweep, repeat=repeat,
+                    nodes=cell_nodes, workloads=workloads,
+                ))
+    return cells
+
+
+def _explicit_expectation(e: Expectation) -> Expectation:
+    stat = resolve_stat(e.metric.name, e.metric.stat, e.value.kind)
+    return e.model_copy(update={"metric": e.metric.model_copy(update={"stat": stat})})
+
+
+def _explicit_report(r: Report) -> Report:
+    stat = resolve_stat(r.metric.name, r.metric.stat)
+    return r.model_copy(update={"metric": r.metric.model_copy(update={"stat": stat})})
+
+
+def _router(exp: Experiment, base_port: int) -> PlannedRouter | None:
+    r = exp.router
+    if r is None:
+        return None
+    return PlannedRouter(
+        kind=r.kind, writers=[n.name for n in r.writers], readers=[n.name for n in r.readers],
+        check_interval=r.check_interval,
+        writer_port_offset=ROUTER_WRITER_OFFSET, reader_port_offset=ROUTER_READER_OFFSET,
+        writer_port=base_port + ROUTER_WRITER_OFFSET, reader_port=base_port + ROUTER_READER_OFFSET,
+    )
+
+
+def compile_experiment(exp: Experiment, base_port: int = DEFAULT_BASE_PORT) -> Plan:
+    """The plan of a valid experiment. An invalid one (only possible when the experiment
+    was not built by the parser) raises ``LanguageErrors``: nothing unsafe reaches a plan."""
+    errors = validate(exp)
+    if errors:
+        raise LanguageErrors(errors)
+    t = exp.topology
+    nodes = _planned_nodes(exp, base_port)
+    mode = t.mode if isinstance(t, ReplicationTopology) else (
+        "gtid" if isinstance(t, PrimaryPrimaryTopology) else None)
+    return Plan(
+        name=exp.name, title=exp.title, description=exp.description, tags=list(exp.tags),
+        seed=exp.seed, duration=exp.duration, source=exp.source, topology=t.kind,
+        engine=t.engine, replication_mode=mode,
+        semi_sync=isinstance(t, ReplicationTopology) and t.semi_sync,
+        crash_safe=isinstance(t, ReplicationTopology) and t.crash_safe,
+        auto_increment_offsets=(t.auto_increment_offsets
+                                if isinstance(t, PrimaryPrimaryTopology) else None),
+        router=_router(exp, base_port), base_port=base_port,
+        steps=list(exp.steps),
+        timeline=sorted(exp.timeline, key=lambda ta: ta.at),
+        expectations=[_explicit_expectation(e) for e in exp.expectations],
+        reports=[_explicit_report(r) for r in exp.reports],
+        leave_faults=exp.leave_faults,
+        cells=_cells(exp, nodes),
+    )

@@ -1,0 +1,77 @@
+"""Text -> ``dsl.models.Experiment``.
+
+The lark LALR parser is built once and cached. Its errors never leave this package: they
+become ``LanguageErrors`` with a span (``from None``), with friendly messages for the common
+mistakes (``dsl.syntax``). The parse tree is turned into models by ``dsl.build``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedInput
+
+from dsl.errors import LanguageError, LanguageErrors
+from dsl.models import Experiment
+
+GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+
+
+class _OfferNameEverywhere:
+    """A no-op post-lexer whose only job is ``always_accept``: the contextual lexer then
+    offers NAME in every state, so ``durattion`` (or ``durationx``) is read as one NAME
+    that the parser rejects with a did-you-mean, instead of a keyword prefix plus junk."""
+
+    always_accept = ("NAME",)
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        return stream
+
+
+@cache
+def get_parser() -> Lark:
+    return Lark(
+        GRAMMAR_PATH.read_text(encoding="utf-8"),
+        parser="lalr",
+        lexer="contextual",
+        start="file",
+        postlex=_OfferNameEverywhere(),
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+
+
+@cache
+def grammar_keywords() -> frozenset[str]:
+    """Every word the grammar reserves somewhere (``duration``, ``kill``...)."""
+    out = set()
+    for term in get_parser().terminals:
+        pattern = term.pattern
+        if pattern.type == "str" and pattern.value.replace("_", "").isalpha():
+            out.add(pattern.value)
+    return frozenset(out)
+
+
+def parse_tree(text: str, path: str = "<string>") -> Tree[Token]:
+    """The parse tree; raise ``LanguageErrors`` holding the syntax error(s)."""
+    try:
+        return get_parser().parse(text)
+    except UnexpectedInput:
+        pass
+    from dsl.syntax import syntax_errors  # only on the error path
+
+    raise LanguageErrors(syntax_errors(text, path), source=text) from None
+
+
+def parse_experiment(text: str, path: str = "<string>") -> tuple[
+    Experiment | None, list[LanguageError]
+]:
+    """Parse and build. Return the experiment (None when it cannot be built) and the
+    errors found while building it. Syntax errors raise ``LanguageErrors``."""
+    from dsl.build import build_experiment
+
+    tree = parse_tree(text, path)
+    return build_experiment(tree, text, path)

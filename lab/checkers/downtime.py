@@ -1,0 +1,200 @@
+"""downtime: the outage windows each workload saw.
+
+Per workload and endpoint, operations are taken in completion order. A failure (``fail`` or
+``info``, or an invoke that never completed) opens an outage window at the completion of the
+last ``ok`` before it; the first ``ok`` completed after it closes the window at its completion.
+A duplicate-key error (1062 / 11000) is an answer from a working server: it counts as an ok.
+
+Edges: when the first operations of an endpoint fail, the window starts at the first invoke
+(``from_start``); when failures last until the end, the window is closed at the end of the load
+(or at the last failure's completion, if later) and flagged ``open_at_end``: the outage lasted
+at least that long. A workload's windows are the union of its endpoints' windows (time during
+which at least one endpoint was failing). Times are seconds since the start of the load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lab.checkers.base import CheckContext, CheckResult
+from lab.history import DUPLICATE_KEY_CODES, NS, Completed, Op
+
+NAME = "downtime"
+MAX_WINDOWS = 1000
+
+
+@dataclass(slots=True)
+class Window:
+    start: int  # ns
+    end: int  # ns
+    failures: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    from_start: bool = False
+    open_at_end: bool = False
+
+    def as_json(self, t0: int) -> dict[str, Any]:
+        return {
+            "start": (self.start - t0) / NS,
+            "end": (self.end - t0) / NS,
+            "duration": (self.end - self.start) / NS,
+            "failures": self.failures,
+            "errors": dict(self.errors),
+            "from_start": self.from_start,
+            "open_at_end": self.open_at_end,
+        }
+
+
+def error_label(c: Completed) -> str:
+    if c.incomplete:
+        return "incomplete"
+    if c.error is not None:
+        return str(c.error)
+    return "timeout" if c.type == "info" else "fail"
+
+
+def outage_windows(
+    events: Sequence[Completed], load_end: int, *, ordered: bool = False
+) -> list[Window]:
+    """Outage windows over one endpoint's operations. ``ordered``: the events are already in
+    completion order (as ``pair_ops`` returns them); otherwise they are sorted here."""
+    if not events:
+        return []
+    ordered_events = events if ordered else sorted(events, key=lambda c: _end_of(c, load_end))
+    tracker = _Tracker(min(c.start for c in events))
+    for c in ordered_events:
+        tracker.add(c, load_end)
+    return tracker.finish(load_end)
+
+
+def _end_of(c: Completed, load_end: int) -> int:
+    return c.end if c.end is not None else max(load_end, c.start)
+
+
+class _Tracker:
+    """The outage state of one endpoint, fed completions in order."""
+
+    __slots__ = ("first_start", "last_ok", "cur", "last_fail_end", "windows")
+
+    def __init__(self, first_start: int) -> None:
+        self.first_start = first_start
+        self.last_ok: int | None = None
+        self.cur: Window | None = None
+        self.last_fail_end = 0
+        self.windows: list[Window] = []
+
+    def add(self, c: Completed, load_end: int) -> None:
+        end = c.end
+        if end is None:
+            end = max(load_end, c.start)
+        if c.start < self.first_start:
+            self.first_start = c.start
+        if c.type == "ok" or (c.error is not None and c.error in DUPLICATE_KEY_CODES):
+            if self.cur is not None:
+                self.cur.end = end
+                self.windows.append(self.cur)
+                self.cur = None
+            self.last_ok = end
+            return
+        cur = self.cur
+        if cur is None:
+            if self.last_ok is None:
+                cur = self.cur = Window(self.first_start, self.first_start, from_start=True)
+            else:
+                cur = self.cur = Window(self.last_ok, self.last_ok)
+        cur.failures += 1
+        label = error_label(c)
+        cur.errors[label] = cur.errors.get(label, 0) + 1
+        if end > self.last_fail_end:
+            self.last_fail_end = end
+
+    def finish(self, load_end: int) -> list[Window]:
+        if self.cur is not None:
+            self.cur.end = max(load_end, self.last_fail_end, self.cur.start)
+            self.cur.open_at_end = True
+            self.windows.append(self.cur)
+            self.cur = None
+        for w in self.windows:
+            if w.from_start:  # an earlier-invoked op may have completed later
+                w.start = min(w.start, self.first_start)
+        return self.windows
+
+
+def merge_windows(groups: Sequence[Sequence[Window]]) -> list[Window]:
+    """The union of several endpoints' windows."""
+    every = sorted((w for g in groups for w in g), key=lambda w: w.start)
+    out: list[Window] = []
+    for w in every:
+        if out and w.start <= out[-1].end:
+            m = out[-1]
+            m.end = max(m.end, w.end)
+            m.failures += w.failures
+            for k, n in w.errors.items():
+                m.errors[k] = m.errors.get(k, 0) + n
+            m.from_start = m.from_start or w.from_start
+            m.open_at_end = m.open_at_end or w.open_at_end
+        else:
+            out.append(
+                Window(w.start, w.end, w.failures, dict(w.errors), w.from_start, w.open_at_end)
+            )
+    return out
+
+
+def summarize(windows: Sequence[Window], t0: int) -> dict[str, Any]:
+    longest = max(windows, key=lambda w: w.end - w.start, default=None)
+    return {
+        "longest": (longest.end - longest.start) / NS if longest else 0.0,
+        "longest_open_at_end": bool(longest and longest.open_at_end),
+        "total": sum(w.end - w.start for w in windows) / NS,
+        "count": len(windows),
+        "open_at_end": any(w.open_at_end for w in windows),
+        "from_start": any(w.from_start for w in windows),
+        "windows": [w.as_json(t0) for w in windows[:MAX_WINDOWS]],
+        "windows_truncated": len(windows) > MAX_WINDOWS,
+    }
+
+
+def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
+    paired = ctx.paired(history)
+    t0, load_end = ctx.bounds(history)
+    trackers: dict[tuple[str, str], _Tracker] = {}
+    get = trackers.get
+    for c in paired.ops:  # completion order
+        k = (c.workload, c.endpoint)
+        tr = get(k)
+        if tr is None:
+            tr = trackers[k] = _Tracker(c.start)
+        tr.add(c, load_end)
+    by_workload: dict[str, dict[str, list[Window]]] = {}
+    for (workload, endpoint), tr in trackers.items():
+        by_workload.setdefault(workload, {})[endpoint] = tr.finish(load_end)
+
+    subjects: dict[str, dict[str, Any]] = {}
+    overall: list[dict[str, Any]] = []
+    for workload, endpoints in by_workload.items():
+        per_ep: list[list[Window]] = []
+        for endpoint, ws in sorted(endpoints.items()):
+            per_ep.append(ws)
+            subjects[f"{workload} on {endpoint}"] = summarize(ws, t0)
+        merged = merge_windows(per_ep) if len(per_ep) > 1 else per_ep[0]
+        s = summarize(merged, t0)
+        s["endpoints"] = sorted(endpoints)
+        subjects[workload] = s
+        overall.append(s)
+
+    longest = max(overall, key=lambda s: s["longest"], default=None)
+    metrics: dict[str, Any] = {
+        "longest": longest["longest"] if longest else 0.0,
+        "longest_open_at_end": bool(longest and longest["longest_open_at_end"]),
+        "total": sum(s["total"] for s in overall),
+        "count": sum(s["count"] for s in overall),
+        "open_at_end": any(s["open_at_end"] for s in overall),
+        "subjects": subjects,
+    }
+    notes = [
+        f"{w}: outage still open at the end of the load"
+        for w, s in subjects.items()
+        if " on " not in w and s["open_at_end"]
+    ]
+    return CheckResult(NAME, True, metrics, "; ".join(notes))

@@ -1,0 +1,89 @@
+"""errors: failed and unknown-outcome operations per workload and per node, by error code.
+
+The code is the server/client error number (``"1062"``, ``"2013"``); without one, ``"timeout"``
+for an ``info``, ``"fail"`` for a ``fail``, ``"incomplete"`` for an operation that never
+completed. ``ratio`` = errors / operations; ``per_second`` = errors per second of the load.
+For sysbench: its per-second ``errors`` and ``reconnects`` columns added up over the seconds
+(by_code ``"sysbench"``); operations = transactions + errors.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lab.checkers.base import CheckContext, CheckResult
+from lab.checkers.downtime import error_label
+from lab.checkers.series import SYSBENCH
+from lab.history import Op
+
+NAME = "errors"
+
+
+@dataclass(slots=True)
+class Counts:
+    ops: int = 0
+    total: int = 0
+    by_code: dict[str, int] = field(default_factory=dict)
+    reconnects: int = 0
+
+    def add(self, o: Counts) -> None:
+        self.ops += o.ops
+        self.total += o.total
+        self.reconnects += o.reconnects
+        for k, n in o.by_code.items():
+            self.by_code[k] = self.by_code.get(k, 0) + n
+
+    def as_json(self, load_s: float) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "ops": self.ops,
+            "per_second": self.total / load_s if load_s > 0 else None,
+            "ratio": self.total / self.ops if self.ops else None,
+            "by_code": dict(sorted(self.by_code.items())),
+            "reconnects": self.reconnects,
+        }
+
+
+def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
+    per_node: dict[tuple[str, str], Counts] = {}
+    get = per_node.get
+    for c in ctx.paired(history).ops:
+        k = (c.workload, c.node or c.endpoint)
+        nc = get(k)
+        if nc is None:
+            nc = per_node[k] = Counts()
+        nc.ops += 1
+        if c.type == "ok":
+            continue
+        label = error_label(c)
+        nc.total += 1
+        nc.by_code[label] = nc.by_code.get(label, 0) + 1
+    per_w: dict[str, Counts] = defaultdict(Counts)
+    for (w, _), nc in per_node.items():
+        per_w[w].add(nc)
+    sysbench: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    for s in ctx.samples:
+        if s.series != SYSBENCH:
+            continue
+        sb = sysbench[s.subject]
+        sb[0] += float(s.values.get("tps", 0.0) or 0.0)
+        sb[1] += float(s.values.get("errors", 0.0) or 0.0)
+        sb[2] += float(s.values.get("reconnects", 0.0) or 0.0)
+    for w, (tps, errs, reconn) in sysbench.items():
+        x = per_w[w]
+        x.ops += round(tps + errs)
+        x.total += round(errs)
+        if round(errs):
+            x.by_code[SYSBENCH] = x.by_code.get(SYSBENCH, 0) + round(errs)
+        x.reconnects += round(reconn)
+    load_s = ctx.duration_s(history)
+    subjects: dict[str, dict[str, Any]] = {}
+    for w, c in per_w.items():
+        subjects[w] = c.as_json(load_s)
+    for (w, node), c in sorted(per_node.items()):
+        subjects[f"{w} on {node}"] = c.as_json(load_s)
+    total = sum(c.total for c in per_w.values())
+    return CheckResult(NAME, True, {"total": total, "load_seconds": load_s, "subjects": subjects})

@@ -1,0 +1,53 @@
+"""latency: invoke -> ok of every ok operation, per workload and per workload and node:
+count, mean, min, p50, p90, p95, p99, p999, max (seconds).
+
+Only ``ok`` operations count (a timeout's latency is the timeout). For sysbench the figures are
+over its per-second 95th-percentile column (``lat_p95``, seconds): ``max`` is the worst
+per-second p95, not the worst single transaction.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from lab.checkers.base import CheckContext, CheckResult, summary
+from lab.checkers.series import SYSBENCH
+from lab.history import NS, Op
+
+NAME = "latency"
+
+
+def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
+    per_node: dict[tuple[str, str], list[int]] = {}
+    get = per_node.get
+    for c in ctx.paired(history).ops:
+        if c.type == "ok" and c.end is not None:
+            k = (c.workload, c.node or c.endpoint)
+            xs = get(k)
+            if xs is None:
+                per_node[k] = [c.end - c.start]
+            else:
+                xs.append(c.end - c.start)
+    lat: dict[str, list[int]] = defaultdict(list)
+    for (w, _), xs in per_node.items():
+        lat[w].extend(xs)
+    subjects: dict[str, dict[str, Any]] = {}
+    for w, xs in lat.items():
+        subj: dict[str, Any] = summary(xs, scale=1 / NS)
+        subj["source"] = "ops"
+        subjects[w] = subj
+    for (w, node), xs in sorted(per_node.items()):
+        subj = summary(xs, scale=1 / NS)
+        subj["source"] = "ops"
+        subjects[f"{w} on {node}"] = subj
+    sb: dict[str, list[float]] = defaultdict(list)
+    for s in ctx.samples:
+        if s.series == SYSBENCH and "lat_p95" in s.values:
+            sb[s.subject].append(float(s.values["lat_p95"]))
+    for w, secs in sb.items():
+        subj = summary(secs)
+        subj["source"] = "sysbench per-second p95"
+        subjects[w] = subj
+    return CheckResult(NAME, True, {"subjects": subjects})

@@ -1,0 +1,302 @@
+"""stale_reads: reads that returned an older value than a write already acknowledged.
+
+Within one workload, writes (``write``/``insert`` ops completed ``ok``) carry an integer version
+per key. An ``ok`` read of key k invoked at time t is *eligible* when some write to k was
+acknowledged before t; it is *stale* when it returned an older version than the newest such
+write (an absent row, ``None``, is older than anything). A write still in flight when the read
+began is not required to be visible, so it never makes a read stale. Reads of keys with no
+acknowledged write before them are not eligible (not stale).
+
+Per read: versions behind = how many of the writes acknowledged before the read began it did not
+see; time behind = read invoke time - acknowledgement of the newest write it missed.
+
+Visibility, per node: for each acknowledged write and each node that read its key, the time from
+the acknowledgement to the completion of the first read on that node that returned it (or a
+newer version); 0 when a read that began before the acknowledgement already saw it. Writes whose
+key was read on a node but never seen there are counted as ``never_seen``. The workload's
+``visibility`` pools every node's times.
+
+``rate`` (= ``ratio``) = stale reads / eligible reads.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lab.checkers.base import CheckContext, CheckResult, summary
+from lab.history import NS, READ_FS, WRITE_FS, Completed, Op
+
+NAME = "stale_reads"
+MAX_EXAMPLES = 50
+VERSIONS_BEHIND_CAP = 10  # the distribution groups 10 and more together
+NOTHING_SEEN = -(2**63)
+
+
+def version(value: Any) -> int | None:
+    """The integer version of a value; None for an absent row or a value that is no version."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+@dataclass(slots=True)
+class KeyWrites:
+    """Acknowledged writes of one key, in acknowledgement order."""
+
+    acks: list[int] = field(default_factory=list)
+    versions: list[int] = field(default_factory=list)
+    prefix_max: list[int] = field(default_factory=list)
+    monotonic: bool = True  # versions non-decreasing in ack order
+
+    @classmethod
+    def build(cls, pairs: list[tuple[int, int]]) -> KeyWrites:
+        pairs.sort()
+        kw = cls()
+        best: int | None = None
+        for ack, v in pairs:
+            kw.acks.append(ack)
+            kw.versions.append(v)
+            if best is not None and v < kw.versions[-2]:
+                kw.monotonic = False
+            best = v if best is None else max(best, v)
+            kw.prefix_max.append(best)
+        return kw
+
+    def missed(self, i: int, seen: int | None) -> tuple[int, int]:
+        """Among the first i writes, how many have a version newer than ``seen``, and the ack
+        time of the newest (latest acknowledged) of those."""
+        if self.monotonic:
+            lo = 0 if seen is None else bisect_right(self.versions, seen, 0, i)
+            return i - lo, self.acks[i - 1]
+        n, newest = 0, self.acks[0]
+        for j in range(i):
+            if seen is None or self.versions[j] > seen:
+                n += 1
+                newest = self.acks[j]
+        return n, newest
+
+
+@dataclass(slots=True)
+class Tally:
+    reads: int = 0
+    eligible: int = 0
+    stale: int = 0
+    without_prior_write: int = 0
+    incomparable: int = 0
+    time_behind: list[int] = field(default_factory=list)  # ns
+    versions_behind: dict[str, int] = field(default_factory=dict)
+
+    def merge(self, o: Tally) -> None:
+        self.reads += o.reads
+        self.eligible += o.eligible
+        self.stale += o.stale
+        self.without_prior_write += o.without_prior_write
+        self.incomparable += o.incomparable
+        self.time_behind.extend(o.time_behind)
+        for b, n in o.versions_behind.items():
+            self.versions_behind[b] = self.versions_behind.get(b, 0) + n
+
+    def add_stale(self, versions_behind: int, time_behind: int) -> None:
+        self.stale += 1
+        self.time_behind.append(time_behind)
+        b = str(versions_behind) if versions_behind < VERSIONS_BEHIND_CAP else "10+"
+        self.versions_behind[b] = self.versions_behind.get(b, 0) + 1
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "count": self.stale,
+            "reads": self.reads,
+            "eligible_reads": self.eligible,
+            "rate": self.stale / self.eligible if self.eligible else None,
+            "ratio": self.stale / self.eligible if self.eligible else None,
+            "without_prior_write": self.without_prior_write,
+            "incomparable": self.incomparable,
+            "versions_behind": dict(sorted(self.versions_behind.items(), key=_bucket_order)),
+            "time_behind": summary(self.time_behind, scale=1 / NS),
+        }
+
+
+def _bucket_order(item: tuple[str, int]) -> int:
+    return VERSIONS_BEHIND_CAP if item[0] == "10+" else int(item[0])
+
+
+def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
+    t0, _ = ctx.bounds(history)
+    write_pairs: dict[str, dict[int, list[tuple[int, int]]]] = {}
+    reads: dict[str, dict[str, list[Completed]]] = {}  # workload -> node -> reads
+    groups = ctx.by_f(history)
+    # reads first: only workloads that read a key need their writes indexed
+    for f, cs in groups.items():
+        if f not in READ_FS:
+            continue
+        for c in cs:
+            if c.type != "ok" or c.key is None:
+                continue
+            per_node = reads.get(c.workload)
+            if per_node is None:
+                per_node = reads[c.workload] = {}
+            node = c.node or c.endpoint
+            rl = per_node.get(node)
+            if rl is None:
+                per_node[node] = [c]
+            else:
+                rl.append(c)
+    for f, cs in groups.items():
+        if f not in WRITE_FS:
+            continue
+        for c in cs:
+            if c.type != "ok" or c.key is None or c.workload not in reads:
+                continue
+            v = c.value
+            if type(v) is not int:
+                v = version(v)
+                if v is None:
+                    continue
+            per_key = write_pairs.get(c.workload)
+            if per_key is None:
+                per_key = write_pairs[c.workload] = {}
+            lst = per_key.get(c.key)
+            if lst is None:
+                per_key[c.key] = [(c.end, v)]  # type: ignore[list-item]
+            else:
+                lst.append((c.end, v))  # type: ignore[arg-type]
+
+    subjects: dict[str, dict[str, Any]] = {}
+    total = Tally()
+    examples: list[dict[str, Any]] = []
+    for workload, by_node in reads.items():
+        keys = {k: KeyWrites.build(p) for k, p in write_pairs.get(workload, {}).items()}
+        tally = Tally()
+        vis_all: list[int] = []
+        never_all = 0
+        node_subjects: dict[str, dict[str, Any]] = {}
+        for node, rs in sorted(by_node.items()):
+            nt = _check_node(workload, node, rs, keys, examples, t0)
+            vis, never = _visibility(keys, rs)
+            vis_all.extend(vis)
+            never_all += never
+            sj = nt.as_json()
+            sj["visibility"] = summary(vis, scale=1 / NS)
+            sj["visibility"]["never_seen"] = never
+            node_subjects[f"{workload} on {node}"] = sj
+            tally.merge(nt)
+        subj = tally.as_json()
+        subj["nodes"] = sorted(by_node)
+        subj["visibility"] = summary(vis_all, scale=1 / NS)
+        subj["visibility"]["never_seen"] = never_all
+        subjects[workload] = subj
+        subjects.update(node_subjects)
+        total.merge(tally)
+
+    metrics = total.as_json()
+    metrics["examples"] = examples
+    metrics["examples_truncated"] = total.stale > len(examples)
+    metrics["subjects"] = subjects
+    details = (
+        f"{total.stale} stale of {total.eligible} eligible reads"
+        if total.eligible
+        else "no read had an acknowledged write to compare with"
+    )
+    return CheckResult(NAME, total.stale == 0, metrics, details)
+
+
+def _check_node(
+    workload: str,
+    node: str,
+    rs: list[Completed],
+    keys: dict[int, KeyWrites],
+    examples: list[dict[str, Any]],
+    t0: int,
+) -> Tally:
+    """The reads one node answered for one workload."""
+    nt = Tally()
+    nt.reads = len(rs)
+    eligible = without = incomparable = 0
+    get = keys.get
+    for r in rs:
+        v = r.value
+        if v is None:
+            seen = None
+        elif type(v) is int:
+            seen = v
+        else:
+            seen = version(v)
+            if seen is None:
+                incomparable += 1
+                continue
+        kw = get(r.key)  # type: ignore[arg-type]
+        if kw is None:
+            without += 1
+            continue
+        start = r.start
+        i = bisect_left(kw.acks, start)
+        if i == 0:
+            without += 1
+            continue
+        eligible += 1
+        required = kw.prefix_max[i - 1]
+        if seen is not None and seen >= required:
+            continue
+        n_missed, newest = kw.missed(i, seen)
+        behind = start - newest
+        nt.add_stale(n_missed, behind)
+        if len(examples) < MAX_EXAMPLES:
+            examples.append({
+                "workload": workload, "node": node, "key": r.key, "read": v,
+                "required": required, "versions_behind": n_missed,
+                "time_behind": behind / NS, "at": (start - t0) / NS,
+            })  # fmt: skip
+    nt.eligible = eligible
+    nt.without_prior_write = without
+    nt.incomparable = incomparable
+    return nt
+
+
+def _visibility(keys: dict[int, KeyWrites], rs: list[Completed]) -> tuple[list[int], int]:
+    """For one node's reads: ack-to-first-visibility times (ns) of the writes whose key it
+    read, and how many of those it never saw."""
+    by_key: dict[int, list[tuple[int, int]]] = {}
+    for r in rs:
+        v = r.value
+        seen = NOTHING_SEEN if v is None else (v if type(v) is int else version(v))
+        if seen is None:
+            continue
+        lst = by_key.get(r.key)  # type: ignore[arg-type]
+        if lst is None:
+            by_key[r.key] = [(r.end, seen)]  # type: ignore[index, list-item]
+        else:
+            lst.append((r.end, seen))  # type: ignore[arg-type]
+    times: list[int] = []
+    never = 0
+    for key, pairs in by_key.items():
+        kw = keys.get(key)
+        if kw is None:
+            continue
+        pairs.sort()
+        ends: list[int] = []
+        best: list[int] = []  # the newest version seen so far, non-decreasing
+        m = NOTHING_SEEN
+        for end, v in pairs:
+            if v > m:
+                m = v
+            ends.append(end)
+            best.append(m)
+        for ack, v in zip(kw.acks, kw.versions, strict=True):
+            j = bisect_left(best, v)
+            if j == len(best):
+                never += 1
+            else:
+                times.append(max(0, ends[j] - ack))
+    return times, never

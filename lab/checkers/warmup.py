@@ -1,0 +1,176 @@
+"""warmup: how long until throughput is at its level, after a cache-drop fault or, when the
+history has none, from the start.
+
+Without a fault (``mode = "start"``): the seconds from the workload's first whole second until
+its per-second throughput first reaches 90 % of its mean over the second half of its active
+window.
+
+After faults (``mode = "fault"``):
+
+Faults considered: nemesis ops named in ``WARMUP_FAULTS`` in the history, plus any listed by the
+engine in ``ctx.facts["warmup"]["faults"]`` (dicts with ``name``, ``start``, ``end`` in ns). For
+each fault and each workload with a per-second series (``lab.checkers.series``):
+
+- baseline: the whole seconds of the workload's active window in the N seconds before the fault
+  started (N = ``ctx.facts["warmup"]["baseline"]``, default 10); its mean is the level, its
+  min..max the noise;
+- after the fault ended, ``warmup`` = start of the first whole second at >= 90 % of the level,
+  minus the end of the fault (1-second resolution);
+- ``min_level``: the lowest per-second throughput relative to the level, over the whole seconds
+  from the end of the fault to the later of recovery and N seconds;
+- when no second of that window falls below the noise (the baseline's minimum), the dip is
+  within the noise: ``dip_beyond_noise = False`` and ``warmup = 0``;
+- when throughput never recovers before the end of the active window, ``warmup`` is None,
+  ``recovered`` False and ``lower_bound`` holds the seconds observed.
+
+A workload's figure is the worst over the faults.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lab.checkers.base import CheckContext, CheckResult
+from lab.checkers.series import Series, per_second
+from lab.history import NS, Op, fault_windows
+
+NAME = "warmup"
+WARMUP_FAULTS = frozenset({"drop_caches", "cold_restart"})
+DEFAULT_BASELINE_S = 10.0
+RECOVERED_AT = 0.9
+MIN_BASELINE_SECONDS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class FaultTime:
+    name: str
+    node: str | None
+    start: float  # seconds since load start
+    end: float
+
+
+def _faults(history: Sequence[Op], ctx: CheckContext, t0: int) -> list[FaultTime]:
+    out = [
+        FaultTime(w.name, w.node, (w.start - t0) / NS, ((w.end or w.start) - t0) / NS)
+        for w in fault_windows(history)
+        if w.name in WARMUP_FAULTS
+    ]
+    fact = ctx.facts.get("warmup")
+    if isinstance(fact, dict):
+        for f in fact.get("faults", []) or []:
+            start = int(f["start"])
+            end = int(f.get("end") or start)
+            out.append(FaultTime(str(f.get("name", "fault")), f.get("node"),
+                                 (start - t0) / NS, (end - t0) / NS))  # fmt: skip
+    out.sort(key=lambda f: f.start)
+    return out
+
+
+def warmup_after(s: Series, fault: FaultTime, baseline_s: float) -> dict[str, Any]:
+    full = s.full_seconds()
+    base_secs = [i for i in full if i >= fault.start - baseline_s and i + 1 <= fault.start]
+    res: dict[str, Any] = {"fault": fault.name, "node": fault.node, "start": fault.start,
+                           "end": fault.end}  # fmt: skip
+    if len(base_secs) < MIN_BASELINE_SECONDS:
+        res["unknown"] = (
+            f"only {len(base_secs)} whole seconds of load before the fault "
+            f"(need {MIN_BASELINE_SECONDS})"
+        )
+        return res
+    base_vals = [s.per_second[i] for i in base_secs]
+    level = statistics.fmean(base_vals)
+    if level <= 0:
+        res["unknown"] = "no throughput before the fault"
+        return res
+    lo, hi = min(base_vals), max(base_vals)
+    res.update(
+        baseline=level,
+        noise={"min": lo, "max": hi, "stdev": statistics.pstdev(base_vals)},
+    )
+    after = [i for i in full if i >= fault.end]
+    if not after:
+        res["unknown"] = "no whole second of load after the fault"
+        return res
+    recovered_at: int | None = None
+    for i in after:
+        if s.per_second[i] >= RECOVERED_AT * level:
+            recovered_at = i
+            break
+    horizon = max(recovered_at if recovered_at is not None else math.inf,
+                  math.ceil(fault.end) + baseline_s)  # fmt: skip
+    window = [s.per_second[i] for i in after if i <= horizon]
+    min_v = min(window) if window else None
+    res["min_level"] = min_v / level if min_v is not None else None
+    res["dip_beyond_noise"] = min_v is not None and min_v < lo
+    if not res["dip_beyond_noise"]:
+        res.update(warmup=0.0, recovered=True, note="no dip beyond noise")
+    elif recovered_at is None:
+        res.update(warmup=None, recovered=False, lower_bound=max(0.0, s.active_end - fault.end))
+    else:
+        res.update(warmup=max(0.0, recovered_at - fault.end), recovered=True)
+    return res
+
+
+def warmup_from_start(s: Series) -> dict[str, Any]:
+    """Seconds from the workload's start until its per-second throughput first reaches 90 %
+    of its mean over the second half of its active window."""
+    full = list(s.full_seconds())
+    res: dict[str, Any] = {"mode": "start"}
+    if len(full) < 2 * MIN_BASELINE_SECONDS:
+        res.update(warmup=None, recovered=None,
+                   unknown=f"only {len(full)} whole seconds of load "
+                           f"(need {2 * MIN_BASELINE_SECONDS})")  # fmt: skip
+        return res
+    level = statistics.fmean(s.per_second[i] for i in full[len(full) // 2 :])
+    if level <= 0:
+        res.update(warmup=None, recovered=None, unknown="no throughput in the second half")
+        return res
+    reached = next(i for i in full if s.per_second[i] >= RECOVERED_AT * level)
+    before = [s.per_second[i] for i in full if i <= reached]
+    res.update(
+        warmup=max(0.0, reached - s.active_start),
+        recovered=True,
+        baseline=level,
+        min_level=min(before) / level,
+        dip_beyond_noise=reached > full[0],
+    )
+    return res
+
+
+def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
+    t0, _ = ctx.bounds(history)
+    faults = _faults(history, ctx, t0)
+    if not faults:
+        subjects = {w: warmup_from_start(s) for w, s in per_second(history, ctx).items()}
+        return CheckResult(NAME, True, {"faults": 0, "mode": "start", "subjects": subjects},
+                           "no cache-drop fault in the history: warmup from the start")  # fmt: skip
+    fact = ctx.facts.get("warmup")
+    baseline_s = (
+        float(fact.get("baseline", DEFAULT_BASELINE_S))
+        if isinstance(fact, dict)
+        else (DEFAULT_BASELINE_S)
+    )
+    subjects: dict[str, dict[str, Any]] = {}
+    for w, s in per_second(history, ctx).items():
+        per_fault = [warmup_after(s, f, baseline_s) for f in faults]
+        known = [r for r in per_fault if "unknown" not in r]
+        subj: dict[str, Any] = {"faults": per_fault}
+        if not known:
+            subj.update(warmup=None, recovered=None, unknown=per_fault[0]["unknown"])
+        else:
+            unrecovered = [r for r in known if not r["recovered"]]
+            if unrecovered:
+                subj.update(warmup=None, recovered=False,
+                            lower_bound=max(r["lower_bound"] for r in unrecovered))  # fmt: skip
+            else:
+                subj.update(warmup=max(r["warmup"] for r in known), recovered=True)
+            levels = [r["min_level"] for r in known if r["min_level"] is not None]
+            subj["min_level"] = min(levels) if levels else None
+            subj["dip_beyond_noise"] = any(r["dip_beyond_noise"] for r in known)
+        subj["mode"] = "fault"
+        subjects[w] = subj
+    return CheckResult(NAME, True, {"faults": len(faults), "mode": "fault", "subjects": subjects})

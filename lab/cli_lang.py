@@ -1,0 +1,307 @@
+"""`lab check` and `lab plan`: the language at the command line.
+
+Exit status: 0 when every file is valid (``check``) or the plan was printed (``plan``),
+2 when there are language errors (each printed as ``path:line:col: error: ...`` with the
+source line and a caret). Bad input never produces a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from dsl.api import check_file, format_errors, load_plan
+from dsl.errors import LanguageError, LanguageErrors
+from dsl.models import (
+    Action,
+    ConvertStandalone,
+    DropCaches,
+    NetworkFault,
+    NodeAction,
+    Promote,
+    ReplicationControl,
+    RunSql,
+    SetGlobal,
+    Sleep,
+    WaitUntil,
+)
+from dsl.plan import Cell, Plan, PlannedNode, PlannedWorkload
+
+EXIT_OK = 0
+EXIT_LANGUAGE_ERROR = 2
+
+
+# --- lab check ---------------------------------------------------------------------------------
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def cmd_check(paths: list[str]) -> int:
+    """Check every file; print each error to stderr. 0 when all are valid, else 2."""
+    if not paths:
+        print("lab check: no files given", file=sys.stderr)
+        return EXIT_LANGUAGE_ERROR
+    total, bad = 0, 0
+    for path in paths:
+        errors = check_file(path)
+        if errors:
+            print(format_errors(errors), file=sys.stderr)
+            print(file=sys.stderr)
+            total += len(errors)
+            bad += 1
+        else:
+            print(f"{path}: ok")
+    if total:
+        print(f"{_plural(total, 'error')} in {_plural(bad, 'file')}", file=sys.stderr)
+        return EXIT_LANGUAGE_ERROR
+    return EXIT_OK
+
+
+# --- lab plan ----------------------------------------------------------------------------------
+
+def cmd_plan(path: str, as_json: bool) -> int:
+    """Print the compiled plan (a readable rendering, or JSON). 0, or 2 on language errors."""
+    try:
+        plan = load_plan(path)
+    except LanguageErrors as exc:
+        errors: list[LanguageError] = exc.errors
+        print(format_errors(errors), file=sys.stderr)
+        return EXIT_LANGUAGE_ERROR
+    if as_json:
+        print(plan.model_dump_json(indent=2))
+    else:
+        render_plan(plan, Console(highlight=False))
+    return EXIT_OK
+
+
+def seconds(value: float | None) -> str:
+    """``0.5`` -> ``500ms``, ``90`` -> ``1m30s``."""
+    if value is None:
+        return "-"
+    if value < 1 and value != 0:
+        ms = value * 1000
+        return f"{ms:g}ms" if ms >= 1 else f"{value * 1e6:g}us"
+    whole = int(value)
+    if whole != value or whole < 60:
+        return f"{value:g}s"
+    minutes, secs = divmod(whole, 60)
+    hours, minutes = divmod(minutes, 60)
+    out = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "")
+    return out + (f"{secs}s" if secs else "")
+
+
+def size(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for unit, factor in (("T", 1024.0**4), ("G", 1024.0**3), ("M", 1024.0**2), ("K", 1024.0)):
+        if value >= factor:
+            return f"{value / factor:g}{unit}"
+    return f"{value:g}B"
+
+
+def _nodes(refs: Iterable[object]) -> str:
+    return ", ".join(getattr(r, "name", str(r)) for r in refs)
+
+
+def describe_action(a: Action) -> str:
+    """An action in the language's own words."""
+    if isinstance(a, NodeAction):
+        verb = "cold restart" if a.verb == "cold_restart" else a.verb
+        opts = ", ".join(f"{k} = {v}" for k, v in a.options.items())
+        return f"{verb} {a.node.name}" + (f" with {opts}" if opts else "")
+    if isinstance(a, DropCaches):
+        return "drop caches" + (f" on {a.node.name}" if a.node else " (whole OS)")
+    if isinstance(a, Promote):
+        return f"promote {a.node.name}"
+    if isinstance(a, ReplicationControl):
+        threads = {"io": " io_only", "sql": " sql_only"}.get(a.threads, "")
+        return f"{a.verb} replication {a.node.name}{threads}"
+    if isinstance(a, NetworkFault):
+        out = f"network {a.verb}" + (f" {a.node.name}" if a.node else " (all nodes)")
+        if a.latency is not None:
+            out += f" {seconds(a.latency)}"
+        if a.jitter is not None:
+            out += f" jitter {seconds(a.jitter)}"
+        if a.bandwidth is not None:
+            out += f" {size(a.bandwidth)}/s"
+        return out + f" on {a.link}"
+    if isinstance(a, SetGlobal):
+        on = f" on {_nodes(a.nodes)}" if a.nodes else " on every node"
+        return f"set global {a.name} = {a.value}{on}"
+    if isinstance(a, ConvertStandalone):
+        return f"convert {a.node.name} to standalone"
+    if isinstance(a, WaitUntil):
+        node = f"{a.node.name} " if a.node else ""
+        return f"wait until {node}{a.condition} timeout {seconds(a.timeout)}"
+    if isinstance(a, Sleep):
+        return f"wait {seconds(a.seconds)}"
+    if isinstance(a, RunSql):
+        return f'execute "{a.statement}" on {a.node.name}'
+    return str(a)  # pragma: no cover - every action is handled above
+
+
+def _table(title: str, *columns: str) -> Table:
+    table = Table(title=title, title_justify="left", show_lines=False)
+    for col in columns:
+        table.add_column(col)
+    return table
+
+
+def _row(table: Table, *cells: object) -> None:
+    table.add_row(*(Text(str(c)) for c in cells))
+
+
+def _workload_bound(w: PlannedWorkload) -> str:
+    parts = []
+    if w.duration is not None:
+        parts.append(f"duration {seconds(w.duration)}")
+    if w.rows is not None:
+        parts.append(f"rows {w.rows}")
+    if w.ops is not None:
+        parts.append(f"operations {w.ops}")
+    return ", ".join(parts) or "-"
+
+
+def _workload_details(w: PlannedWorkload) -> str:
+    parts = []
+    if w.script:
+        parts.append(f"script {w.script}")
+    if w.kind == "sysbench":
+        parts.append(f"threads {w.threads}, tables {w.tables}, table_size {w.table_size}")
+    else:
+        parts.append(f"clients {w.clients}")
+    if w.kind == "probe":
+        parts.append(f"operation {w.operation}")
+    if w.kind == "unique_insert":
+        parts.append(f"keys {w.keys}")
+    if w.rate is not None:
+        parts.append(f"rate {w.rate:g}/s")
+    if w.every is not None:
+        parts.append(f"every {seconds(w.every)}")
+    if w.kind != "sysbench":
+        parts.append(f"timeout {seconds(w.timeout)}")
+    return "\n".join(parts)
+
+
+def _summary(plan: Plan) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    engine = plan.engine.flavor + (f" {plan.engine.version}" if plan.engine.version
+                                   else " (any version found)")
+    topology: str = plan.topology
+    if plan.replication_mode:
+        topology += f", {plan.replication_mode} replication"
+    flags = [name for name, on in (("semi_sync", plan.semi_sync),
+                                   ("crash_safe", plan.crash_safe)) if on]
+    if plan.auto_increment_offsets is not None:
+        flags.append(f"auto_increment_offsets {'on' if plan.auto_increment_offsets else 'off'}")
+    rows = [
+        ("experiment", plan.name),
+        ("title", plan.title or "-"),
+        ("description", plan.description or "-"),
+        ("source", plan.source or "-"),
+        ("tags", ", ".join(plan.tags) or "-"),
+        ("seed", str(plan.seed)),
+        ("duration", seconds(plan.duration)),
+        ("topology", topology + (f" ({', '.join(flags)})" if flags else "")),
+        ("engine", engine),
+        ("base port", f"{plan.base_port} (the runtime picks a free base per run)"),
+        ("faults at the end", "left in place" if plan.leave_faults else "healed"),
+        ("runs", _plural(len(plan.cells), "cell") + " (see the matrix)"),
+    ]
+    for key, value in rows:
+        table.add_row(Text(key), Text(value))
+    return table
+
+
+def _node_table(nodes: list[PlannedNode]) -> Table:
+    table = _table("Nodes", "node", "role", "server id", "client port", "replicates from")
+    for n in nodes:
+        upstream = ", ".join(n.replicates_from) or "-"
+        if n.delay is not None:
+            upstream += f" (delayed by {seconds(n.delay)})"
+        _row(table, n.name, n.role, n.server_id, f"{n.port} (base +{n.port_offset})", upstream)
+    return table
+
+
+def _config_table(nodes: list[PlannedNode], title: str) -> Table:
+    """One row per setting, one column per node: the effective server config."""
+    table = _table(title, "setting", *(n.name for n in nodes))
+    keys: dict[str, None] = {}
+    for n in nodes:
+        keys.update(dict.fromkeys(n.config))
+    for key in keys:
+        _row(table, key, *(n.config.get(key, "-") for n in nodes))
+    return table
+
+
+def _matrix_table(plan: Plan) -> Table:
+    base = {n.name: n.config for n in plan.cells[0].nodes} if plan.cells else {}
+    table = _table("Matrix: variants x vary values x repeats", "#", "label", "variant",
+                   "values", "repeat", "config changes vs cell 1")
+    for cell in plan.cells:
+        _row(table, cell.index, cell.label, cell.variant or "-",
+             ", ".join(f"{k}={v}" for k, v in cell.sweep.items()) or "-", cell.repeat,
+             _changes(cell, base))
+    return table
+
+
+def _changes(cell: Cell, base: dict[str, dict[str, str]]) -> str:
+    changed: dict[str, str] = {}
+    for n in cell.nodes:
+        for k, v in n.config.items():
+            if base.get(n.name, {}).get(k) != v:
+                changed[k] = v
+    return "\n".join(f"{k} = {v}" for k, v in changed.items()) or "-"
+
+
+def render_plan(plan: Plan, console: Console) -> None:
+    console.print(_summary(plan))
+    first = plan.cells[0] if plan.cells else None
+    if first is not None:
+        console.print(_node_table(first.nodes))
+        title = "Effective server config" + (" (cell 1; other cells in the matrix below)"
+                                             if len(plan.cells) > 1 else "")
+        console.print(_config_table(first.nodes, title))
+    if plan.router is not None:
+        r = plan.router
+        table = _table("Router", "kind", "writers", "readers", "check every",
+                       "router.writer", "router.reader")
+        _row(table, r.kind, ", ".join(r.writers), ", ".join(r.readers) or "-",
+             seconds(r.check_interval), f"{r.writer_port} (+{r.writer_port_offset})",
+             f"{r.reader_port} (+{r.reader_port_offset})" if r.readers else "-")
+        console.print(table)
+    if first is not None and first.workloads:
+        table = _table("Workloads" + (" (cell 1)" if len(plan.cells) > 1 else ""),
+                       "workload", "kind", "target", "runs", "settings")
+        for w in first.workloads:
+            target = ", ".join(w.targets)
+            if w.reads:
+                target = f"write {target}\nread {', '.join(w.reads)}"
+            runs = _workload_bound(w) + (f"\nstarts after {w.start_after}" if w.start_after
+                                         else "")
+            _row(table, w.name, w.kind, target, runs, _workload_details(w))
+        console.print(table)
+    if plan.steps or plan.timeline:
+        table = _table("Fault schedule", "when", "action")
+        for step in plan.steps:
+            when = "before load" if step.when == "before_load" else f"after {step.workload}"
+            for i, action in enumerate(step.actions):
+                _row(table, when if i == 0 else "", describe_action(action))
+        for timed in plan.timeline:
+            _row(table, f"at {seconds(timed.at)}", describe_action(timed.action))
+        console.print(table)
+    if plan.expectations or plan.reports:
+        table = _table("Measurements", "line", "statistic")
+        for e in plan.expectations:
+            _row(table, e.text, e.metric.stat or "-")
+        for rep in plan.reports:
+            _row(table, rep.text, rep.metric.stat or "-")
+        console.print(table)
+    console.print(_matrix_table(plan))

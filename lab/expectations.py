@@ -1,0 +1,783 @@
+"""Expectations: an ``expect`` line of the experiment, judged against the checkers' results.
+
+``evaluate(expectation, results, ctx)`` finds the figure the metric names in the results (or in
+``ctx.facts``/``ctx.samples``), compares it with the expected quantity and explains the verdict.
+``passed`` is None when the figure cannot be measured; the explanation says why (no such
+workload, no samples, the checker failed ...).
+
+Statistics follow ``dsl/metrics.py`` (the language's table); a few extra aliases are accepted.
+Units: durations are seconds, sizes bytes, throughput operations per second, percentages ratios
+(``< 1%`` arrives as 0.01). A bare number (kind ``count``) is compared in the metric's base unit.
+A percentage against a metric with a ``ratio`` and no statistic written compares the ratio.
+
+``last N s`` (throughput, latency, errors, stalls, replication_lag) keeps only the last N seconds
+of the load: from the per-second series, or from the operations / samples (the history is taken
+from ``history=`` or from the context the checkers ran with).
+
+Lower bounds: an outage still open when the load stopped, or a warmup that had not finished,
+gives a figure that is only a lower bound; the verdict is then decided only when the bound
+already settles it (``downtime(p) < 5s`` fails when the open outage is already 6 s, and is
+unknown when it is 3 s so far).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dsl.models import Expectation, Metric, Quantity, UnitKind
+from lab.checkers.base import CheckContext, CheckResult, summary
+from lab.checkers.downtime import error_label
+from lab.history import NS, Op
+
+_NEVER = 2**63  # sorts after every completion time
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectationOutcome:
+    passed: bool | None  # None: could not be measured or decided
+    measured: float | None
+    unit: UnitKind
+    text: str  # the expect line as written
+    explanation: str
+    metric: str = ""  # the figure measured, e.g. "downtime(probe).max"
+    lower_bound: bool = False  # measured is only a lower bound
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "passed": self.passed,
+            "measured": self.measured,
+            "unit": self.unit,
+            "metric": self.metric,
+            "lower_bound": self.lower_bound,
+            "explanation": self.explanation,
+        }
+
+
+class Unmeasurable(Exception):
+    """The metric cannot be computed from these results; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    value: float
+    unit: UnitKind
+    stat: str
+    lower_bound: bool = False
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What a metric function may look at."""
+
+    metric: Metric
+    quantity: Quantity
+    results: Mapping[str, CheckResult]
+    ctx: CheckContext
+    history: Sequence[Op] | None
+
+
+# --- formatting ------------------------------------------------------------------------------
+
+
+def format_value(value: float | None, unit: UnitKind) -> str:
+    if value is None:
+        return "unknown"
+    if unit == "duration":
+        if value != 0 and abs(value) < 1:
+            return f"{value * 1000:.3g} ms"
+        return f"{value:.3g} s" if abs(value) < 100 else f"{value:.0f} s"
+    if unit == "percent":
+        return f"{value * 100:.3g}%"
+    if unit == "rate":
+        return f"{value:.1f}/s" if value < 1e4 else f"{value:.0f}/s"
+    if unit in ("size", "bandwidth"):
+        suffix = "/s" if unit == "bandwidth" else ""
+        for name, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+            if abs(value) >= scale:
+                return f"{value / scale:.3g} {name}{suffix}"
+        return f"{value:.0f} B{suffix}"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3g}"
+
+
+def metric_text(m: Metric, stat: str | None = None) -> str:
+    """``latency(w on db2).p99 last 30s``: the figure in the language's words."""
+    args = [a for a in (m.subject, str(m.code) if m.code is not None else None) if a]
+    inside = ", ".join(args)
+    if m.on:
+        inside = f"{inside} on {m.on}" if inside else f"on {m.on}"
+    out = f"{m.name}({inside})" if inside else m.name
+    stat = stat or m.stat
+    if stat:
+        out += f".{stat}"
+    if m.last is not None:
+        out += f" last {m.last:g}s"
+    return out
+
+
+# --- comparison ------------------------------------------------------------------------------
+
+
+def compare(measured: float, op: str, target: float) -> bool:
+    eq = math.isclose(measured, target, rel_tol=1e-9, abs_tol=1e-12)
+    if op == "<":
+        return measured < target and not eq
+    if op == "<=":
+        return measured <= target or eq
+    if op == ">":
+        return measured > target and not eq
+    if op == ">=":
+        return measured >= target or eq
+    if op == "==":
+        return eq
+    if op == "!=":
+        return not eq
+    raise ValueError(f"unknown comparison {op!r}")
+
+
+def compare_lower_bound(bound: float, op: str, target: float) -> bool | None:
+    """The verdict when the true value is >= bound: decided only if the bound settles it."""
+    if op in ("<", "<="):
+        return False if not compare(bound, op, target) else None
+    if op in (">", ">="):
+        return True if compare(bound, op, target) else None
+    if bound > target and not math.isclose(bound, target):
+        return op == "!="
+    return None
+
+
+# --- lookups ---------------------------------------------------------------------------------
+
+
+def _result(inp: Inputs, name: str) -> CheckResult:
+    r = inp.results.get(name)
+    if r is None:
+        raise Unmeasurable(f"the {name} checker did not run")
+    if r.valid is None and not r.metrics:
+        first = (r.details or "no details").splitlines()[0]
+        raise Unmeasurable(f"the {name} checker failed: {first}")
+    return r
+
+
+def _subjects(r: CheckResult) -> dict[str, dict[str, Any]]:
+    s = r.metrics.get("subjects")
+    return s if isinstance(s, dict) else {}
+
+
+def _known_list(names: Iterable[str]) -> str:
+    xs = sorted(names)
+    return ", ".join(xs) if xs else "none"
+
+
+def _get(subj: Mapping[str, Any], path: str) -> Any:
+    cur: Any = subj
+    for part in path.split("."):
+        if not isinstance(cur, Mapping) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def _number(value: Any, why: str) -> float:
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        raise Unmeasurable(why)
+    return float(value)
+
+
+def _stat(inp: Inputs, stats: Mapping[str, tuple[str, UnitKind]], default: str) -> tuple[
+    str, str, UnitKind
+]:  # fmt: skip
+    """(stat, path in the subject's metrics, unit). A percentage compared without a statistic
+    picks ``ratio`` when the metric has one."""
+    m = inp.metric
+    stat = m.stat
+    if stat is None:
+        stat = "ratio" if inp.quantity.kind == "percent" and "ratio" in stats else default
+    if stat not in stats:
+        raise Unmeasurable(
+            f"{m.name} has no '.{stat}' (known: {', '.join('.' + s for s in stats)})"
+        )
+    path, unit = stats[stat]
+    return stat, path, unit
+
+
+def _sum(subjects: Mapping[str, Mapping[str, Any]], keys: Iterable[str], path: str) -> float:
+    total = 0.0
+    for k in keys:
+        v = _get(subjects[k], path)
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            total += float(v)
+    return total
+
+
+def _workload_names(inp: Inputs, r: CheckResult) -> set[str]:
+    names = set(inp.ctx.workloads)
+    names.update(k for k in _subjects(r) if " on " not in k)
+    return names
+
+
+def _no_such_workload(inp: Inputs, r: CheckResult, w: str) -> Unmeasurable | None:
+    known = _workload_names(inp, r)
+    if w not in known:
+        return Unmeasurable(f"no workload named '{w}' (known: {_known_list(known)})")
+    return None
+
+
+def _subject(inp: Inputs, r: CheckResult, what: str, *, single_default: bool = False) -> tuple[
+    str, dict[str, Any]
+]:  # fmt: skip
+    """The subject's metrics for ``w`` or ``w on node``. With no workload written, the only
+    workload when ``single_default``; otherwise an explanation."""
+    m = inp.metric
+    subjects = _subjects(r)
+    w = m.subject
+    if w is None:
+        names = sorted(k for k in subjects if " on " not in k)
+        if single_default and len(names) == 1:
+            w = names[0]
+        else:
+            raise Unmeasurable(f"{m.name} needs a workload (one of: {_known_list(names)})")
+    key = f"{w} on {m.on}" if m.on else w
+    if key in subjects:
+        return key, subjects[key]
+    err = _no_such_workload(inp, r, w)
+    if err is not None:
+        raise err
+    if w not in subjects:
+        raise Unmeasurable(f"workload '{w}' recorded no {what}")
+    nodes = sorted(k.split(" on ", 1)[1] for k in subjects if k.startswith(f"{w} on "))
+    raise Unmeasurable(f"workload '{w}' recorded no {what} on '{m.on}' (nodes: "
+                       f"{_known_list(nodes)})")  # fmt: skip
+
+
+def _history(inp: Inputs) -> Sequence[Op]:
+    h = inp.history if inp.history is not None else inp.ctx.last_history()
+    if h is None:
+        raise Unmeasurable("'last' needs the operations, and no history was given")
+    return h
+
+
+def _last_window(inp: Inputs) -> tuple[int, int]:
+    """(from, to) in ns: the last N seconds of the load."""
+    assert inp.metric.last is not None
+    h = inp.history if inp.history is not None else inp.ctx.last_history()
+    t0, t1 = inp.ctx.bounds(h or [])
+    return max(t0, t1 - round(inp.metric.last * NS)), t1
+
+
+def _last_ops(inp: Inputs, workload: str) -> list[Any]:
+    """Operations of the workload (on ``metric.on``, if given) completed in the last N seconds
+    (an operation that never completed counts as ending at the end of the load)."""
+    m = inp.metric
+    h = _history(inp)
+    lo, hi = _last_window(inp)
+    ops = inp.ctx.paired(h).ops  # completion order, never-completed ops last
+
+    def end_key(c: Any) -> int:
+        return c.end if c.end is not None else _NEVER
+
+    first = bisect_left(ops, lo, key=end_key)
+    last = bisect_right(ops, hi, key=end_key)
+    tail = bisect_left(ops, _NEVER, key=end_key)
+    out = []
+    for c in [*ops[first:last], *ops[tail:]]:  # the window, then those that never completed
+        if c.workload != workload:
+            continue
+        if m.on is not None and (c.node or c.endpoint) != m.on:
+            continue
+        out.append(c)
+    return out
+
+
+# --- one function per metric -----------------------------------------------------------------
+
+
+def _downtime(inp: Inputs) -> Measured:
+    r = _result(inp, "downtime")
+    stat, path, unit = _stat(
+        inp,
+        {"max": ("longest", "duration"), "longest": ("longest", "duration"),
+         "total": ("total", "duration"), "count": ("count", "count")},
+        "max",
+    )  # fmt: skip
+    m = inp.metric
+    if m.subject is None and m.on is None:
+        subj: Mapping[str, Any] = r.metrics
+    elif m.subject is None:
+        raise Unmeasurable("downtime on a node needs a workload: downtime(w on node)")
+    else:
+        subjects = _subjects(r)
+        key = f"{m.subject} on {m.on}" if m.on else m.subject
+        if key not in subjects:
+            err = _no_such_workload(inp, r, m.subject)
+            if err is not None:
+                raise err
+            if m.subject not in subjects:
+                raise Unmeasurable(f"workload '{m.subject}' recorded no operations")
+            eps = subjects[m.subject].get("endpoints", [])
+            raise Unmeasurable(f"workload '{m.subject}' has no endpoint '{m.on}' (endpoints: "
+                               f"{_known_list(eps)})")  # fmt: skip
+        subj = subjects[key]
+    value = _number(_get(subj, path), f"no downtime {stat}")
+    if path == "longest":
+        lower = bool(subj.get("longest_open_at_end"))
+    elif path == "total":
+        lower = bool(subj.get("open_at_end"))
+    else:
+        lower = False
+    n = int(subj.get("count", 0) or 0)
+    note = f"{n} outage window{'s' if n != 1 else ''}"
+    if lower:
+        note += "; an outage was still open when the load stopped"
+    return Measured(value, unit, stat, lower, note)
+
+
+def _stale_reads(inp: Inputs) -> Measured:
+    r = _result(inp, "stale_reads")
+    stats: dict[str, tuple[str, UnitKind]] = {
+        "count": ("count", "count"),
+        "total": ("count", "count"),
+        "ratio": ("rate", "percent"),
+        "rate": ("rate", "percent"),
+        "reads": ("eligible_reads", "count"),
+    }
+    for p in ("p50", "p90", "p95", "p99", "max", "mean"):
+        stats[p] = (f"visibility.{p}", "duration")
+        stats[f"behind_{p}"] = (f"time_behind.{p}", "duration")
+    stat, path, unit = _stat(inp, stats, "count")
+    m = inp.metric
+    subjects = _subjects(r)
+    if path.startswith("visibility") and m.subject is None:
+        _, subj = _subject(inp, r, "reads", single_default=True)
+    elif m.subject is None and m.on is None:
+        subj = r.metrics
+    elif m.subject is None:
+        keys = [k for k in subjects if k.endswith(f" on {m.on}")]
+        if not keys:
+            raise Unmeasurable(f"no reads were recorded on node '{m.on}'")
+        if path not in ("count", "eligible_reads", "rate"):
+            raise Unmeasurable(f"'.{stat}' on a node needs a workload: stale_reads(w on n)")
+        count = _sum(subjects, keys, "count")
+        eligible = _sum(subjects, keys, "eligible_reads")
+        subj = {"count": count, "eligible_reads": eligible,
+                "rate": count / eligible if eligible else None}  # fmt: skip
+    else:
+        _, subj = _subject(inp, r, "reads")
+    raw = _get(subj, path)
+    if raw is None and path == "rate":
+        raise Unmeasurable(
+            "the stale-read ratio is undefined: no read had an acknowledged write to the same "
+            "key before it began"
+        )
+    if raw is None and path.startswith("visibility"):
+        raise Unmeasurable("no write was ever read back, so visibility time is unknown")
+    if raw is None and path.startswith("time_behind"):
+        return Measured(0.0, unit, stat, note="no stale read")
+    value = _number(raw, f"no stale_reads .{stat}")
+    if path.startswith("visibility"):
+        never = _get(subj, "visibility.never_seen") or 0
+        note = f"{_get(subj, 'visibility.count') or 0} writes read back"
+        if never:
+            note += f", {never} never seen"
+        return Measured(value, unit, stat, note=note)
+    eligible = subj.get("eligible_reads")
+    note = f"of {eligible:.0f} eligible reads" if isinstance(eligible, int | float) else ""
+    return Measured(value, unit, stat, note=note)
+
+
+def _count_metric(inp: Inputs, r: CheckResult, stat: str, path: str, unit: UnitKind,
+                  *, absent_is_zero: bool) -> Measured:  # fmt: skip
+    m = inp.metric
+    subjects = _subjects(r)
+    if m.subject is None and m.on is None:
+        return Measured(_number(_get(r.metrics, path), f"no {r.name} .{stat}"), unit, stat)
+    if m.subject is None:
+        keys = [k for k in subjects if k.endswith(f" on {m.on}")]
+        if path == "ratio":
+            raise Unmeasurable(f"'.{stat}' on a node needs a workload")
+        return Measured(_sum(subjects, keys, path), unit, stat)
+    key = f"{m.subject} on {m.on}" if m.on else m.subject
+    if key in subjects:
+        raw = _get(subjects[key], path)
+        if raw is None and path == "ratio":
+            raise Unmeasurable(f"the {r.name} ratio of '{key}' is undefined (nothing to divide by)")
+        return Measured(_number(raw, f"no {r.name} .{stat} for '{key}'"), unit, stat)
+    err = _no_such_workload(inp, r, m.subject)
+    if err is not None:
+        raise err
+    if absent_is_zero and path != "ratio":
+        return Measured(0.0, unit, stat, note="none recorded")
+    raise Unmeasurable(f"no {r.name} figures for '{key}'")
+
+
+def _duplicate_keys(inp: Inputs) -> Measured:
+    r = _result(inp, "duplicate_keys")
+    stat, path, unit = _stat(
+        inp,
+        {"count": ("count", "count"), "total": ("count", "count"),
+         "ratio": ("ratio", "percent")},
+        "count",
+    )  # fmt: skip
+    if path == "ratio" and inp.metric.subject is None:
+        raise Unmeasurable("duplicate_keys .ratio needs a workload")
+    return _count_metric(inp, r, stat, path, unit, absent_is_zero=True)
+
+
+def _lost_writes(inp: Inputs) -> Measured:
+    r = _result(inp, "lost_writes")
+    stat, path, unit = _stat(
+        inp,
+        {"count": ("count", "count"), "total": ("count", "count"),
+         "ratio": ("ratio", "percent"), "unknown": ("unknown", "count"),
+         "unknown_applied": ("unknown_applied", "count"),
+         "failed_but_present": ("failed_but_present", "count"),
+         "acknowledged": ("acknowledged", "count")},
+        "count",
+    )  # fmt: skip
+    m = inp.metric
+    unchecked = r.metrics.get("unchecked_workloads") or []
+    if m.subject is not None and m.subject in unchecked:
+        raise Unmeasurable(
+            f"no final state was read for workload '{m.subject}', so lost writes cannot be counted"
+        )
+    if m.subject is None and r.valid is None:
+        raise Unmeasurable(f"lost writes cannot be counted: {r.details}")
+    if m.on and path != "count":
+        raise Unmeasurable(f"lost_writes on a node only has a count, not '.{stat}'")
+    return _count_metric(inp, r, stat, path, unit, absent_is_zero=False)
+
+
+def _fact_per_node(inp: Inputs, name: str, node: str | None, what: str) -> dict[str, Any]:
+    fact = inp.ctx.facts.get(name)
+    if not isinstance(fact, dict) or not fact:
+        raise Unmeasurable(f"the engine did not measure {what}")
+    if node is not None and node not in fact:
+        raise Unmeasurable(f"{what} was not measured on '{node}' (measured on: "
+                           f"{_known_list(fact)})")  # fmt: skip
+    return fact
+
+
+def _missing_transactions(inp: Inputs) -> Measured:
+    stat, _, _ = _stat(inp, {"count": ("count", "count"), "total": ("count", "count")}, "count")
+    node = inp.metric.subject or inp.metric.on
+    fact = _fact_per_node(inp, "missing_transactions", node, "missing transactions")
+    if node is None:
+        vals = [float(v) for v in fact.values() if isinstance(v, int | float)]
+        return Measured(sum(vals), "count", stat, note=f"over {len(vals)} nodes")
+    return Measured(_number(fact[node], f"no missing-transaction count for '{node}'"), "count",
+                    stat)  # fmt: skip
+
+
+def _relay_log_bytes(inp: Inputs) -> Measured:
+    stat, key, unit = _stat(
+        inp,
+        {"final": ("after", "size"), "after": ("after", "size"), "before": ("before", "size"),
+         "growth": ("growth", "size"), "max": ("max", "size"), "min": ("min", "size")},
+        "final",
+    )  # fmt: skip
+    node = inp.metric.subject or inp.metric.on
+    fact = _fact_per_node(inp, "relay_log_bytes", node, "the relay log size")
+    if node is None:
+        if len(fact) != 1:
+            raise Unmeasurable(f"relay_log_bytes needs a node (measured on: {_known_list(fact)})")
+        node = next(iter(fact))
+    v = fact[node]
+    if isinstance(v, int | float) and key == "after":
+        return Measured(float(v), unit, stat)
+    if not isinstance(v, dict):
+        raise Unmeasurable(f"the relay log size of '{node}' is not a before/after pair")
+    if key == "growth":
+        before = _number(v.get("before"), f"no relay log size before the load on '{node}'")
+        after = _number(v.get("after"), f"no relay log size after the load on '{node}'")
+        return Measured(after - before, unit, stat)
+    if key in ("max", "min") and key not in v:
+        pair = [x for x in (v.get("before"), v.get("after")) if isinstance(x, int | float)]
+        if not pair:
+            raise Unmeasurable(f"no relay log size measured on '{node}'")
+        agg = max(pair) if key == "max" else min(pair)
+        return Measured(float(agg), unit, stat, note="of the sizes before and after the load")
+    return Measured(_number(v.get(key), f"no relay log size ({key}) on '{node}'"), unit, stat)
+
+
+def _replication_lag(inp: Inputs) -> Measured:
+    r = _result(inp, "replication_lag")
+    stat, path, unit = _stat(
+        inp, {s: (s, "duration") for s in ("max", "mean", "p50", "p90", "p95", "p99")}, "max"
+    )
+    subjects = _subjects(r)
+    node = inp.metric.subject or inp.metric.on
+    if node is not None and node not in subjects:
+        raise Unmeasurable(f"no replication lag samples for '{node}' (replicas with samples: "
+                           f"{_known_list(subjects)})")  # fmt: skip
+    if not subjects:
+        raise Unmeasurable("no replication lag samples were recorded")
+    nodes = [node] if node is not None else sorted(subjects)
+    if inp.metric.last is not None:
+        lo, hi = _last_window(inp)
+        per: dict[str, float | None] = {}
+        for n in nodes:
+            lags = [float(s.values["lag"]) for s in inp.ctx.samples
+                    if s.series == "lag" and s.subject == n and lo <= s.time <= hi
+                    and isinstance(s.values.get("lag"), int | float)
+                    and math.isfinite(s.values["lag"])]  # fmt: skip
+            per[n] = summary(lags)[path] if lags else None
+    else:
+        per = {n: subjects[n].get(path) for n in nodes}
+    known = {n: float(v) for n, v in per.items() if isinstance(v, int | float)}
+    if not known:
+        raise Unmeasurable(
+            f"{'no replica' if node is None else repr(node)} could be read for lag"
+            + (f" in the last {inp.metric.last:g} s" if inp.metric.last is not None else "")
+        )
+    worst = max(known, key=lambda n: known[n])
+    note = f"worst replica {worst}" if node is None else ""
+    return Measured(known[worst], unit, stat, note=note)
+
+
+def _throughput(inp: Inputs) -> Measured:
+    r = _result(inp, "throughput")
+    stat, path, unit = _stat(
+        inp,
+        {"mean": ("mean", "rate"), "p50": ("p50", "rate"), "min": ("min", "rate"),
+         "max": ("max", "rate"), "total": ("total", "count")},
+        "mean",
+    )  # fmt: skip
+    w, subj = _subject(inp, r, "completed operations", single_default=True)
+    if inp.metric.last is not None:
+        if stat == "total":
+            raise Unmeasurable("'last' applies to .mean, .p50, .min and .max, not '.total'")
+        series = subj.get("per_second") or []
+        load_s = float(r.metrics.get("load_seconds") or len(series))
+        hi = min(len(series), math.floor(load_s + 1e-9))
+        lo = max(0, math.floor(load_s - inp.metric.last + 1e-9))
+        window = sorted(float(v) for v in series[lo:hi])
+        if not window:
+            raise Unmeasurable(f"the load lasted {load_s:.1f} s: no whole second to average")
+        agg = {"mean": sum(window) / len(window), "min": window[0], "max": window[-1],
+               "p50": window[(len(window) - 1) // 2]}[stat]  # fmt: skip
+        note = f"seconds {lo}..{hi} of the load"
+        if hi - lo < inp.metric.last - 1e-9:
+            note += f" (only {hi - lo} whole seconds)"
+        return Measured(agg, unit, stat, note=note)
+    value = _number(subj.get(path), f"'{w}' has no whole second to measure")
+    return Measured(value, unit, stat, note=f"over {float(subj.get('seconds') or 0):.1f} s")
+
+
+def _latency(inp: Inputs) -> Measured:
+    r = _result(inp, "latency")
+    stats: dict[str, tuple[str, UnitKind]] = {
+        s: (s, "duration") for s in ("p50", "p90", "p95", "p99", "p999", "max", "min", "mean")
+    }
+    stat, path, unit = _stat(inp, stats, "p99")
+    w, subj = _subject(inp, r, "successful operations", single_default=True)
+    if inp.metric.last is not None:
+        if subj.get("source") != "ops":
+            raise Unmeasurable(f"'last' is not available for {w} (sysbench rows)")
+        lat = [
+            c.end - c.start
+            for c in _last_ops(inp, inp.metric.subject or w.split(" on ")[0])
+            if c.type == "ok" and c.end is not None
+        ]
+        if not lat:
+            raise Unmeasurable(f"no successful operation of '{w}' in the last "
+                               f"{inp.metric.last:g} s")  # fmt: skip
+        st = summary(lat, scale=1 / NS)
+        return Measured(float(st[path] or 0.0), unit, stat, note=f"{st['count']} ok ops")
+    value = _number(subj.get(path), f"'{w}' has no successful operation")
+    note = f"{subj.get('count', 0)} ok ops" if subj.get("source") == "ops" else str(
+        subj.get("source"))  # fmt: skip
+    return Measured(value, unit, stat, note=note)
+
+
+def _errors(inp: Inputs) -> Measured:
+    r = _result(inp, "errors")
+    stat, path, unit = _stat(
+        inp,
+        {"count": ("count", "count"), "total": ("count", "count"),
+         "ratio": ("ratio", "percent"), "rate": ("rate", "rate")},
+        "count",
+    )  # fmt: skip
+    m = inp.metric
+    code_path = f"by_code.{m.code}" if m.code is not None else "total"
+    if m.last is not None:
+        if m.subject is None:
+            raise Unmeasurable("errors ... last needs a workload")
+        ops = _last_ops(inp, m.subject)
+        bad = [c for c in ops if c.type != "ok"]
+        if m.code is not None:
+            bad = [c for c in bad if error_label(c) == str(m.code)]
+        count, n_ops, secs = float(len(bad)), float(len(ops)), float(m.last)
+    else:
+        subjects = _subjects(r)
+        if m.subject is None:
+            if m.on is None:
+                keys = [k for k in subjects if " on " not in k]
+            else:
+                keys = [k for k in subjects if k.endswith(f" on {m.on}")]
+                if not keys:
+                    raise Unmeasurable(f"no operation was answered by '{m.on}'")
+        else:
+            key, _ = _subject(inp, r, "operations")
+            keys = [key]
+        count = _sum(subjects, keys, code_path)
+        n_ops = _sum(subjects, keys, "ops")
+        secs = float(r.metrics.get("load_seconds") or 0.0)
+    if path == "ratio":
+        if n_ops == 0:
+            raise Unmeasurable("no operations were recorded, so the error ratio is undefined")
+        return Measured(count / n_ops, unit, stat, note=f"{count:.0f} of {n_ops:.0f} operations")
+    if path == "rate":
+        if secs <= 0:
+            raise Unmeasurable("the load has no duration, so errors per second are undefined")
+        return Measured(count / secs, unit, stat, note=f"{count:.0f} errors in {secs:.1f} s")
+    return Measured(count, unit, stat, note=f"of {n_ops:.0f} operations")
+
+
+def _stalls(inp: Inputs) -> Measured:
+    r = _result(inp, "stalls")
+    stat, path, unit = _stat(
+        inp,
+        {"count": ("count", "count"), "total": ("count", "duration"),
+         "max": ("longest", "duration"), "longest": ("longest", "duration")},
+        "count",
+    )  # fmt: skip
+    w, subj = _subject(inp, r, "operations", single_default=True)
+    if inp.metric.last is not None:
+        tr = _result(inp, "throughput")
+        ts = _subjects(tr).get(w)
+        if ts is None:
+            raise Unmeasurable(f"no per-second series for '{w}'")
+        series = ts.get("per_second") or []
+        load_s = float(tr.metrics.get("load_seconds") or len(series))
+        lo = max(0, math.floor(load_s - inp.metric.last + 1e-9), math.ceil(ts["start"] - 1e-9))
+        hi = min(len(series), math.floor(load_s + 1e-9), math.floor(ts["end"] + 1e-9))
+        zeros = [i for i in range(lo, hi) if series[i] == 0]
+        longest = run = 0
+        prev = None
+        for i in zeros:
+            run = run + 1 if prev is not None and i == prev + 1 else 1
+            longest = max(longest, run)
+            prev = i
+        value = float(longest) if path == "longest" else float(len(zeros))
+        return Measured(value, unit, stat, note=f"of {max(0, hi - lo)} seconds")
+    value = _number(subj.get(path), f"no stalls .{stat}")
+    return Measured(value, unit, stat, note=f"of {subj.get('seconds_checked', 0)} seconds")
+
+
+def _warmup(inp: Inputs) -> Measured:
+    r = _result(inp, "warmup")
+    stat, _, _ = _stat(
+        inp,
+        {"time": ("warmup", "duration"), "seconds": ("warmup", "duration"),
+         "min_level": ("min_level", "percent")},
+        "time",
+    )  # fmt: skip
+    w, subj = _subject(inp, r, "throughput", single_default=True)
+    if subj.get("unknown"):
+        raise Unmeasurable(f"warmup of '{w}' unknown: {subj['unknown']}")
+    mode = "after the cache drop" if r.metrics.get("mode") == "fault" else "from the start"
+    if stat == "min_level":
+        return Measured(_number(subj.get("min_level"), "no level after the fault"), "percent",
+                        stat, note=mode)  # fmt: skip
+    if subj.get("recovered") is False:
+        bound = _number(subj.get("lower_bound"), "no warmup figure")
+        return Measured(bound, "duration", stat, True,
+                        "throughput was not back to 90% before the load ended")  # fmt: skip
+    value = _number(subj.get("warmup"), "no warmup figure")
+    note = mode if subj.get("dip_beyond_noise", True) else f"{mode}; no dip beyond noise"
+    return Measured(value, "duration", stat, note=note)
+
+
+METRICS: dict[str, Callable[[Inputs], Measured]] = {
+    "downtime": _downtime,
+    "stale_reads": _stale_reads,
+    "duplicate_keys": _duplicate_keys,
+    "lost_writes": _lost_writes,
+    "missing_transactions": _missing_transactions,
+    "replication_lag": _replication_lag,
+    "throughput": _throughput,
+    "latency": _latency,
+    "errors": _errors,
+    "stalls": _stalls,
+    "warmup": _warmup,
+    "relay_log_bytes": _relay_log_bytes,
+}
+LAST_SUPPORTED = frozenset({"throughput", "latency", "errors", "stalls", "replication_lag"})
+_COMPATIBLE: set[tuple[UnitKind, UnitKind]] = {("count", "duration")}  # stall seconds
+
+
+def measure(
+    metric: Metric,
+    quantity: Quantity,
+    results: Mapping[str, CheckResult],
+    ctx: CheckContext,
+    history: Sequence[Op] | None = None,
+) -> Measured:
+    """The figure a metric names; raises ``Unmeasurable`` with the reason."""
+    fn = METRICS.get(metric.name)
+    if fn is None:
+        raise Unmeasurable(f"unknown metric '{metric.name}'")
+    if metric.last is not None and metric.name not in LAST_SUPPORTED:
+        raise Unmeasurable(f"'last' is not supported for {metric.name}")
+    if metric.code is not None and metric.name != "errors":
+        raise Unmeasurable(f"an error code only applies to errors(...), not {metric.name}")
+    return fn(Inputs(metric, quantity, results, ctx, history))
+
+
+def evaluate(
+    expectation: Expectation,
+    results: Mapping[str, CheckResult],
+    ctx: CheckContext,
+    history: Sequence[Op] | None = None,
+) -> ExpectationOutcome:
+    m, q = expectation.metric, expectation.value
+    try:
+        got = measure(m, q, results, ctx, history)
+    except Unmeasurable as e:
+        return ExpectationOutcome(None, None, q.kind, expectation.text, f"unknown: {e}",
+                                  metric_text(m))  # fmt: skip
+    except Exception as e:  # noqa: BLE001 - a bug here must not lose the other expectations
+        return ExpectationOutcome(None, None, q.kind, expectation.text,
+                                  f"unknown: evaluating failed: {type(e).__name__}: {e}",
+                                  metric_text(m))  # fmt: skip
+    name = metric_text(m, got.stat)
+    if q.kind != got.unit and q.kind != "count" and (got.unit, q.kind) not in _COMPATIBLE:
+        return ExpectationOutcome(
+            None, got.value, got.unit, expectation.text,
+            f"unknown: {name} is a {got.unit}, it cannot be compared with {q.text} (a {q.kind})",
+            name, got.lower_bound,
+        )  # fmt: skip
+    shown = format_value(got.value, got.unit)
+    if got.lower_bound:
+        passed = compare_lower_bound(got.value, expectation.op, q.value)
+        shown = f"at least {shown}"
+    else:
+        passed = compare(got.value, expectation.op, q.value)
+    verdict = {True: "holds", False: "fails", None: "undecided"}[passed]
+    why = f"{name} = {shown}"
+    if got.note:
+        why += f" ({got.note})"
+    why += f"; expected {expectation.op} {q.text}: {verdict}"
+    if passed is None and got.lower_bound:
+        why += " (only a lower bound is known)"
+    return ExpectationOutcome(passed, got.value, got.unit, expectation.text, why, name,
+                              got.lower_bound)  # fmt: skip
+
+
+def evaluate_all(
+    expectations: Iterable[Expectation],
+    results: Mapping[str, CheckResult],
+    ctx: CheckContext,
+    history: Sequence[Op] | None = None,
+) -> list[ExpectationOutcome]:
+    return [evaluate(e, results, ctx, history) for e in expectations]
+
+
+def all_passed(outcomes: Iterable[ExpectationOutcome]) -> bool:
+    """True only when every expectation holds (an unknown one does not)."""
+    return all(o.passed is True for o in outcomes)

@@ -1,0 +1,293 @@
+"""The recorder: where every client thread writes its operations as they happen.
+
+``record(op)`` is the hot path: under one lock it assigns the next index, appends the op to the
+in-memory history (what the checkers read) and to the pending batch. A separate writer thread
+wakes every ``batch_interval`` seconds (or as soon as ``batch_size`` ops are pending), swaps the
+pending list out under the lock and writes it to SQLite outside of it, so clients never wait for
+the disk. ``close()`` flushes what is left, writes the faults table from the history and joins
+the writer.
+
+Ops recorded after ``close()`` (a straggling client) stay in memory and are not written.
+With ``db_path=None`` nothing is written anywhere: the in-memory history only (for unit tests
+and for the bench that measures what streaming costs).
+
+``invoke(...)``/``complete(...)`` build the op and read the clock under the lock, so that index
+order is time order; ``record(op)`` keeps the time the caller put in the op.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from lab.history import NEMESIS, Op, OpType, Sample, fault_windows
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BATCH_INTERVAL = 0.2
+DEFAULT_BATCH_SIZE = 5000
+
+
+class RecorderError(Exception):
+    """Streaming to SQLite failed; the in-memory history is intact."""
+
+
+class Recorder:
+    def __init__(
+        self,
+        db_path: str | Path | None = None,
+        run_id: str = "",
+        cell: int = 0,
+        *,
+        batch_interval: float = DEFAULT_BATCH_INTERVAL,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        clock: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        self.db_path = Path(db_path) if db_path is not None else None
+        self.run_id = run_id
+        self.cell = cell
+        self.batch_interval = batch_interval
+        self.batch_size = batch_size
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._ops: list[Op] = []
+        self._samples: list[Sample] = []
+        self._pending_ops: list[Op] = []
+        self._pending_samples: list[Sample] = []
+        self._next = 0
+        self._closed = False
+        self._wake = threading.Event()
+        self._stop = False
+        self.written_ops = 0
+        self.written_samples = 0
+        self.batches = 0
+        self.error: BaseException | None = None
+        self._writer: threading.Thread | None = None
+        self._streaming = self.db_path is not None  # False again once closed
+        if self.db_path is not None:
+            self._writer = threading.Thread(
+                target=self._write_loop, name=f"recorder-{run_id or 'run'}-{cell}", daemon=True
+            )
+            self._writer.start()
+
+    @property
+    def streaming(self) -> bool:
+        return self._writer is not None
+
+    # --- the hot path ---------------------------------------------------------------------
+
+    def record(self, op: Op) -> Op:
+        """Append ``op`` to the history with the next index; returns the indexed op."""
+        with self._lock:
+            streaming = self._streaming
+            i = self._next
+            self._next = i + 1
+            op = Op(op.type, op.f, op.process, op.time, op.workload, op.endpoint, op.node,
+                    op.key, op.value, op.error, op.error_msg, i)  # fmt: skip
+            self._ops.append(op)
+            if streaming:
+                pending = self._pending_ops
+                pending.append(op)
+                full = len(pending) == self.batch_size
+            else:
+                full = False
+        if full:
+            self._wake.set()
+        return op
+
+    def invoke(
+        self,
+        f: str,
+        process: int,
+        *,
+        workload: str = "",
+        endpoint: str = "",
+        node: str | None = None,
+        key: int | None = None,
+        value: Any = None,
+    ) -> Op:
+        """Record the start of an operation, stamped now."""
+        return self._stamped("invoke", f, process, workload, endpoint, node, key, value, None, None)
+
+    def complete(
+        self,
+        invoke: Op,
+        type: OpType,
+        *,
+        node: str | None = None,
+        key: int | None = None,
+        value: Any = None,
+        error: int | None = None,
+        error_msg: str | None = None,
+    ) -> Op:
+        """Record the completion (ok, fail or info) of ``invoke``, stamped now. ``key`` and
+        ``value`` default to the invoke's (a read passes the value it read)."""
+        return self._stamped(
+            type, invoke.f, invoke.process, invoke.workload, invoke.endpoint,
+            node if node is not None else invoke.node,
+            key if key is not None else invoke.key,
+            value if value is not None or invoke.f == "read" else invoke.value,
+            error, error_msg,
+        )  # fmt: skip
+
+    def fault_start(self, name: str, node: str | None = None, detail: Any = None) -> Op:
+        return self._stamped("invoke", name, NEMESIS, "", "", node, None, detail, None, None)
+
+    def fault_end(
+        self, start: Op, ok: bool = True, error_msg: str | None = None, detail: Any = None
+    ) -> Op:
+        return self._stamped(
+            "ok" if ok else "fail", start.f, NEMESIS, "", "", start.node, None, detail, None,
+            error_msg,
+        )  # fmt: skip
+
+    def _stamped(
+        self,
+        type: OpType,
+        f: str,
+        process: int,
+        workload: str,
+        endpoint: str,
+        node: str | None,
+        key: int | None,
+        value: Any,
+        error: int | None,
+        error_msg: str | None,
+    ) -> Op:
+        with self._lock:
+            streaming = self._streaming
+            i = self._next
+            self._next = i + 1
+            op = Op(type, f, process, self.clock(), workload, endpoint, node, key, value, error,
+                    error_msg, i)  # fmt: skip
+            self._ops.append(op)
+            if streaming:
+                pending = self._pending_ops
+                pending.append(op)
+                full = len(pending) == self.batch_size
+            else:
+                full = False
+        if full:
+            self._wake.set()
+        return op
+
+    def sample(self, sample: Sample) -> None:
+        with self._lock:
+            self._samples.append(sample)
+            if self._streaming:
+                self._pending_samples.append(sample)
+
+    # --- reading --------------------------------------------------------------------------
+
+    @property
+    def history(self) -> list[Op]:
+        """A snapshot of the history so far, in index order."""
+        with self._lock:
+            return list(self._ops)
+
+    @property
+    def samples(self) -> list[Sample]:
+        with self._lock:
+            return list(self._samples)
+
+    def __len__(self) -> int:
+        return self._next
+
+    # --- the writer -----------------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        from lab.store import Store
+
+        assert self.db_path is not None
+        try:
+            store = Store(self.db_path)
+        except Exception as e:  # noqa: BLE001 - reported through self.error / close()
+            log.exception("recorder could not open %s", self.db_path)
+            self.error = e
+            self._drop_pending()
+            return
+        try:
+            while True:
+                self._wake.wait(self.batch_interval)
+                self._wake.clear()
+                with self._lock:
+                    ops, self._pending_ops = self._pending_ops, []
+                    samples, self._pending_samples = self._pending_samples, []
+                    stop = self._stop
+                if self.error is None and (ops or samples):
+                    try:
+                        store.insert_operations(self.run_id, self.cell, ops)
+                        store.insert_samples(self.run_id, self.cell, samples)
+                        self.written_ops += len(ops)
+                        self.written_samples += len(samples)
+                        self.batches += 1
+                    except Exception as e:  # noqa: BLE001
+                        log.exception("recorder could not write to %s", self.db_path)
+                        self.error = e
+                if stop:
+                    with self._lock:
+                        if not self._pending_ops and not self._pending_samples:
+                            break
+            if self.error is None:
+                store.write_faults(self.run_id, self.cell, fault_windows(self._ops))
+        except Exception as e:  # noqa: BLE001
+            log.exception("recorder writer failed")
+            self.error = e
+        finally:
+            store.close()
+
+    def _drop_pending(self) -> None:
+        with self._lock:
+            self._pending_ops = []
+            self._pending_samples = []
+
+    def flush(self, timeout: float = 30.0) -> None:
+        """Wait until every op recorded so far is written (no-op when not streaming)."""
+        if self._writer is None:
+            return
+        deadline = time.monotonic() + timeout
+        target = self._next
+        while self.written_ops < target and self.error is None and self._writer.is_alive():
+            self._wake.set()
+            if time.monotonic() > deadline:
+                raise RecorderError(f"flush timed out after {timeout:g}s")
+            time.sleep(0.005)
+        if self.error is not None:
+            raise RecorderError(f"streaming to {self.db_path} failed: {self.error}") from (
+                self.error
+            )
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Stop streaming, write what is pending and the faults, join the writer.
+        Raises ``RecorderError`` when streaming failed (the in-memory history stays)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._stop = True
+            self._streaming = False
+        if self._writer is not None:
+            self._wake.set()
+            self._writer.join(timeout)
+            if self._writer.is_alive():
+                raise RecorderError(f"the recorder's writer did not finish in {timeout:g}s")
+        if self.error is not None:
+            raise RecorderError(f"streaming to {self.db_path} failed: {self.error}") from (
+                self.error
+            )
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

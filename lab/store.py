@@ -1,0 +1,647 @@
+"""Results in SQLite (through sqlite-utils): runs, cells, operations, faults, samples,
+measurements, expectations. The schema is documented in docs/results.md.
+
+Schema changes go through ``MIGRATIONS``: each is a function applied once, in version order,
+and recorded in the ``migrations`` table; opening a ``Store`` applies what is missing. The
+database runs in WAL mode so that the recorder's writer thread (its own connection) and the
+engine can write while ``lab runs`` reads.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import socket
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import sqlite_utils
+
+from lab.history import FaultWindow, Op, Sample
+
+if TYPE_CHECKING:
+    from lab.checkers.base import CheckResult
+    from lab.expectations import ExpectationOutcome
+
+RUN_STATUSES = ("running", "passed", "failed", "interrupted", "error")
+CELL_STATUSES = ("running", "passed", "failed", "interrupted", "error", "skipped")
+
+
+def lab_home() -> Path:
+    home = os.environ.get("LAB_HOME")
+    return Path(home) if home else Path.home() / ".local" / "share" / "replica-chaos-lab"
+
+
+def default_db_path() -> Path:
+    """``$LAB_HOME/results.db``; LAB_HOME defaults to ``~/.local/share/replica-chaos-lab``."""
+    return lab_home() / "results.db"
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def lab_version() -> str:
+    try:
+        from lab import __version__
+
+        return str(__version__)
+    except ImportError:  # pragma: no cover
+        return "unknown"
+
+
+class StoreError(Exception):
+    pass
+
+
+class RunNotFound(StoreError):
+    def __init__(self, ref: str) -> None:
+        super().__init__(f"no run '{ref}' (see `lab runs`)")
+        self.ref = ref
+
+
+class AmbiguousRun(StoreError):
+    def __init__(self, ref: str, matches: Sequence[str]) -> None:
+        shown = ", ".join(matches[:5]) + (" ..." if len(matches) > 5 else "")
+        super().__init__(f"run id '{ref}' is ambiguous: {shown}; give more characters")
+        self.ref = ref
+        self.matches = list(matches)
+
+
+# --- value encoding -----------------------------------------------------------------------
+
+
+def encode_value(v: Any) -> str | None:
+    """Op values as JSON text (``5`` -> ``'5'``, ``"a"`` -> ``'"a"'``); None stays NULL."""
+    if v is None:
+        return None
+    if type(v) is int:
+        return str(v)
+    return json.dumps(v, default=str)
+
+
+def decode_value(s: str | None) -> Any:
+    return None if s is None else json.loads(s)
+
+
+def _json(v: Any) -> str | None:
+    return None if v is None else json.dumps(v, default=str, allow_nan=False)
+
+
+def _finite(v: float | None) -> float | None:
+    return v if v is None or math.isfinite(v) else None
+
+
+def _clean(v: Any) -> Any:
+    """JSON-safe: NaN and infinities become None."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_clean(x) for x in v]
+    return v
+
+
+# --- migrations ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    apply: Callable[[sqlite_utils.Database], None]
+
+
+MIGRATIONS: list[Migration] = []
+
+
+def migration(
+    version: int, name: str
+) -> Callable[[Callable[[sqlite_utils.Database], None]], Callable[[sqlite_utils.Database], None]]:
+    def register(
+        fn: Callable[[sqlite_utils.Database], None],
+    ) -> Callable[[sqlite_utils.Database], None]:
+        if any(m.version == version for m in MIGRATIONS):
+            raise ValueError(f"two migrations with version {version}")
+        MIGRATIONS.append(Migration(version, name, fn))
+        MIGRATIONS.sort(key=lambda m: m.version)
+        return fn
+
+    return register
+
+
+@migration(1, "initial schema")
+def _m1_initial(db: sqlite_utils.Database) -> None:
+    db["runs"].create(
+        {
+            "id": str, "experiment": str, "source": str, "started_at": str, "ended_at": str,
+            "status": str, "exit_code": int, "message": str, "summary": str, "host": str,
+            "lab_version": str,
+        },
+        pk="id",
+        not_null={"experiment", "started_at", "status"},
+    )  # fmt: skip
+    db["cells"].create(
+        {
+            "run_id": str, "idx": int, "label": str, "variant": str, "sweep": str,
+            "repeat": int, "status": str, "started_at": str, "ended_at": str,
+            "load_start_ns": int, "load_end_ns": int,
+        },
+        pk=("run_id", "idx"),
+        foreign_keys=[("run_id", "runs", "id")],
+    )  # fmt: skip
+    db["operations"].create(
+        {
+            "run_id": str, "cell": int, "idx": int, "type": str, "f": str, "process": int,
+            "time_ns": int, "workload": str, "endpoint": str, "node": str, "key": int,
+            "value": str, "error": int, "error_msg": str,
+        },
+        pk=("run_id", "cell", "idx"),
+    )  # fmt: skip
+    db["faults"].create(
+        {
+            "id": int, "run_id": str, "cell": int, "name": str, "node": str, "start_ns": int,
+            "end_ns": int, "ok": int, "detail": str, "error_msg": str,
+        },
+        pk="id",
+    )  # fmt: skip
+    db["samples"].create(
+        {"id": int, "run_id": str, "cell": int, "series": str, "subject": str, "time_ns": int,
+         "values": str},
+        pk="id",
+    )  # fmt: skip
+    db["measurements"].create(
+        {"id": int, "run_id": str, "cell": int, "checker": str, "subject": str, "name": str,
+         "value": float, "json": str},
+        pk="id",
+    )  # fmt: skip
+    db["checks"].create(
+        {"run_id": str, "cell": int, "checker": str, "valid": int, "details": str},
+        pk=("run_id", "cell", "checker"),
+    )  # fmt: skip
+    db["expectations"].create(
+        {
+            "id": int, "run_id": str, "cell": int, "position": int, "text": str, "line": int,
+            "metric": str, "passed": int, "measured": float, "unit": str, "lower_bound": int,
+            "explanation": str,
+        },
+        pk="id",
+    )  # fmt: skip
+    db["runs"].create_index(["started_at"])
+    db["runs"].create_index(["experiment", "started_at"])
+    db["faults"].create_index(["run_id", "cell", "start_ns"])
+    db["samples"].create_index(["run_id", "cell", "series", "subject", "time_ns"])
+    db["measurements"].create_index(["run_id", "cell", "checker", "subject"])
+    db["expectations"].create_index(["run_id", "cell", "position"])
+
+
+@migration(2, "full checker metrics in checks; cell error message")
+def _m2_metrics_and_errors(db: sqlite_utils.Database) -> None:
+    db["checks"].add_column("metrics", str)
+    db["cells"].add_column("error", str)
+
+
+def applied_migrations(db: sqlite_utils.Database) -> list[int]:
+    if not db["migrations"].exists():
+        return []
+    return [r["version"] for r in db.query("select version from migrations order by version")]
+
+
+def migrate(db: sqlite_utils.Database) -> list[int]:
+    """Apply every migration not applied yet; returns the versions applied now."""
+    if not db["migrations"].exists():
+        db["migrations"].create(
+            {"version": int, "name": str, "applied_at": str}, pk="version", if_not_exists=True
+        )
+    done = set(applied_migrations(db))
+    applied: list[int] = []
+    for m in MIGRATIONS:
+        if m.version in done:
+            continue
+        with db.conn:
+            m.apply(db)
+            db["migrations"].insert({"version": m.version, "name": m.name, "applied_at": now_iso()})
+        applied.append(m.version)
+    return applied
+
+
+# --- the store ----------------------------------------------------------------------------
+
+
+class Store:
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+        if str(self.path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(self.path), timeout=30.0)
+        conn.execute("pragma busy_timeout = 30000")
+        if str(self.path) != ":memory:":
+            conn.execute("pragma journal_mode = wal")
+        conn.execute("pragma synchronous = normal")
+        conn.execute("pragma foreign_keys = on")
+        self.db = sqlite_utils.Database(conn)
+        self.migrated = migrate(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self.db.conn
+
+    # --- runs ---------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        experiment: str,
+        source: str | None = None,
+        *,
+        run_id: str | None = None,
+        host: str | None = None,
+        version: str | None = None,
+        started_at: str | None = None,
+    ) -> str:
+        rid = run_id or new_run_id()
+        with self.conn:
+            self.db["runs"].insert({
+                "id": rid, "experiment": experiment, "source": source,
+                "started_at": started_at or now_iso(), "status": "running",
+                "host": host or socket.gethostname(), "lab_version": version or lab_version(),
+            })  # fmt: skip
+        return rid
+
+    def finish_run(
+        self,
+        run_id: str,
+        status: str,
+        exit_code: int | None,
+        *,
+        summary: Mapping[str, Any] | None = None,
+        message: str | None = None,
+        ended_at: str | None = None,
+    ) -> None:
+        if status not in RUN_STATUSES:
+            raise ValueError(f"unknown run status {status!r} (known: {', '.join(RUN_STATUSES)})")
+        with self.conn:
+            self.db["runs"].update(run_id, {
+                "status": status, "exit_code": exit_code, "message": message,
+                "summary": _json(_clean(summary)), "ended_at": ended_at or now_iso(),
+            })  # fmt: skip
+
+    def list_runs(
+        self, limit: int | None = 50, experiment: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Most recent first."""
+        sql = "select * from runs"
+        params: list[Any] = []
+        if experiment:
+            sql += " where experiment = ?"
+            params.append(experiment)
+        sql += " order by started_at desc, rowid desc"
+        if limit is not None:
+            sql += " limit ?"
+            params.append(limit)
+        return [_run_row(r) for r in self.db.query(sql, params)]
+
+    def resolve_run_id(self, ref: str) -> str:
+        """A full id from an id or a unique prefix of one."""
+        ref = ref.strip()
+        if not ref:
+            raise RunNotFound(ref)
+        exact = self.conn.execute("select id from runs where id = ?", [ref]).fetchone()
+        if exact:
+            return str(exact[0])
+        like = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self.conn.execute(
+            "select id from runs where id like ? escape '\\' order by started_at desc", [like]
+        ).fetchall()
+        if not rows:
+            raise RunNotFound(ref)
+        if len(rows) > 1:
+            raise AmbiguousRun(ref, [r[0] for r in rows])
+        return str(rows[0][0])
+
+    def get_run(self, ref: str) -> dict[str, Any]:
+        rid = self.resolve_run_id(ref)
+        row = next(self.db.query("select * from runs where id = ?", [rid]))
+        return _run_row(row)
+
+    # --- cells --------------------------------------------------------------------------
+
+    def create_cell(
+        self,
+        run_id: str,
+        index: int,
+        label: str = "",
+        *,
+        variant: str | None = None,
+        sweep: Mapping[str, str] | None = None,
+        repeat: int = 1,
+    ) -> None:
+        with self.conn:
+            self.db["cells"].insert({
+                "run_id": run_id, "idx": index, "label": label, "variant": variant,
+                "sweep": _json(dict(sweep or {})), "repeat": repeat, "status": "running",
+                "started_at": now_iso(),
+            }, replace=True)  # fmt: skip
+
+    def finish_cell(
+        self,
+        run_id: str,
+        index: int,
+        status: str,
+        *,
+        load_start_ns: int | None = None,
+        load_end_ns: int | None = None,
+        error: str | None = None,
+    ) -> None:
+        if status not in CELL_STATUSES:
+            raise ValueError(f"unknown cell status {status!r}")
+        with self.conn:
+            self.db["cells"].update((run_id, index), {
+                "status": status, "ended_at": now_iso(), "load_start_ns": load_start_ns,
+                "load_end_ns": load_end_ns, "error": error,
+            })  # fmt: skip
+
+    def cells(self, run_id: str) -> list[dict[str, Any]]:
+        out = []
+        for r in self.db.query("select * from cells where run_id = ? order by idx", [run_id]):
+            r = dict(r)
+            r["sweep"] = json.loads(r["sweep"]) if r["sweep"] else {}
+            out.append(r)
+        return out
+
+    # --- history ------------------------------------------------------------------------
+
+    def insert_operations(self, run_id: str, cell: int, ops: Iterable[Op]) -> int:
+        rows = [
+            (run_id, cell, o.index, o.type, o.f, o.process, o.time, o.workload, o.endpoint,
+             o.node, o.key, encode_value(o.value), o.error, o.error_msg)
+            for o in ops
+        ]  # fmt: skip
+        if rows:
+            with self.conn:
+                self.conn.executemany(
+                    "insert or replace into operations (run_id, cell, idx, type, f, process, "
+                    "time_ns, workload, endpoint, node, key, value, error, error_msg) "
+                    "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+        return len(rows)
+
+    def operations(self, run_id: str, cell: int) -> list[Op]:
+        cur = self.conn.execute(
+            "select type, f, process, time_ns, workload, endpoint, node, key, value, error, "
+            "error_msg, idx from operations where run_id = ? and cell = ? order by idx",
+            [run_id, cell],
+        )
+        return [
+            Op(t, f, p, tm, w or "", ep or "", n, k, decode_value(v), e, em, i)
+            for (t, f, p, tm, w, ep, n, k, v, e, em, i) in cur
+        ]
+
+    def insert_samples(self, run_id: str, cell: int, samples: Iterable[Sample]) -> int:
+        rows = [(run_id, cell, s.series, s.subject, s.time, _json(s.values)) for s in samples]
+        if rows:
+            with self.conn:
+                self.conn.executemany(
+                    'insert into samples (run_id, cell, series, subject, time_ns, "values") '
+                    "values (?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+        return len(rows)
+
+    def samples(self, run_id: str, cell: int, series: str | None = None) -> list[Sample]:
+        sql = 'select series, subject, time_ns, "values" from samples where run_id = ? and cell = ?'
+        params: list[Any] = [run_id, cell]
+        if series is not None:
+            sql += " and series = ?"
+            params.append(series)
+        sql += " order by time_ns, id"
+        return [
+            Sample(se, su, t, json.loads(v) if v else {})
+            for se, su, t, v in self.conn.execute(sql, params)
+        ]
+
+    def write_faults(self, run_id: str, cell: int, faults: Iterable[FaultWindow]) -> int:
+        rows = [
+            {
+                "run_id": run_id, "cell": cell, "name": f.name, "node": f.node,
+                "start_ns": f.start, "end_ns": f.end,
+                "ok": None if f.ok is None else int(f.ok),
+                "detail": _json(f.detail), "error_msg": f.error_msg,
+            }
+            for f in faults
+        ]  # fmt: skip
+        with self.conn:
+            self.conn.execute("delete from faults where run_id = ? and cell = ?", [run_id, cell])
+            if rows:
+                self.db["faults"].insert_all(rows)
+        return len(rows)
+
+    def faults(self, run_id: str, cell: int) -> list[dict[str, Any]]:
+        out = []
+        for r in self.db.query(
+            "select * from faults where run_id = ? and cell = ? order by start_ns, id",
+            [run_id, cell],
+        ):
+            r = dict(r)
+            r["detail"] = json.loads(r["detail"]) if r["detail"] else None
+            out.append(r)
+        return out
+
+    # --- results ------------------------------------------------------------------------
+
+    def write_measurements(self, run_id: str, cell: int, results: Mapping[str, CheckResult]) -> int:
+        """Every checker's metrics, flattened (``CheckResult.rows()``), replacing earlier ones
+        of the same cell; plus each checker's verdict in ``checks``."""
+        rows = []
+        for name, res in results.items():
+            for m in res.rows():
+                rows.append((run_id, cell, name, m.subject, m.name, _finite(m.value),
+                             _json(m.json)))  # fmt: skip
+        with self.conn:
+            self.conn.execute(
+                "delete from measurements where run_id = ? and cell = ?", [run_id, cell]
+            )
+            self.conn.execute("delete from checks where run_id = ? and cell = ?", [run_id, cell])
+            self.conn.executemany(
+                "insert into measurements (run_id, cell, checker, subject, name, value, json) "
+                "values (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            self.conn.executemany(
+                "insert into checks (run_id, cell, checker, valid, details, metrics) "
+                "values (?, ?, ?, ?, ?, ?)",
+                [
+                    (run_id, cell, name, None if r.valid is None else int(r.valid), r.details,
+                     _json(_clean(r.metrics)))
+                    for name, r in results.items()
+                ],
+            )  # fmt: skip
+        return len(rows)
+
+    def measurements(
+        self, run_id: str, cell: int | None = None, checker: str | None = None
+    ) -> list[dict[str, Any]]:
+        sql = "select * from measurements where run_id = ?"
+        params: list[Any] = [run_id]
+        if cell is not None:
+            sql += " and cell = ?"
+            params.append(cell)
+        if checker is not None:
+            sql += " and checker = ?"
+            params.append(checker)
+        sql += " order by cell, id"
+        out = []
+        for r in self.db.query(sql, params):
+            r = dict(r)
+            r["json"] = json.loads(r["json"]) if r["json"] is not None else None
+            out.append(r)
+        return out
+
+    def checks(self, run_id: str, cell: int) -> list[dict[str, Any]]:
+        """Each checker's verdict, details and full metrics (as ``CheckResult.metrics``)."""
+        rows = self.db.query(
+            "select checker, valid, details, metrics from checks where run_id = ? and cell = ? "
+            "order by rowid",
+            [run_id, cell],
+        )
+        return [
+            {**r, "valid": None if r["valid"] is None else bool(r["valid"]),
+             "metrics": json.loads(r["metrics"]) if r["metrics"] else {}}
+            for r in rows
+        ]  # fmt: skip
+
+    def write_expectations(
+        self,
+        run_id: str,
+        cell: int,
+        outcomes: Sequence[ExpectationOutcome],
+        lines: Sequence[int | None] | None = None,
+    ) -> int:
+        """``lines[i]``: the source line of the i-th expectation, when known."""
+        rows = [
+            (run_id, cell, i, o.text, lines[i] if lines and i < len(lines) else None, o.metric,
+             None if o.passed is None else int(o.passed), _finite(o.measured), o.unit,
+             int(o.lower_bound), o.explanation)
+            for i, o in enumerate(outcomes)
+        ]  # fmt: skip
+        with self.conn:
+            self.conn.execute(
+                "delete from expectations where run_id = ? and cell = ?", [run_id, cell]
+            )
+            self.conn.executemany(
+                "insert into expectations (run_id, cell, position, text, line, metric, passed, "
+                "measured, unit, lower_bound, explanation) "
+                "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+        return len(rows)
+
+    def expectations(self, run_id: str, cell: int | None = None) -> list[dict[str, Any]]:
+        sql = "select * from expectations where run_id = ?"
+        params: list[Any] = [run_id]
+        if cell is not None:
+            sql += " and cell = ?"
+            params.append(cell)
+        sql += " order by cell, position"
+        out = []
+        for r in self.db.query(sql, params):
+            r = dict(r)
+            r["passed"] = None if r["passed"] is None else bool(r["passed"])
+            r["lower_bound"] = bool(r["lower_bound"])
+            out.append(r)
+        return out
+
+    # --- the JSON summary ---------------------------------------------------------------
+
+    def summary(self, ref: str) -> dict[str, Any]:
+        """The run as the JSON document ``lab run --json`` prints (docs/results.md): the one
+        stored by ``finish_run`` when there is one, else rebuilt from the tables (a run that
+        was killed before it could finish), in the same format."""
+        run = self.get_run(ref)
+        stored = run.get("summary")
+        if isinstance(stored, dict) and stored.get("cells") is not None:
+            out = dict(stored)
+            out.setdefault("run_id", run["id"])
+            for k in (
+                "status",
+                "exit_code",
+                "message",
+                "started_at",
+                "ended_at",
+                "host",
+                "lab_version",
+            ):
+                out.setdefault(k, run[k])
+            return out
+        return self.build_summary(run["id"])
+
+    def build_summary(self, run_id: str) -> dict[str, Any]:
+        """The summary rebuilt from the tables."""
+        run = self.get_run(run_id)
+        rid = run["id"]
+        cells = []
+        for c in self.cells(rid):
+            checks = self.checks(rid, c["idx"])
+            exps = self.expectations(rid, c["idx"])
+            ops = self.conn.execute(
+                "select count(*) from operations where run_id = ? and cell = ? and "
+                "type = 'invoke' and process >= 0",
+                [rid, c["idx"]],
+            ).fetchone()[0]
+            cells.append({
+                "index": c["idx"], "label": c["label"], "variant": c["variant"],
+                "sweep": c["sweep"], "repeat": c["repeat"], "status": c["status"],
+                "error": c.get("error"), "operations": ops,
+                "expectations": [
+                    {"text": e["text"], "passed": e["passed"], "measured": e["measured"],
+                     "unit": e["unit"], "metric": e["metric"], "lower_bound": e["lower_bound"],
+                     "explanation": e["explanation"]}
+                    for e in exps
+                ],
+                "measurements": {ch["checker"]: ch["metrics"] for ch in checks},
+            })  # fmt: skip
+        return {
+            "run_id": rid,
+            "experiment": run["experiment"],
+            "source": run["source"],
+            "status": run["status"],
+            "exit_code": run["exit_code"],
+            "message": run["message"],
+            "started_at": run["started_at"],
+            "ended_at": run["ended_at"],
+            "host": run["host"],
+            "lab_version": run["lab_version"],
+            "cells": cells,
+        }
+
+
+def _run_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    d = dict(r)
+    d["summary"] = json.loads(d["summary"]) if d.get("summary") else None
+    return d
