@@ -1,0 +1,80 @@
+"""`lab run` end to end on real servers: the quickstart, and Ctrl-C in the middle of a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .conftest import ROOT, our_processes, require
+
+LAB = [sys.executable, "-m", "lab.cli"]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return dict(os.environ, LAB_HOME=str(tmp_path / "home"))
+
+
+def test_quickstart_runs_end_to_end_and_measures(tmp_path: Path) -> None:
+    require("mariadbd", "dbdeployer", "haproxy")
+    out = subprocess.run([*LAB, "run", "experiments/quickstart.exp", "--json"], cwd=ROOT,
+                         env=_env(tmp_path), capture_output=True, text=True, timeout=240)
+    assert out.returncode in (0, 1), out.stderr[-3000:]
+    summary = json.loads(out.stdout)
+    cell = summary["cells"][0]
+    assert cell["status"] in ("passed", "failed"), cell.get("error")
+    exps = {e["text"]: e for e in cell["expectations"]}
+    down = exps["expect downtime(writes) < 1s"]
+    assert down["measured"] is not None  # the writer probe's downtime was measured
+    stale = exps["expect stale_reads(ryw) > 0"]
+    assert stale["measured"] is not None and stale["measured"] > 0  # replicas served stale reads
+    assert exps["expect lost_writes == 0"]["passed"] is True
+    # the killed replica shows up as an outage of the readers that read from it
+    ryw = cell["measurements"]["downtime"]["subjects"]["ryw on db2"]
+    assert ryw["longest"] > 5
+    db = sqlite3.connect(tmp_path / "home" / "results.db")
+    n_ops = db.execute("select count(*) from operations where run_id = ?",
+                       [summary["run_id"]]).fetchone()[0]
+    assert n_ops > 1000
+    faults = [r[0] for r in db.execute("select name from faults where run_id = ?",
+                                        [summary["run_id"]])]
+    assert "kill" in faults and "start" in faults
+    assert not our_processes()
+
+
+def test_sigint_tears_down_and_keeps_the_partial_history(tmp_path: Path) -> None:
+    require("mariadbd", "dbdeployer", "haproxy")
+    exp = tmp_path / "long.exp"
+    exp.write_text((ROOT / "experiments/quickstart.exp").read_text()
+                   .replace("duration 30s", "duration 5m"))
+    env = _env(tmp_path)
+    proc = subprocess.Popen([*LAB, "run", str(exp)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    db_path = tmp_path / "home" / "results.db"
+    deadline = time.monotonic() + 90
+    ops = 0
+    while time.monotonic() < deadline and ops < 500:
+        time.sleep(0.5)
+        if db_path.exists():
+            try:
+                ops = sqlite3.connect(db_path).execute(
+                    "select count(*) from operations").fetchone()[0]
+            except sqlite3.Error:
+                pass
+    assert ops >= 500, "the load never started"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err[-2000:]
+    assert not our_processes()
+    db = sqlite3.connect(db_path)
+    status, = db.execute("select status from runs").fetchone()
+    assert status == "interrupted"
+    kept = db.execute("select count(*) from operations").fetchone()[0]
+    assert kept >= ops
+    runtime = Path(os.environ["LAB_RUNTIME"])
+    assert not [p for p in runtime.iterdir() if (p / "run.json").exists()]
