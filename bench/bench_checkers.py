@@ -47,7 +47,10 @@ def build(n_ops: int, seed: int = 1) -> tuple[list[Op], CheckContext]:
     share = {"probe_w": 0.06, "probe_r": 0.06, "uw": 0.28, "ryw_w": 0.11, "ins": 0.16,
              "conn": 0.10}  # fmt: skip
     # probes: one client each, evenly spaced
-    for name, f, ep in (("probe_w", "write", "router.writer"), ("probe_r", "read", "router.reader")):
+    for name, f, ep in (
+        ("probe_w", "write", "router.writer"),
+        ("probe_r", "read", "router.reader"),
+    ):
         n = int(n_ops * share[name])
         step = LOAD_S / n
         p = 1 if f == "write" else 2

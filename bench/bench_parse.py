@@ -99,11 +99,15 @@ def main() -> int:
         times.append((time.perf_counter() - t0) * 1000)
     median = statistics.median(times)
     n_lines = text.count("\n")
-    print(f"experiment: {n_lines} lines, {len(plan.timeline)} timed actions, "
-          f"{len(plan.expectations)} expectations, {len(plan.cells)} cells")
+    print(
+        f"experiment: {n_lines} lines, {len(plan.timeline)} timed actions, "
+        f"{len(plan.expectations)} expectations, {len(plan.cells)} cells"
+    )
     print(f"parser construction (once per process): {build_ms:.0f} ms")
-    print(f"parse + validate + compile: median {median:.1f} ms over {args.runs} runs "
-          f"(min {min(times):.1f}, max {max(times):.1f})")
+    print(
+        f"parse + validate + compile: median {median:.1f} ms over {args.runs} runs "
+        f"(min {min(times):.1f}, max {max(times):.1f})"
+    )
     met = median < TARGET_MS
     print(f"target < {TARGET_MS:.0f} ms: {'met' if met else 'NOT met'}")
     return 0 if met else 1

@@ -43,8 +43,9 @@ def _read(path: str | Path) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise LanguageErrors([file_error(
-            name, f"is not UTF-8 text (byte {exc.start})", "save the file as UTF-8")]) from None
+        raise LanguageErrors(
+            [file_error(name, f"is not UTF-8 text (byte {exc.start})", "save the file as UTF-8")]
+        ) from None
 
 
 def parse_text(text: str, path: str = "<string>") -> Experiment:
@@ -53,9 +54,17 @@ def parse_text(text: str, path: str = "<string>") -> Experiment:
         pos = text.index("\x00")
         line = text.count("\n", 0, pos) + 1
         column = pos - (text.rfind("\n", 0, pos) + 1) + 1
-        raise LanguageErrors([LanguageError(
-            path, Span(line=line, column=column, end_line=line, end_column=column + 1),
-            "the file contains a NUL character", "is it a text file?")], source=text)
+        raise LanguageErrors(
+            [
+                LanguageError(
+                    path,
+                    Span(line=line, column=column, end_line=line, end_column=column + 1),
+                    "the file contains a NUL character",
+                    "is it a text file?",
+                )
+            ],
+            source=text,
+        )
     experiment, errors = parse_experiment(text, path)
     if experiment is not None:
         errors = errors + validate(experiment, path)
@@ -94,8 +103,7 @@ def check_file(path: str | Path) -> list[LanguageError]:
     return check_text(text, str(path))
 
 
-def format_errors(errors: Iterable[LanguageError], sources: dict[str, str] | None = None
-                  ) -> str:
+def format_errors(errors: Iterable[LanguageError], sources: dict[str, str] | None = None) -> str:
     """The errors as compiler-style blocks, with source lines and carets. Sources not
     given are read from the files named by the errors (when they can be read)."""
     errors = sorted_errors(errors)

@@ -11,7 +11,7 @@ report the same mistake twice. Cross-references (unknown nodes, roles, ``$param`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from lark import Token, Transformer, Tree, v_args
 from lark.tree import Meta
@@ -34,6 +34,7 @@ from dsl.models import (
     NetworkFault,
     NodeAction,
     NodeRef,
+    NodeVerb,
     ParamRef,
     PrimaryPrimaryTopology,
     Promote,
@@ -56,6 +57,8 @@ from dsl.models import (
 )
 from dsl.units import QuantityError, kind_problem, parse_quantity
 from dsl.validate import PARAM_LIMITS, is_safe_name, setting_problems
+
+ReplicationMode = Literal["gtid", "file_position"]
 
 LIMITS: dict[str, tuple[int, int]] = {
     "seed": (0, 2**63 - 1),
@@ -116,13 +119,15 @@ def token_span(tok: Token) -> Span:
 def meta_span(meta: Meta) -> Span:
     if meta.empty:
         return NO_SPAN
-    return Span(line=meta.line, column=meta.column, end_line=meta.end_line,
-                end_column=meta.end_column)
+    return Span(
+        line=meta.line, column=meta.column, end_line=meta.end_line, end_column=meta.end_column
+    )
 
 
 def join(first: Span, last: Span) -> Span:
-    return Span(line=first.line, column=first.column, end_line=last.end_line,
-                end_column=last.end_column)
+    return Span(
+        line=first.line, column=first.column, end_line=last.end_line, end_column=last.end_column
+    )
 
 
 def unquote(raw: str) -> str:
@@ -147,8 +152,18 @@ def text_of(tok: Token) -> Text:
 
 
 TOPOLOGY_STATEMENTS: dict[str, frozenset[str]] = {
-    "replication": frozenset({"engine", "primary", "replicas", "replication_mode", "semi_sync",
-                              "crash_safe", "delay", "config"}),
+    "replication": frozenset(
+        {
+            "engine",
+            "primary",
+            "replicas",
+            "replication_mode",
+            "semi_sync",
+            "crash_safe",
+            "delay",
+            "config",
+        }
+    ),
     "single": frozenset({"engine", "node", "config"}),
     "galera": frozenset({"engine", "nodes", "config"}),
     "primary_primary": frozenset({"engine", "nodes", "auto_increment_offsets", "config"}),
@@ -169,23 +184,27 @@ WORKLOAD_STATEMENTS: dict[str, frozenset[str]] = {
     "read_your_writes": frozenset(_ANY_WORKLOAD | {"write", "read", "rate", "operations"}),
     "unique_insert": frozenset(_ANY_WORKLOAD | {"target", "rate", "keys", "rows"}),
     "connect": frozenset(_ANY_WORKLOAD | {"target", "rate", "every", "operations"}),
-    "sysbench": frozenset({"target", "threads", "tables", "table_size", "rate", "duration",
-                           "operations", "start_after"}),
+    "sysbench": frozenset(
+        {
+            "target",
+            "threads",
+            "tables",
+            "table_size",
+            "rate",
+            "duration",
+            "operations",
+            "start_after",
+        }
+    ),
 }
 WORKLOAD_HINTS = {
     "target": "a read_your_writes workload says where it writes and where it reads: "
-              "write router.writer  read db2, db3",
+    "write router.writer  read db2, db3",
     "write": "only read_your_writes has write/read; other workloads use target",
     "read": "only read_your_writes has write/read; other workloads use target",
     "clients": "sysbench counts its clients as threads: threads 4",
     "timeout": "sysbench manages its own timeouts",
 }
-
-_SINGLE_WORKLOAD_STATEMENTS = frozenset(
-    {"target", "write", "read", "clients", "threads", "tables", "table_size", "rate", "every",
-     "operation", "keys", "duration", "rows", "operations", "timeout", "start_after"}
-)
-
 
 @v_args(meta=True)
 class Builder(Transformer[Token, Any]):
@@ -210,15 +229,19 @@ class Builder(Transformer[Token, Any]):
             self.error(span, exc.message, exc.hint)
             return None
 
-    def measure(self, tok: Token | None, kinds: tuple[str, ...], what: str,
-                allow_zero: bool = False) -> float | None:
+    def measure(
+        self, tok: Token | None, kinds: tuple[str, ...], what: str, allow_zero: bool = False
+    ) -> float | None:
         """A quantity of one of ``kinds``, normalised; None (and an error) otherwise."""
         if tok is None:
             return None
         if tok.type == "PARAM":
-            self.error(token_span(tok), f"'{what}' cannot take a parameter",
-                       "only clients, threads, tables, table_size, rows and operations can "
-                       "be varied with $name")
+            self.error(
+                token_span(tok),
+                f"'{what}' cannot take a parameter",
+                "only clients, threads, tables, table_size, rows and operations can "
+                "be varied with $name",
+            )
             return None
         q = self.quantity(tok)
         if q is None:
@@ -267,25 +290,29 @@ class Builder(Transformer[Token, Any]):
                 continue
             norm = s.key.value.replace("-", "_")
             if norm in first_line:
-                self.error(s.key.span,
-                           f"'{s.key.value}' is set twice here (first at line "
-                           f"{first_line[norm]})", "keep one")
+                self.error(
+                    s.key.span,
+                    f"'{s.key.value}' is set twice here (first at line {first_line[norm]})",
+                    "keep one",
+                )
                 continue
             first_line[norm] = s.key.span.line
             out[s.key.value] = s.value.value
         return out
 
-    def singles(self, stmts: list[Stmt], where: str, repeatable: frozenset[str]
-                ) -> dict[str, Stmt]:
+    def singles(self, stmts: list[Stmt], where: str, repeatable: frozenset[str]) -> dict[str, Stmt]:
         """The statements that may appear once, by kind; a second one is an error."""
         seen: dict[str, Stmt] = {}
         for st in stmts:
             if st.kind in repeatable:
                 continue
             if st.kind in seen:
-                self.error(st.span,
-                           f"'{word(st.kind)}' is given twice in {where} (first at line "
-                           f"{seen[st.kind].span.line})", "keep one")
+                self.error(
+                    st.span,
+                    f"'{word(st.kind)}' is given twice in {where} (first at line "
+                    f"{seen[st.kind].span.line})",
+                    "keep one",
+                )
                 continue
             seen[st.kind] = st
         return seen
@@ -306,16 +333,24 @@ class Builder(Transformer[Token, Any]):
         stmts: list[Stmt] = [c for c in children[1:] if c is not None]
         header = join(meta_span(meta), name.span)
         if not is_safe_name(name.value):
-            self.error(name.span, f"experiment name '{name.value}' is not usable as a file name",
-                       "use letters, digits, '.', '-' and '_', starting with a letter or digit")
-        repeatable = frozenset({"config", "variant", "vary", "workload", "step", "timed",
-                                "expect", "report"})
+            self.error(
+                name.span,
+                f"experiment name '{name.value}' is not usable as a file name",
+                "use letters, digits, '.', '-' and '_', starting with a letter or digit",
+            )
+        repeatable = frozenset(
+            {"config", "variant", "vary", "workload", "step", "timed", "expect", "report"}
+        )
         one = self.singles(stmts, "this experiment", repeatable)
-        many = {k: [s.value for s in stmts if s.kind == k and s.value is not None]
-                for k in repeatable}
+        many = {
+            k: [s.value for s in stmts if s.kind == k and s.value is not None] for k in repeatable
+        }
         if "topology" not in one:
-            self.error(header, f"experiment '{name.value}' has no topology",
-                       "add one, e.g. topology replication { primary db1  replicas db2 }")
+            self.error(
+                header,
+                f"experiment '{name.value}' has no topology",
+                "add one, e.g. topology replication { primary db1  replicas db2 }",
+            )
             return None
         topology = one["topology"].value
         if topology is None:
@@ -403,15 +438,19 @@ class Builder(Transformer[Token, Any]):
             if st.kind in allowed:
                 kept.append(st)
                 continue
-            self.error(st.span, f"'{word(st.kind)}' does not belong in a {kind} topology",
-                       f"a {kind} topology lists its nodes with: {member_example}")
+            self.error(
+                st.span,
+                f"'{word(st.kind)}' does not belong in a {kind} topology",
+                f"a {kind} topology lists its nodes with: {member_example}",
+            )
         one = self.singles(kept, f"this {kind} topology", frozenset({"delay", "config"}))
         configs = [s.value for s in kept if s.kind == "config" and s.value is not None]
         engine = one["engine"].value if "engine" in one else None
         span = meta_span(meta)
         if member_word not in one:
-            self.error(header, f"the {kind} topology does not say its nodes",
-                       f"add: {member_example}")
+            self.error(
+                header, f"the {kind} topology does not say its nodes", f"add: {member_example}"
+            )
             return Stmt("topology", span, None)
         members = one[member_word].value
         if members is None:
@@ -427,11 +466,17 @@ class Builder(Transformer[Token, Any]):
         if kind == "replication":
             replicas = one["replicas"].value if "replicas" in one else []
             delays = [s.value for s in kept if s.kind == "delay" and s.value is not None]
-            mode = one["replication_mode"].value if "replication_mode" in one else "gtid"
+            mode: ReplicationMode = (
+                one["replication_mode"].value if "replication_mode" in one else "gtid"
+            )
             model = ReplicationTopology(
-                primary=members, replicas=replicas, mode=mode,  # type: ignore[arg-type]
-                semi_sync=flag("semi_sync", False), crash_safe=flag("crash_safe", False),
-                delays=delays, **base,
+                primary=members,
+                replicas=replicas,
+                mode=mode,
+                semi_sync=flag("semi_sync", False),
+                crash_safe=flag("crash_safe", False),
+                delays=delays,
+                **base,
             )
         elif kind == "single":
             model = SingleTopology(node=members, **base)
@@ -439,7 +484,8 @@ class Builder(Transformer[Token, Any]):
             model = GaleraTopology(nodes=members, **base)
         elif kind == "primary_primary":
             model = PrimaryPrimaryTopology(
-                nodes=members, auto_increment_offsets=flag("auto_increment_offsets", True),
+                nodes=members,
+                auto_increment_offsets=flag("auto_increment_offsets", True),
                 **base,
             )
         else:
@@ -447,18 +493,19 @@ class Builder(Transformer[Token, Any]):
         return Stmt("topology", span, model)
 
     def engine(self, meta: Meta, children: list[Token | None]) -> Stmt:
-        flavor = str(children[0])
         version = str(children[1]) if children[1] is not None else None
-        return self.stmt(meta, "engine",
-                         Engine(flavor=flavor, version=version, span=meta_span(meta)))  # type: ignore[arg-type]
+        engine = Engine.model_validate(
+            {"flavor": str(children[0]), "version": version, "span": meta_span(meta)}
+        )
+        return self.stmt(meta, "engine", engine)
 
     def primary(self, meta: Meta, children: list[Token]) -> Stmt:
-        return self.stmt(meta, "primary", NodeRef(name=str(children[0]),
-                                                  span=token_span(children[0])))
+        return self.stmt(
+            meta, "primary", NodeRef(name=str(children[0]), span=token_span(children[0]))
+        )
 
     def node(self, meta: Meta, children: list[Token]) -> Stmt:
-        return self.stmt(meta, "node", NodeRef(name=str(children[0]),
-                                               span=token_span(children[0])))
+        return self.stmt(meta, "node", NodeRef(name=str(children[0]), span=token_span(children[0])))
 
     def replicas(self, meta: Meta, children: list[list[NodeRef]]) -> Stmt:
         return self.stmt(meta, "replicas", children[0])
@@ -484,8 +531,9 @@ class Builder(Transformer[Token, Any]):
     def delay(self, meta: Meta, children: list[Token]) -> Stmt:
         node = NodeRef(name=str(children[0]), span=token_span(children[0]))
         seconds = self.measure(children[1], ("duration",), "delay")
-        value = None if seconds is None else DelaySpec(node=node, seconds=seconds,
-                                                       span=meta_span(meta))
+        value = (
+            None if seconds is None else DelaySpec(node=node, seconds=seconds, span=meta_span(meta))
+        )
         return self.stmt(meta, "delay", value)
 
     # --- config, variants, sweeps ---------------------------------------------------------
@@ -502,21 +550,24 @@ class Builder(Transformer[Token, Any]):
 
     def config(self, meta: Meta, children: list[Any]) -> Stmt:
         node_tok: Token | None = children[0]
-        node = None if node_tok is None else NodeRef(name=str(node_tok),
-                                                     span=token_span(node_tok))
+        node = None if node_tok is None else NodeRef(name=str(node_tok), span=token_span(node_tok))
         settings = self.settings(children[1:], "config")
-        return self.stmt(meta, "config",
-                         ConfigBlock(node=node, settings=settings, span=meta_span(meta)))
+        return self.stmt(
+            meta, "config", ConfigBlock(node=node, settings=settings, span=meta_span(meta))
+        )
 
     def variant(self, meta: Meta, children: list[Any]) -> Stmt:
         settings = self.settings(children[1:], "config")
-        return self.stmt(meta, "variant", Variant(name=str(children[0]), settings=settings,
-                                                  span=meta_span(meta)))
+        return self.stmt(
+            meta, "variant", Variant(name=str(children[0]), settings=settings, span=meta_span(meta))
+        )
 
     def sweep_values(self, meta: Meta, children: list[Text]) -> list[Text]:
         return children
 
-    def _sweep(self, meta: Meta, name: Text, values: list[Text], target: str) -> Stmt:
+    def _sweep(
+        self, meta: Meta, name: Text, values: list[Text], target: Literal["param", "config"]
+    ) -> Stmt:
         out: list[str] = []
         for v in values:
             problems = setting_problems(name.value, v.value, "vary")
@@ -530,8 +581,12 @@ class Builder(Transformer[Token, Any]):
                 self.error(v.span, f"'{v.value}' appears twice in this list")
                 continue
             out.append(v.value)
-        sweep = Sweep(name=name.value, values=out, target=target,  # type: ignore[arg-type]
-                      span=meta_span(meta))
+        sweep = Sweep(
+            name=name.value,
+            values=out,
+            target=target,
+            span=meta_span(meta),
+        )
         return self.stmt(meta, "vary", sweep)
 
     def vary(self, meta: Meta, children: list[Any]) -> Stmt:
@@ -545,19 +600,24 @@ class Builder(Transformer[Token, Any]):
     def router(self, meta: Meta, children: list[Any]) -> Stmt:
         kind = str(children[0])
         header = join(meta_span(meta), token_span(children[0]))
-        one = self.singles([c for c in children[1:] if c is not None], "this router",
-                           frozenset())
+        one = self.singles([c for c in children[1:] if c is not None], "this router", frozenset())
         span = meta_span(meta)
         if "writers" not in one:
-            self.error(header, f"the {kind} router does not say where writes go",
-                       "add: writer db1")
+            self.error(header, f"the {kind} router does not say where writes go", "add: writer db1")
             return Stmt("router", span, None)
         check = one["check"].value if "check" in one else None
         if check is None:  # not given, or already reported
             check = 0.5
         readers = one["readers"].value if "readers" in one else []
-        router = Router(kind=kind, writers=one["writers"].value, readers=readers,  # type: ignore[arg-type]
-                        check_interval=check, span=span)
+        router = Router.model_validate(
+            {
+                "kind": kind,
+                "writers": one["writers"].value,
+                "readers": readers,
+                "check_interval": check,
+                "span": span,
+            }
+        )
         return Stmt("router", span, router)
 
     def writers(self, meta: Meta, children: list[list[NodeRef]]) -> Stmt:
@@ -579,14 +639,16 @@ class Builder(Transformer[Token, Any]):
         kept: list[Stmt] = []
         for st in children[3:]:
             if st.kind not in allowed:
-                self.error(st.span, f"'{word(st.kind)}' does not apply to a {kind} workload",
-                           WORKLOAD_HINTS.get(st.kind))
+                self.error(
+                    st.span,
+                    f"'{word(st.kind)}' does not apply to a {kind} workload",
+                    WORKLOAD_HINTS.get(st.kind),
+                )
             else:
                 kept.append(st)
         one = self.singles(kept, f"workload '{name}'", frozenset())
         # a statement with an error (already reported) leaves its default in place
-        fields: dict[str, Any] = {st.kind: st.value for st in one.values()
-                                  if st.value is not None}
+        fields: dict[str, Any] = {st.kind: st.value for st in one.values() if st.value is not None}
         if "write" in fields:
             fields["target"] = fields.pop("write")
         renames = {"target": "targets", "read": "reads", "operations": "ops"}
@@ -596,13 +658,15 @@ class Builder(Transformer[Token, Any]):
             args["start_after"] = start_after.value
             args["start_after_span"] = start_after.span
         script_text: Text | None = script
-        workload = Workload(
-            name=name,
-            kind=kind,  # type: ignore[arg-type]
-            script=script_text.value if script_text else None,
-            script_span=script_text.span if script_text else NO_SPAN,
-            span=span,
-            **args,
+        workload = Workload.model_validate(
+            {
+                "name": name,
+                "kind": kind,
+                "script": script_text.value if script_text else None,
+                "script_span": script_text.span if script_text else NO_SPAN,
+                "span": span,
+                **args,
+            }
         )
         return Stmt("workload", span, workload)
 
@@ -669,15 +733,24 @@ class Builder(Transformer[Token, Any]):
 
     def step_before(self, meta: Meta, children: list[Any]) -> Stmt:
         actions = [a for a in children if a is not None]
-        return self.stmt(meta, "step", Step(when="before_load", actions=actions,
-                                            span=meta_span(meta)))
+        return self.stmt(
+            meta, "step", Step(when="before_load", actions=actions, span=meta_span(meta))
+        )
 
     def step_after(self, meta: Meta, children: list[Any]) -> Stmt:
         name = text_of(children[0])
         actions = [a for a in children[1:] if a is not None]
-        return self.stmt(meta, "step", Step(when="after", workload=name.value,
-                                            workload_span=name.span, actions=actions,
-                                            span=meta_span(meta)))
+        return self.stmt(
+            meta,
+            "step",
+            Step(
+                when="after",
+                workload=name.value,
+                workload_span=name.span,
+                actions=actions,
+                span=meta_span(meta),
+            ),
+        )
 
     def timed(self, meta: Meta, children: list[Any]) -> Stmt:
         at = self.measure(children[0], ("duration",), "at", allow_zero=True)
@@ -689,10 +762,14 @@ class Builder(Transformer[Token, Any]):
     def _ref(self, tok: Token | None) -> NodeRef | None:
         return None if tok is None else NodeRef(name=str(tok), span=token_span(tok))
 
-    def _node_action(self, meta: Meta, verb: str, children: list[Any]) -> NodeAction:
+    def _node(self, tok: Token) -> NodeRef:
+        return NodeRef(name=str(tok), span=token_span(tok))
+
+    def _node_action(self, meta: Meta, verb: NodeVerb, children: list[Any]) -> NodeAction:
         options: dict[str, str] = children[1] if len(children) > 1 and children[1] else {}
-        return NodeAction(verb=verb, node=self._ref(children[0]), options=options,  # type: ignore[arg-type]
-                          span=meta_span(meta))
+        return NodeAction(
+            verb=verb, node=self._node(children[0]), options=options, span=meta_span(meta)
+        )
 
     def kill(self, meta: Meta, children: list[Any]) -> NodeAction:
         return self._node_action(meta, "kill", children)
@@ -722,13 +799,19 @@ class Builder(Transformer[Token, Any]):
         return DropCaches(node=self._ref(children[0]), span=meta_span(meta))
 
     def promote(self, meta: Meta, children: list[Token]) -> Promote:
-        return Promote(node=NodeRef(name=str(children[0]), span=token_span(children[0])),
-                       span=meta_span(meta))
+        return Promote(
+            node=NodeRef(name=str(children[0]), span=token_span(children[0])), span=meta_span(meta)
+        )
 
-    def _replication(self, meta: Meta, verb: str, children: list[Any]) -> ReplicationControl:
-        threads = {"io_only": "io", "sql_only": "sql"}.get(str(children[1]), "both")
-        return ReplicationControl(verb=verb, node=self._ref(children[0]),  # type: ignore[arg-type]
-                                  threads=threads, span=meta_span(meta))  # type: ignore[arg-type]
+    def _replication(
+        self, meta: Meta, verb: Literal["stop", "start"], children: list[Any]
+    ) -> ReplicationControl:
+        threads: Literal["both", "io", "sql"] = "both"
+        if children[1] is not None:
+            threads = "io" if str(children[1]) == "io_only" else "sql"
+        return ReplicationControl(
+            verb=verb, node=self._node(children[0]), threads=threads, span=meta_span(meta)
+        )
 
     def stop_replication(self, meta: Meta, children: list[Any]) -> ReplicationControl:
         return self._replication(meta, "stop", children)
@@ -744,27 +827,50 @@ class Builder(Transformer[Token, Any]):
         jitter = self.measure(children[2], ("duration",), "jitter", allow_zero=True)
         if latency is None or (children[2] is not None and jitter is None):
             return None
-        return NetworkFault(verb="latency", node=self._ref(children[0]), latency=latency,
-                            jitter=jitter, link=children[3] or "all", span=meta_span(meta))
+        return NetworkFault(
+            verb="latency",
+            node=self._ref(children[0]),
+            latency=latency,
+            jitter=jitter,
+            link=children[3] or "all",
+            span=meta_span(meta),
+        )
 
     def net_bandwidth(self, meta: Meta, children: list[Any]) -> NetworkFault | None:
         bandwidth = self.measure(children[1], ("bandwidth",), "bandwidth")
         if bandwidth is None:
             return None
-        return NetworkFault(verb="bandwidth", node=self._ref(children[0]), bandwidth=bandwidth,
-                            link=children[2] or "all", span=meta_span(meta))
+        return NetworkFault(
+            verb="bandwidth",
+            node=self._ref(children[0]),
+            bandwidth=bandwidth,
+            link=children[2] or "all",
+            span=meta_span(meta),
+        )
 
     def net_partition(self, meta: Meta, children: list[Any]) -> NetworkFault:
-        return NetworkFault(verb="partition", node=self._ref(children[0]),
-                            link=children[1] or "all", span=meta_span(meta))
+        return NetworkFault(
+            verb="partition",
+            node=self._ref(children[0]),
+            link=children[1] or "all",
+            span=meta_span(meta),
+        )
 
     def net_link_down(self, meta: Meta, children: list[Any]) -> NetworkFault:
-        return NetworkFault(verb="link_down", node=self._ref(children[0]),
-                            link=children[1] or "all", span=meta_span(meta))
+        return NetworkFault(
+            verb="link_down",
+            node=self._ref(children[0]),
+            link=children[1] or "all",
+            span=meta_span(meta),
+        )
 
     def net_heal(self, meta: Meta, children: list[Any]) -> NetworkFault:
-        return NetworkFault(verb="heal", node=self._ref(children[0]),
-                            link=children[1] or "all", span=meta_span(meta))
+        return NetworkFault(
+            verb="heal",
+            node=self._ref(children[0]),
+            link=children[1] or "all",
+            span=meta_span(meta),
+        )
 
     def set_global(self, meta: Meta, children: list[Any]) -> SetGlobal | None:
         key, value, nodes = children[0], children[1], children[2] or []
@@ -776,9 +882,9 @@ class Builder(Transformer[Token, Any]):
         return SetGlobal(nodes=nodes, name=key.value, value=value.value, span=meta_span(meta))
 
     def convert(self, meta: Meta, children: list[Token]) -> ConvertStandalone:
-        return ConvertStandalone(node=NodeRef(name=str(children[0]),
-                                              span=token_span(children[0])),
-                                 span=meta_span(meta))
+        return ConvertStandalone(
+            node=NodeRef(name=str(children[0]), span=token_span(children[0])), span=meta_span(meta)
+        )
 
     def wait_until(self, meta: Meta, children: list[Any]) -> WaitUntil | None:
         timeout = 30.0
@@ -787,8 +893,14 @@ class Builder(Transformer[Token, Any]):
             if measured is None:
                 return None
             timeout = measured
-        return WaitUntil(node=self._ref(children[0]), condition=str(children[1]),  # type: ignore[arg-type]
-                         timeout=timeout, span=meta_span(meta))
+        return WaitUntil.model_validate(
+            {
+                "node": self._ref(children[0]),
+                "condition": str(children[1]),
+                "timeout": timeout,
+                "span": meta_span(meta),
+            }
+        )
 
     def wait_for(self, meta: Meta, children: list[Token]) -> Sleep | None:
         seconds = self.measure(children[0], ("duration",), "wait")
@@ -797,8 +909,11 @@ class Builder(Transformer[Token, Any]):
     def execute(self, meta: Meta, children: list[Any]) -> RunSql | None:
         statement = text_of(children[0])
         if not statement.value.strip():
-            self.error(statement.span, "'execute' needs an SQL statement",
-                       'execute "CREATE INDEX k ON t (c)" on db1')
+            self.error(
+                statement.span,
+                "'execute' needs an SQL statement",
+                'execute "CREATE INDEX k ON t (c)" on db1',
+            )
             return None
         if "\x00" in statement.value:
             self.error(statement.span, "the SQL statement contains a NUL character")
@@ -829,37 +944,56 @@ class Builder(Transformer[Token, Any]):
             ok = ok and last is not None
         if not ok:
             return None
-        return Metric(
-            name=str(name_tok),  # type: ignore[arg-type]
-            subject=subject, on=on, code=code,
-            stat=None if stat_tok is None else str(stat_tok),
-            last=last, subject_span=subject_span, on_span=on_span, span=meta_span(meta),
+        return Metric.model_validate(
+            {
+                "name": str(name_tok),
+                "subject": subject,
+                "on": on,
+                "code": code,
+                "stat": None if stat_tok is None else str(stat_tok),
+                "last": last,
+                "subject_span": subject_span,
+                "on_span": on_span,
+                "span": meta_span(meta),
+            }
         )
 
     def _source(self, meta: Meta) -> str:
         if meta.empty:
             return ""
-        return self.text[meta.start_pos:meta.end_pos]
+        return self.text[meta.start_pos : meta.end_pos]
 
     def expect(self, meta: Meta, children: list[Any]) -> Stmt:
         metric, op, value_tok = children
         value = self.quantity(value_tok)
         if metric is None or value is None:
             return self.stmt(meta, "expect", None)
-        return self.stmt(meta, "expect", Expectation(
-            metric=metric, op=str(op), value=value,  # type: ignore[arg-type]
-            text=self._source(meta), span=meta_span(meta)))
+        return self.stmt(
+            meta,
+            "expect",
+            Expectation.model_validate(
+                {
+                    "metric": metric,
+                    "op": str(op),
+                    "value": value,
+                    "text": self._source(meta),
+                    "span": meta_span(meta),
+                }
+            ),
+        )
 
     def report(self, meta: Meta, children: list[Any]) -> Stmt:
         metric = children[0]
         if metric is None:
             return self.stmt(meta, "report", None)
-        return self.stmt(meta, "report", Report(metric=metric, text=self._source(meta),
-                                                span=meta_span(meta)))
+        return self.stmt(
+            meta, "report", Report(metric=metric, text=self._source(meta), span=meta_span(meta))
+        )
 
 
-def build_experiment(tree: Tree[Token], text: str, path: str
-                     ) -> tuple[Experiment | None, list[LanguageError]]:
+def build_experiment(
+    tree: Tree[Token], text: str, path: str
+) -> tuple[Experiment | None, list[LanguageError]]:
     """The experiment of a parse tree (None when it cannot be built) and the errors found."""
     builder = Builder(text, path)
     experiment = builder.transform(tree)

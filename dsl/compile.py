@@ -128,8 +128,11 @@ def builtin_config(exp: Experiment, node: NodeInfo, index: int) -> dict[str, str
 def _semi_sync(flavor: str, version: tuple[int, ...], role: str) -> dict[str, str]:
     primary = role == "primary"
     if flavor == "mariadb":  # built in since 10.3
-        return ({"rpl_semi_sync_master_enabled": "ON"} if primary
-                else {"rpl_semi_sync_slave_enabled": "ON"})
+        return (
+            {"rpl_semi_sync_master_enabled": "ON"}
+            if primary
+            else {"rpl_semi_sync_slave_enabled": "ON"}
+        )
     if version >= (8, 0, 26):
         side = "source" if primary else "replica"
     else:
@@ -141,8 +144,11 @@ def _merge(config: dict[str, str], settings: Mapping[str, str], mysql: bool) -> 
     """Apply ``settings`` over ``config``; for MySQL-family servers ``a-b`` and ``a_b`` are
     one option, so the later spelling replaces the earlier one."""
     for key, value in settings.items():
-        old = next((k for k in config if normal_key(k) == normal_key(key)), None) if mysql \
+        old = (
+            next((k for k in config if normal_key(k) == normal_key(key)), None)
+            if mysql
             else (key if key in config else None)
+        )
         if old is None or old == key:
             config[key] = value
         else:  # same option, another spelling: take the new one, keep the position
@@ -188,11 +194,19 @@ def _planned_nodes(exp: Experiment, base_port: int) -> list[PlannedNode]:
         elif info.role == "primary_primary":
             upstream = [o.name for o in infos if o.name != info.name]
         offset = NODE_PORT_STRIDE * index
-        nodes.append(PlannedNode(
-            name=info.name, role=info.role, index=index, server_id=index,  # type: ignore[arg-type]
-            port_offset=offset, port=base_port + offset, replicates_from=upstream,
-            delay=delays.get(info.name), config=configs[info.name],
-        ))
+        nodes.append(
+            PlannedNode(
+                name=info.name,
+                role=info.role,
+                index=index,
+                server_id=index,
+                port_offset=offset,
+                port=base_port + offset,
+                replicates_from=upstream,
+                delay=delays.get(info.name),
+                config=configs[info.name],
+            )
+        )
     return nodes
 
 
@@ -202,10 +216,12 @@ def _resolve(value: IntOrParam | None, params: Mapping[str, str]) -> int | None:
     return value
 
 
-def _planned_workload(w: Workload, params: Mapping[str, str], duration: float
-                      ) -> PlannedWorkload:
-    threads, tables, table_size = (_resolve(w.threads, params), _resolve(w.tables, params),
-                                   _resolve(w.table_size, params))
+def _planned_workload(w: Workload, params: Mapping[str, str], duration: float) -> PlannedWorkload:
+    threads, tables, table_size = (
+        _resolve(w.threads, params),
+        _resolve(w.tables, params),
+        _resolve(w.table_size, params),
+    )
     clients = _resolve(w.clients, params) or 1
     every = w.every
     if w.kind == "sysbench":
@@ -218,12 +234,24 @@ def _planned_workload(w: Workload, params: Mapping[str, str], duration: float
     rows, ops = _resolve(w.rows, params), _resolve(w.ops, params)
     bounded = rows is not None or ops is not None or w.duration is not None
     return PlannedWorkload(
-        name=w.name, kind=w.kind, script=w.script,
-        targets=[e.name for e in w.targets], reads=[e.name for e in w.reads],
-        clients=clients, threads=threads, tables=tables, table_size=table_size,
-        rate=w.rate, every=every, operation=w.operation, keys=w.keys,
+        name=w.name,
+        kind=w.kind,
+        script=w.script,
+        targets=[e.name for e in w.targets],
+        reads=[e.name for e in w.reads],
+        clients=clients,
+        threads=threads,
+        tables=tables,
+        table_size=table_size,
+        rate=w.rate,
+        every=every,
+        operation=w.operation,
+        keys=w.keys,
         duration=w.duration if bounded else duration,
-        rows=rows, ops=ops, timeout=w.timeout, start_after=w.start_after,
+        rows=rows,
+        ops=ops,
+        timeout=w.timeout,
+        start_after=w.start_after,
     )
 
 
@@ -245,10 +273,8 @@ def _cells(exp: Experiment, nodes: list[PlannedNode]) -> list[Cell]:
     for variant in variants:
         for combo in combos:
             sweep = {s.name: v for s, v in zip(sweeps, combo, strict=True)}
-            params = {s.name: v for s, v in zip(sweeps, combo, strict=True)
-                      if s.target == "param"}
-            server = {s.name: v for s, v in zip(sweeps, combo, strict=True)
-                      if s.target == "config"}
+            params = {s.name: v for s, v in zip(sweeps, combo, strict=True) if s.target == "param"}
+            server = {s.name: v for s, v in zip(sweeps, combo, strict=True) if s.target == "config"}
             cell_nodes = []
             for node in nodes:
                 config = dict(node.config)
@@ -258,12 +284,17 @@ def _cells(exp: Experiment, nodes: list[PlannedNode]) -> list[Cell]:
                 cell_nodes.append(node.model_copy(update={"config": config}))
             workloads = [_planned_workload(w, params, exp.duration) for w in exp.workloads]
             for repeat in range(1, exp.repeat + 1):
-                cells.append(Cell(
-                    index=len(cells) + 1,
-                    label=_label(variant.name if variant else None, sweep, repeat, exp.repeat),
-                    variant=variant.name if variant else None, sweep=sweep, repeat=repeat,
-                    nodes=cell_nodes, workloads=workloads,
-                ))
+                cells.append(
+                    Cell(
+                        index=len(cells) + 1,
+                        label=_label(variant.name if variant else None, sweep, repeat, exp.repeat),
+                        variant=variant.name if variant else None,
+                        sweep=sweep,
+                        repeat=repeat,
+                        nodes=cell_nodes,
+                        workloads=workloads,
+                    )
+                )
     return cells
 
 
@@ -282,10 +313,14 @@ def _router(exp: Experiment, base_port: int) -> PlannedRouter | None:
     if r is None:
         return None
     return PlannedRouter(
-        kind=r.kind, writers=[n.name for n in r.writers], readers=[n.name for n in r.readers],
+        kind=r.kind,
+        writers=[n.name for n in r.writers],
+        readers=[n.name for n in r.readers],
         check_interval=r.check_interval,
-        writer_port_offset=ROUTER_WRITER_OFFSET, reader_port_offset=ROUTER_READER_OFFSET,
-        writer_port=base_port + ROUTER_WRITER_OFFSET, reader_port=base_port + ROUTER_READER_OFFSET,
+        writer_port_offset=ROUTER_WRITER_OFFSET,
+        reader_port_offset=ROUTER_READER_OFFSET,
+        writer_port=base_port + ROUTER_WRITER_OFFSET,
+        reader_port=base_port + ROUTER_READER_OFFSET,
     )
 
 
@@ -297,17 +332,29 @@ def compile_experiment(exp: Experiment, base_port: int = DEFAULT_BASE_PORT) -> P
         raise LanguageErrors(errors)
     t = exp.topology
     nodes = _planned_nodes(exp, base_port)
-    mode = t.mode if isinstance(t, ReplicationTopology) else (
-        "gtid" if isinstance(t, PrimaryPrimaryTopology) else None)
+    mode = (
+        t.mode
+        if isinstance(t, ReplicationTopology)
+        else ("gtid" if isinstance(t, PrimaryPrimaryTopology) else None)
+    )
     return Plan(
-        name=exp.name, title=exp.title, description=exp.description, tags=list(exp.tags),
-        seed=exp.seed, duration=exp.duration, source=exp.source, topology=t.kind,
-        engine=t.engine, replication_mode=mode,
+        name=exp.name,
+        title=exp.title,
+        description=exp.description,
+        tags=list(exp.tags),
+        seed=exp.seed,
+        duration=exp.duration,
+        source=exp.source,
+        topology=t.kind,
+        engine=t.engine,
+        replication_mode=mode,
         semi_sync=isinstance(t, ReplicationTopology) and t.semi_sync,
         crash_safe=isinstance(t, ReplicationTopology) and t.crash_safe,
-        auto_increment_offsets=(t.auto_increment_offsets
-                                if isinstance(t, PrimaryPrimaryTopology) else None),
-        router=_router(exp, base_port), base_port=base_port,
+        auto_increment_offsets=(
+            t.auto_increment_offsets if isinstance(t, PrimaryPrimaryTopology) else None
+        ),
+        router=_router(exp, base_port),
+        base_port=base_port,
         steps=list(exp.steps),
         timeline=sorted(exp.timeline, key=lambda ta: ta.at),
         expectations=[_explicit_expectation(e) for e in exp.expectations],

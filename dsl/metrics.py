@@ -14,8 +14,16 @@ SubjectKind = Literal["workload", "node", "optional_workload"]
 
 WRITE_WORKLOADS = frozenset({"probe", "unique_writes", "read_your_writes", "unique_insert"})
 _PERCENTILES = ("p50", "p90", "p95", "p99", "max", "mean")
-_LATENCY = {"p50": "duration", "p90": "duration", "p95": "duration", "p99": "duration",
-            "p999": "duration", "max": "duration", "min": "duration", "mean": "duration"}
+_LATENCY = {
+    "p50": "duration",
+    "p90": "duration",
+    "p95": "duration",
+    "p99": "duration",
+    "p999": "duration",
+    "max": "duration",
+    "min": "duration",
+    "mean": "duration",
+}
 
 
 @dataclass(frozen=True)
@@ -43,10 +51,15 @@ METRICS: dict[str, MetricSpec] = {
     ),
     "stale_reads": MetricSpec(
         "workload",
-        {"count": "count", "total": "count", "reads": "count", "ratio": "percent",
-         "rate": "percent",
-         **{p: "duration" for p in _PERCENTILES},
-         **{f"behind_{p}": "duration" for p in _PERCENTILES}},
+        {
+            "count": "count",
+            "total": "count",
+            "reads": "count",
+            "ratio": "percent",
+            "rate": "percent",
+            **{p: "duration" for p in _PERCENTILES},
+            **{f"behind_{p}": "duration" for p in _PERCENTILES},
+        },
         "count",
         "reads that did not see a write already acknowledged (ratio: of the eligible reads; "
         "p50..max: how long after its acknowledgement a write became visible; behind_p99...: "
@@ -64,8 +77,15 @@ METRICS: dict[str, MetricSpec] = {
     ),
     "lost_writes": MetricSpec(
         "optional_workload",
-        {"count": "count", "total": "count", "ratio": "percent", "acknowledged": "count",
-         "unknown": "count", "unknown_applied": "count", "failed_but_present": "count"},
+        {
+            "count": "count",
+            "total": "count",
+            "ratio": "percent",
+            "acknowledged": "count",
+            "unknown": "count",
+            "unknown_applied": "count",
+            "failed_but_present": "count",
+        },
         "count",
         "acknowledged writes that are missing at the end (all writing workloads when no "
         "workload is named)",
@@ -129,8 +149,14 @@ METRICS: dict[str, MetricSpec] = {
     ),
     "relay_log_bytes": MetricSpec(
         "node",
-        {"final": "size", "after": "size", "before": "size", "growth": "size", "max": "size",
-         "min": "size"},
+        {
+            "final": "size",
+            "after": "size",
+            "before": "size",
+            "growth": "size",
+            "max": "size",
+            "min": "size",
+        },
         "final",
         "size of the replica's relay logs (final/after: at the end of the load; before: at its "
         "start; growth: the difference)",

@@ -66,9 +66,9 @@ def parse_tree(text: str, path: str = "<string>") -> Tree[Token]:
     raise LanguageErrors(syntax_errors(text, path), source=text) from None
 
 
-def parse_experiment(text: str, path: str = "<string>") -> tuple[
-    Experiment | None, list[LanguageError]
-]:
+def parse_experiment(
+    text: str, path: str = "<string>"
+) -> tuple[Experiment | None, list[LanguageError]]:
     """Parse and build. Return the experiment (None when it cannot be built) and the
     errors found while building it. Syntax errors raise ``LanguageErrors``."""
     from dsl.build import build_experiment

@@ -45,28 +45,84 @@ TERMINAL_WORDS = {
     "_NL": "the end of the line",
     "$END": "the end of the file",
 }
-_TOPOLOGY_WORDS = ("engine", "primary", "replicas", "node", "nodes", "members", "semi_sync",
-                   "crash_safe", "delay", "auto_increment_offsets")
-_WORKLOAD_WORDS = ("target", "write", "read", "clients", "threads", "tables", "table_size",
-                   "rate", "every", "operation", "keys", "rows", "operations", "timeout")
-_ACTION_WORDS = ("kill", "pause", "resume", "stop", "start", "restart", "cold", "drop",
-                 "promote", "network", "set", "convert", "wait", "execute")
-_EXPERIMENT_WORDS = ("title", "description", "tags", "seed", "duration", "repeat", "leave",
-                     "topology", "router", "variant", "vary", "workload", "before", "after",
-                     "at", "expect", "report")
+_TOPOLOGY_WORDS = (
+    "engine",
+    "primary",
+    "replicas",
+    "node",
+    "nodes",
+    "members",
+    "semi_sync",
+    "crash_safe",
+    "delay",
+    "auto_increment_offsets",
+)
+_WORKLOAD_WORDS = (
+    "target",
+    "write",
+    "read",
+    "clients",
+    "threads",
+    "tables",
+    "table_size",
+    "rate",
+    "every",
+    "operation",
+    "keys",
+    "rows",
+    "operations",
+    "timeout",
+)
+_ACTION_WORDS = (
+    "kill",
+    "pause",
+    "resume",
+    "stop",
+    "start",
+    "restart",
+    "cold",
+    "drop",
+    "promote",
+    "network",
+    "set",
+    "convert",
+    "wait",
+    "execute",
+)
+_EXPERIMENT_WORDS = (
+    "title",
+    "description",
+    "tags",
+    "seed",
+    "duration",
+    "repeat",
+    "leave",
+    "topology",
+    "router",
+    "variant",
+    "vary",
+    "workload",
+    "before",
+    "after",
+    "at",
+    "expect",
+    "report",
+)
 KEYWORD_HOME: dict[str, str] = {
     **{w: "belongs in the topology block" for w in _TOPOLOGY_WORDS},
-    **{w: "belongs in a router block" for w in ("writer", "writers", "reader", "readers",
-                                                 "check")},
+    **{w: "belongs in a router block" for w in ("writer", "writers", "reader", "readers", "check")},
     **{w: "belongs in a workload block" for w in _WORKLOAD_WORDS},
-    **{w: "starts an action: at 10s ... or inside before load { } / after w { }"
-       for w in _ACTION_WORDS},
+    **{
+        w: "starts an action: at 10s ... or inside before load { } / after w { }"
+        for w in _ACTION_WORDS
+    },
     **{w: "is a statement of the experiment block" for w in _EXPERIMENT_WORDS},
 }
 UNIT_WORDS = frozenset({"s", "ms", "us", "m", "h", "K", "M", "G", "T", "B", "KB", "MB", "GB"})
 
 
 # --- braces ------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class Brace:
@@ -142,23 +198,32 @@ def brace_error(text: str, path: str) -> LanguageError | None:
                         break
                     if indent <= opener.indent:
                         return LanguageError(
-                            path, _brace_span(opener),
+                            path,
+                            _brace_span(opener),
                             f"missing '}}': the {_block_name(opener)} block opened here is "
                             f"not closed before line {number}",
-                            f"add '}}' on its own line before line {number}")
+                            f"add '}}' on its own line before line {number}",
+                        )
         for b in by_line.get(number, []):
             if b.char == "{":
                 stack.append((b, None))
             elif stack:
                 stack.pop()
             else:
-                return LanguageError(path, _brace_span(b), "unexpected '}': no block is open here",
-                                     "remove it, or look for a '}' that closes a block too early")
+                return LanguageError(
+                    path,
+                    _brace_span(b),
+                    "unexpected '}': no block is open here",
+                    "remove it, or look for a '}' that closes a block too early",
+                )
     if stack:
         opener = stack[-1][0]
-        return LanguageError(path, _brace_span(opener),
-                             f"missing '}}': the {_block_name(opener)} block opened here is "
-                             "never closed", "add '}' at the end of the block")
+        return LanguageError(
+            path,
+            _brace_span(opener),
+            f"missing '}}': the {_block_name(opener)} block opened here is never closed",
+            "add '}' at the end of the block",
+        )
     return None
 
 
@@ -167,6 +232,7 @@ def _brace_span(b: Brace) -> Span:
 
 
 # --- describing one parse error -----------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Mistake:
@@ -198,8 +264,11 @@ def _in_block(head: str, *statements: str) -> tuple[str, ...]:
 
 
 def _in_actions(*actions: str) -> tuple[str, ...]:
-    return (_at_top(*(f"at 1s {a}" for a in actions))
-            + _in_block("before load", *actions) + _in_block("after w", *actions))
+    return (
+        _at_top(*(f"at 1s {a}" for a in actions))
+        + _in_block("before load", *actions)
+        + _in_block("after w", *actions)
+    )
 
 
 # The lexer's fallback may type a stray word as any of the overlapping word terminals.
@@ -221,7 +290,8 @@ MISTAKES: dict[str, Mistake] = {
         accept=lambda word: word[:1].isdigit(),
     ),
     "comma_in_value": Mistake(
-        _in_block("config", "a = b,c") + _in_block("variant v", "a = b,c")
+        _in_block("config", "a = b,c")
+        + _in_block("variant v", "a = b,c")
         + _in_block("config db1", "a = b,c")
         + _in_block("topology single", "config { a = b,c }"),
         frozenset({"COMMA"}),
@@ -229,7 +299,8 @@ MISTAKES: dict[str, Mistake] = {
         'e.g. sql_mode = "STRICT_TRANS_TABLES,NO_ZERO_DATE"',
     ),
     "missing_value": Mistake(
-        _in_block("config", "a =") + _in_block("variant v", "a =")
+        _in_block("config", "a =")
+        + _in_block("variant v", "a =")
         + _in_block("config db1", "a =")
         + _in_block("topology single", "config {\n a =\n}")
         + _in_actions("start a with b =", "set global b ="),
@@ -268,8 +339,12 @@ MISTAKES: dict[str, Mistake] = {
         'experiment "replica-kill" {',
     ),
     "after_experiment": Mistake(
-        ('experiment "x" {\n}\nexperiment "y" {\n}', 'experiment "x" {\n}\n}',
-         'experiment "x" {\n}\nduration 1s', 'experiment "x" {\n}\n}\n'),
+        (
+            'experiment "x" {\n}\nexperiment "y" {\n}',
+            'experiment "x" {\n}\n}',
+            'experiment "x" {\n}\nduration 1s',
+            'experiment "x" {\n}\n}\n',
+        ),
         _WORDS | {"LBRACE", "RBRACE", "STRING", "EXPERIMENT"},
         "unexpected '{tok}' after the end of the experiment",
         "a file holds one experiment; look for a '}' that closes it too early",
@@ -347,8 +422,7 @@ def _describe(names: set[str], limit: int = LIST_LIMIT) -> str:
     words = _words()
     real = [n for n in names if n not in {"_NL", "$END"}] or list(names)
     # keywords and punctuation first (alphabetically), then kinds of values
-    shown = sorted((words.get(n, n) for n in real),
-                   key=lambda w: (not w.startswith("'"), w))
+    shown = sorted((words.get(n, n) for n in real), key=lambda w: (not w.startswith("'"), w))
     if len(shown) > limit:
         shown = shown[:limit] + ["..."]
     if len(shown) == 1:
@@ -376,8 +450,12 @@ def _previous_word(text: str, line: int, column: int) -> str:
 
 def _end_span(text: str) -> Span:
     lines = text.split("\n")
-    return Span(line=len(lines), column=len(lines[-1]) + 1, end_line=len(lines),
-                end_column=len(lines[-1]) + 2)
+    return Span(
+        line=len(lines),
+        column=len(lines[-1]) + 1,
+        end_line=len(lines),
+        end_column=len(lines[-1]) + 2,
+    )
 
 
 def _token_span(tok: Token, text: str) -> Span:
@@ -406,20 +484,23 @@ def _enclosing_block(text: str, line: int, column: int) -> str | None:
 def _special_token(word: str, span: Span, path: str) -> LanguageError | None:
     """Mistakes recognisable from the token's text alone."""
     if word.startswith("'"):
-        return LanguageError(path, span, "strings use double quotes, not '",
-                             'e.g. description "a replica dies"')
+        return LanguageError(
+            path, span, "strings use double quotes, not '", 'e.g. description "a replica dies"'
+        )
     if re.match(r"-\d", word):
         return LanguageError(path, span, "negative numbers are not allowed here")
     if word and not word[0].isascii():
-        return LanguageError(path, _one_char(span), f"unexpected character {word[0]!r}",
-                             "names use ASCII letters, digits and '_'; put other text in "
-                             "double quotes")
+        return LanguageError(
+            path,
+            _one_char(span),
+            f"unexpected character {word[0]!r}",
+            "names use ASCII letters, digits and '_'; put other text in double quotes",
+        )
     return None
 
 
 def _one_char(span: Span) -> Span:
-    return Span(line=span.line, column=span.column, end_line=span.line,
-                end_column=span.column + 1)
+    return Span(line=span.line, column=span.column, end_line=span.line, end_column=span.column + 1)
 
 
 def _same_line(prev: str) -> bool:
@@ -436,11 +517,16 @@ def describe_token_error(exc: UnexpectedToken, text: str, path: str) -> Language
     # ("%d" applied to a ParserState) whenever two accept sets differ. Several mistakes share
     # a parser state (after a metric: '=' or a missing comparison), so a match on the token's
     # type is preferred, and the token types checked below keep a same-state match honest.
-    label = exc.match_examples(_raise_example, {k: m.examples for k, m in MISTAKES.items()},
-                               token_type_match_fallback=True, use_accepts=False)
+    label = exc.match_examples(
+        _raise_example,
+        {k: m.examples for k, m in MISTAKES.items()},
+        token_type_match_fallback=True,
+        use_accepts=False,
+    )
     if label is not None:
         mistake = MISTAKES[label]
         if tok.type in mistake.tokens and (mistake.accept is None or mistake.accept(str(tok))):
+
             def fill(template: str) -> str:
                 return template.replace("{tok}", shown).replace("{prev}", prev)
 
@@ -449,8 +535,9 @@ def describe_token_error(exc: UnexpectedToken, text: str, path: str) -> Language
     return _generic(exc, text, path, span, prev, shown)
 
 
-def _generic(exc: UnexpectedToken, text: str, path: str, span: Span, prev: str,
-             shown: str) -> LanguageError:
+def _generic(
+    exc: UnexpectedToken, text: str, path: str, span: Span, prev: str, shown: str
+) -> LanguageError:
     tok = exc.token
     expected = _expected(exc)
     keywords = sorted(k for k in (_keyword_of(n) for n in expected) if k)
@@ -460,8 +547,9 @@ def _generic(exc: UnexpectedToken, text: str, path: str, span: Span, prev: str,
     if special is not None:
         return special
     if tok.type in _WORDS and word in UNIT_WORDS and re.fullmatch(r"[\d.]+", prev):
-        return LanguageError(path, span, "a unit is written right after its number",
-                             f"write {prev}{word}")
+        return LanguageError(
+            path, span, "a unit is written right after its number", f"write {prev}{word}"
+        )
     if tok.type in _WORDS and re.fullmatch(r"[A-Za-z_]\w*", word) and keywords:
         statement_position = "RBRACE" in expected or "_NL" in expected
         close = difflib.get_close_matches(word.lower(), keywords, n=1, cutoff=0.6)
@@ -469,30 +557,50 @@ def _generic(exc: UnexpectedToken, text: str, path: str, span: Span, prev: str,
         inside = f" inside '{block}'" if block else ""
         expected_hint = f"expected {_describe(expected, limit=40)}"
         if close and close[0] != word:
-            message = (f"unknown keyword '{word}'" if statement_position
-                       else f"expected {_describe(expected)}{after}, not '{word}'")
+            if statement_position:
+                message = f"unknown keyword '{word}'"
+            elif "KILL" in expected:  # where an action starts
+                message = f"unknown action '{word}'"
+            else:
+                message = f"expected {_describe(expected)}{after}, not '{word}'"
             return LanguageError(path, span, message, f"did you mean '{close[0]}'?")
         if word in grammar_keywords():
             home = KEYWORD_HOME.get(word)
             hint = f"'{word}' {home}; {expected_hint}" if home else expected_hint
             return LanguageError(path, span, f"'{word}' cannot be used here{inside}", hint)
         if statement_position and not _same_line(prev):
-            return LanguageError(path, span, f"unknown keyword '{word}'{inside}",
-                                 expected_hint)
-    if ("RBRACE" in expected or "_NL" in expected) and tok.type not in {"_NL", "$END", "RBRACE"} \
-            and _same_line(prev):
-        return LanguageError(path, span, f"unexpected '{shown}'{after}",
-                             "one statement per line; a statement ends at the end of its line")
+            return LanguageError(path, span, f"unknown keyword '{word}'{inside}", expected_hint)
+        if "KILL" in expected and not statement_position:
+            return LanguageError(path, span, f"unknown action '{word}'", expected_hint)
+    if (
+        ("RBRACE" in expected or "_NL" in expected)
+        and tok.type not in {"_NL", "$END", "RBRACE"}
+        and _same_line(prev)
+    ):
+        return LanguageError(
+            path,
+            span,
+            f"unexpected '{shown}'{after}",
+            "one statement per line; a statement ends at the end of its line",
+        )
     if tok.type == "_NL":
-        return LanguageError(path, span, f"missing {_describe(expected)}{after}",
-                             "a statement ends at the end of its line")
+        return LanguageError(
+            path,
+            span,
+            f"missing {_describe(expected)}{after}",
+            "a statement ends at the end of its line",
+        )
     if tok.type == "$END":
         if not re.sub(r"#[^\n]*", "", text).strip():
-            return LanguageError(path, Span(line=1, column=1, end_line=1, end_column=1),
-                                 "the file has no experiment",
-                                 'an experiment file starts with: experiment "name" {')
-        return LanguageError(path, span, "unexpected end of file",
-                             f"expected {_describe(expected)}")
+            return LanguageError(
+                path,
+                Span(line=1, column=1, end_line=1, end_column=1),
+                "the file has no experiment",
+                'an experiment file starts with: experiment "name" {',
+            )
+        return LanguageError(
+            path, span, "unexpected end of file", f"expected {_describe(expected)}"
+        )
     if tok.type == "RBRACE":
         return LanguageError(path, span, f"missing {_describe(expected)} before '}}'")
     return LanguageError(path, span, f"expected {_describe(expected)}{after}, not '{shown}'")
@@ -503,20 +611,23 @@ def describe_char_error(exc: UnexpectedCharacters, text: str, path: str) -> Lang
     span = Span(line=line, column=column, end_line=line, end_column=column + 1)
     ch = exc.char
     if ch == '"':
-        return LanguageError(path, span, "unterminated string",
-                             'close it with " on the same line')
+        return LanguageError(path, span, "unterminated string", 'close it with " on the same line')
     if ch == "'":
-        return LanguageError(path, span, "strings use double quotes, not '",
-                             'e.g. description "a replica dies"')
+        return LanguageError(
+            path, span, "strings use double quotes, not '", 'e.g. description "a replica dies"'
+        )
     pos = exc.pos_in_stream or 0
-    if ch == "-" and text[pos + 1: pos + 2].isdigit():
+    if ch == "-" and text[pos + 1 : pos + 2].isdigit():
         return LanguageError(path, span, "negative numbers are not allowed here")
     if ch == "$":
         return LanguageError(path, span, "'$' starts a parameter name: $threads")
     if not ch.isascii() and ch.isalpha():
-        return LanguageError(path, span, f"unexpected character {ch!r}",
-                             "names use ASCII letters, digits and '_'; put other text in "
-                             "double quotes")
+        return LanguageError(
+            path,
+            span,
+            f"unexpected character {ch!r}",
+            "names use ASCII letters, digits and '_'; put other text in double quotes",
+        )
     allowed = {n for n in (exc.allowed or ()) if n != "NAME"} or set(exc.allowed or ())
     hint = f"expected {_describe(allowed)}" if allowed else None
     return LanguageError(path, span, f"unexpected character {ch!r}", hint)
@@ -529,11 +640,13 @@ def describe_error(exc: UnexpectedInput, text: str, path: str) -> LanguageError:
         return describe_char_error(exc, text, path)
     line = getattr(exc, "line", 1) or 1
     column = getattr(exc, "column", 1) or 1
-    return LanguageError(path, Span(line=line, column=column, end_line=line,
-                                    end_column=column + 1), "syntax error")
+    return LanguageError(
+        path, Span(line=line, column=column, end_line=line, end_column=column + 1), "syntax error"
+    )
 
 
 # --- several errors per file -------------------------------------------------------------------
+
 
 def _blank(text: str, start: int, end: int) -> str:
     """``text`` with ``[start, end)`` replaced by spaces (newlines kept: positions hold)."""
@@ -587,7 +700,9 @@ def syntax_errors(text: str, path: str) -> list[LanguageError]:
                 break  # after blanking a line, an early end of file is our own doing
             err = describe_error(exc, current, path)
             if errors and (err.span.line, err.span.column) <= (
-                    errors[-1].span.line, errors[-1].span.column):
+                errors[-1].span.line,
+                errors[-1].span.column,
+            ):
                 break
             errors.append(err)
             if balance != 0 or at_end:

@@ -45,6 +45,7 @@ from dsl.models import (
     WaitUntil,
     Workload,
 )
+from dsl.plan import NodeRole
 from dsl.units import kind_problem
 
 # --- safety of names, keys and values ---------------------------------------------------------
@@ -60,14 +61,39 @@ MAX_VALUE = 1024
 VALUE_CHARS_HINT = "allowed: letters, digits, spaces and _ . , : / + @ % = * ~ ^ -"
 
 # Set by the lab for every node; a file that sets them would break ports, paths or ids.
-MANAGED_KEYS = frozenset({
-    "server_id", "port", "socket", "datadir", "basedir", "bind_address", "pid_file",
-    "log_error", "tmpdir", "user", "plugin_dir", "report_host", "report_port",
-    "wsrep_provider", "wsrep_cluster_address", "wsrep_node_address", "wsrep_node_name",
-    "wsrep_node_incoming_address", "wsrep_sst_receive_address", "mysqlx_port", "admin_port",
-    "net.port", "net.bindip", "net.bindipall", "storage.dbpath", "systemlog.path",
-    "processmanagement.pidfilepath", "replication.replsetname", "processmanagement.fork",
-})
+MANAGED_KEYS = frozenset(
+    {
+        "server_id",
+        "port",
+        "socket",
+        "datadir",
+        "basedir",
+        "bind_address",
+        "pid_file",
+        "log_error",
+        "tmpdir",
+        "user",
+        "plugin_dir",
+        "report_host",
+        "report_port",
+        "wsrep_provider",
+        "wsrep_cluster_address",
+        "wsrep_node_address",
+        "wsrep_node_name",
+        "wsrep_node_incoming_address",
+        "wsrep_sst_receive_address",
+        "mysqlx_port",
+        "admin_port",
+        "net.port",
+        "net.bindip",
+        "net.bindipall",
+        "storage.dbpath",
+        "systemlog.path",
+        "processmanagement.pidfilepath",
+        "replication.replsetname",
+        "processmanagement.fork",
+    }
+)
 
 Where = Literal["key", "value"]
 Problem = tuple[Where, str, str | None]
@@ -77,7 +103,7 @@ def normal_key(key: str) -> str:
     """``innodb-buffer-pool-size`` and ``loose_innodb_buffer_pool_size`` are the same option
     as ``innodb_buffer_pool_size`` for the server."""
     k = key.lower().replace("-", "_")
-    return k[len("loose_"):] if k.startswith("loose_") else k
+    return k[len("loose_") :] if k.startswith("loose_") else k
 
 
 def is_safe_name(name: str) -> bool:
@@ -97,12 +123,13 @@ def _value_problem(value: str) -> tuple[str, str | None] | None:
         return None
     shown = repr(bad)
     if bad in "\"'`\\":
-        return (f"the value contains {shown}: quotes and backslashes are not allowed",
-                "values are written into my.cnf as they are and must never reach a shell; "
-                + VALUE_CHARS_HINT)
+        return (
+            f"the value contains {shown}: quotes and backslashes are not allowed",
+            "values are written into my.cnf as they are and must never reach a shell; "
+            + VALUE_CHARS_HINT,
+        )
     if bad in "#;":
-        return (f"the value contains {shown}, which starts a comment in my.cnf",
-                VALUE_CHARS_HINT)
+        return (f"the value contains {shown}, which starts a comment in my.cnf", VALUE_CHARS_HINT)
     return f"the value contains {shown}, which is not allowed", VALUE_CHARS_HINT
 
 
@@ -114,14 +141,26 @@ def setting_problems(key: str, value: str, context: str) -> list[Problem]:
     if len(key) > MAX_KEY:
         problems.append(("key", f"the setting name is longer than {MAX_KEY} characters", None))
     elif pattern.fullmatch(key) is None:
-        allowed = ("letters, digits and '_'" if context == "set global"
-                   else "letters, digits, '_', '.' and '-'")
-        problems.append(("key", f"'{key}' is not a valid setting name",
-                         f"a setting name starts with a letter or '_' and has {allowed}"))
+        allowed = (
+            "letters, digits and '_'"
+            if context == "set global"
+            else "letters, digits, '_', '.' and '-'"
+        )
+        problems.append(
+            (
+                "key",
+                f"'{key}' is not a valid setting name",
+                f"a setting name starts with a letter or '_' and has {allowed}",
+            )
+        )
     elif normal_key(key) in MANAGED_KEYS:
-        problems.append(("key", f"'{key}' is set by the lab and cannot be changed",
-                         "ports, paths, ids and cluster addresses come from the plan; see "
-                         "`lab plan`"))
+        problems.append(
+            (
+                "key",
+                f"'{key}' is set by the lab and cannot be changed",
+                "ports, paths, ids and cluster addresses come from the plan; see `lab plan`",
+            )
+        )
     value_problem = _value_problem(value)
     if value_problem:
         problems.append(("value", *value_problem))
@@ -142,13 +181,22 @@ MAX_CELLS = 10000
 MAX_NODES = 50
 
 SYSBENCH_SCRIPTS = (
-    "oltp_read_write", "oltp_read_only", "oltp_write_only", "oltp_insert", "oltp_delete",
-    "oltp_point_select", "oltp_update_index", "oltp_update_non_index", "select_random_points",
-    "select_random_ranges", "bulk_insert", "tpcc",
+    "oltp_read_write",
+    "oltp_read_only",
+    "oltp_write_only",
+    "oltp_insert",
+    "oltp_delete",
+    "oltp_point_select",
+    "oltp_update_index",
+    "oltp_update_non_index",
+    "select_random_points",
+    "select_random_ranges",
+    "bulk_insert",
+    "tpcc",
 )
 SAFE_SCRIPT_PATH = re.compile(r"[A-Za-z0-9_./\-]+\.lua")
 
-ROLE_OF_KIND = {
+ROLE_OF_KIND: dict[str, NodeRole] = {
     "single": "single",
     "galera": "galera",
     "primary_primary": "primary_primary",
@@ -171,7 +219,7 @@ def listing(names: Iterable[str]) -> str:
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
     name: str
-    role: str
+    role: NodeRole
     ref: NodeRef
 
 
@@ -224,15 +272,21 @@ class _Validator:
             return None
         info = self.nodes.get(ref.name)
         if info is None:
-            self.error(ref.span, f"unknown {what} '{ref.name}' (known: {listing(self.nodes)})",
-                       did_you_mean(ref.name, self.nodes))
+            self.error(
+                ref.span,
+                f"unknown {what} '{ref.name}' (known: {listing(self.nodes)})",
+                did_you_mean(ref.name, self.nodes),
+            )
         return info
 
     def workload(self, name: str, span: Span) -> Workload | None:
         w = self.workloads.get(name)
         if w is None:
-            self.error(span, f"unknown workload '{name}' (known: {listing(self.workloads)})",
-                       did_you_mean(name, self.workloads))
+            self.error(
+                span,
+                f"unknown workload '{name}' (known: {listing(self.workloads)})",
+                did_you_mean(name, self.workloads),
+            )
         return w
 
     def run(self) -> list[LanguageError]:
@@ -253,47 +307,71 @@ class _Validator:
         for info in self.node_list:
             if info.name in self.nodes:
                 first = self.nodes[info.name].ref.span.line
-                self.error(info.ref.span,
-                           f"node '{info.name}' is declared twice (first at line {first})")
+                self.error(
+                    info.ref.span, f"node '{info.name}' is declared twice (first at line {first})"
+                )
                 continue
             if info.name == "router":
-                self.error(info.ref.span, "'router' cannot name a node",
-                           "it names the router's endpoints: router.writer, router.reader")
+                self.error(
+                    info.ref.span,
+                    "'router' cannot name a node",
+                    "it names the router's endpoints: router.writer, router.reader",
+                )
             self.nodes[info.name] = info
         if len(self.node_list) > MAX_NODES:
-            self.error(t.span, f"the topology has {len(self.node_list)} nodes; at most "
-                       f"{MAX_NODES} fit the port layout")
+            self.error(
+                t.span,
+                f"the topology has {len(self.node_list)} nodes; at most "
+                f"{MAX_NODES} fit the port layout",
+            )
         flavor = t.engine.flavor
         if self.kind == "mongodb_replset" and flavor not in MONGO_FLAVORS:
-            self.error(t.engine.span, f"a MongoDB replica set runs psmdb or mongodb, not {flavor}",
-                       "engine psmdb 7.0  or  engine mongodb 7.0")
+            self.error(
+                t.engine.span,
+                f"a MongoDB replica set runs psmdb or mongodb, not {flavor}",
+                "engine psmdb 7.0  or  engine mongodb 7.0",
+            )
         elif self.kind != "mongodb_replset" and flavor in MONGO_FLAVORS:
-            self.error(t.engine.span, f"{flavor} only runs a mongodb_replset topology",
-                       "for MySQL-family servers: engine mariadb, mysql or percona")
+            self.error(
+                t.engine.span,
+                f"{flavor} only runs a mongodb_replset topology",
+                "for MySQL-family servers: engine mariadb, mysql or percona",
+            )
         elif self.kind == "galera" and flavor != "mariadb":
-            self.error(t.engine.span, f"the galera topology runs on mariadb (galera-4), "
-                       f"not {flavor}", "engine mariadb 10.11")
+            self.error(
+                t.engine.span,
+                f"the galera topology runs on mariadb (galera-4), not {flavor}",
+                "engine mariadb 10.11",
+            )
         if isinstance(t, GaleraTopology) and len(t.nodes) < 2:
-            self.error(t.span, "a galera cluster needs at least 2 nodes",
-                       "3 nodes keep a quorum when one fails: nodes g1, g2, g3")
+            self.error(
+                t.span,
+                "a galera cluster needs at least 2 nodes",
+                "3 nodes keep a quorum when one fails: nodes g1, g2, g3",
+            )
         if isinstance(t, PrimaryPrimaryTopology) and len(t.nodes) != 2:
-            self.error(t.span, f"primary_primary has exactly 2 nodes, not {len(t.nodes)}",
-                       "nodes p1, p2 (for more writers, use galera)")
+            self.error(
+                t.span,
+                f"primary_primary has exactly 2 nodes, not {len(t.nodes)}",
+                "nodes p1, p2 (for more writers, use galera)",
+            )
         if isinstance(t, ReplicationTopology):
             self.check_replication(t)
 
     def check_replication(self, t: ReplicationTopology) -> None:
         if t.semi_sync and not t.replicas:
-            self.error(t.span, "semi_sync needs at least one replica",
-                       "add: replicas db2, db3")
+            self.error(t.span, "semi_sync needs at least one replica", "add: replicas db2, db3")
         delayed: set[str] = set()
         for d in t.delays:
             info = self.node(d.node)
             if info is None:
                 continue
             if info.role == "primary":
-                self.error(d.node.span, f"'{d.node.name}' is the primary; only a replica can "
-                           "be delayed", f"delay one of: {listing(r.name for r in t.replicas)}")
+                self.error(
+                    d.node.span,
+                    f"'{d.node.name}' is the primary; only a replica can be delayed",
+                    f"delay one of: {listing(r.name for r in t.replicas)}",
+                )
             elif d.node.name in delayed:
                 self.error(d.node.span, f"'{d.node.name}' is delayed twice")
             delayed.add(d.node.name)
@@ -303,8 +381,11 @@ class _Validator:
         if r is None:
             return
         if self.kind == "mongodb_replset":
-            self.error(r.span, f"{r.kind} routes MySQL-protocol traffic; a MongoDB replica set "
-                       "has no router here", "clients of a replica set target its members")
+            self.error(
+                r.span,
+                f"{r.kind} routes MySQL-protocol traffic; a MongoDB replica set has no router here",
+                "clients of a replica set target its members",
+            )
         for group in (r.writers, r.readers):
             seen: set[str] = set()
             for ref in group:
@@ -321,8 +402,9 @@ class _Validator:
         seen: dict[str, int] = {}
         for v in self.exp.variants:
             if v.name in seen:
-                self.error(v.span, f"variant '{v.name}' is defined twice (first at line "
-                           f"{seen[v.name]})")
+                self.error(
+                    v.span, f"variant '{v.name}' is defined twice (first at line {seen[v.name]})"
+                )
             seen.setdefault(v.name, v.span.line)
             self.check_settings(v.settings, v.span)
 
@@ -338,12 +420,14 @@ class _Validator:
         for w in self.exp.workloads:
             if w.name in self.workloads:
                 first = self.workloads[w.name].span.line
-                self.error(w.span, f"workload '{w.name}' is defined twice (first at line "
-                           f"{first})")
+                self.error(w.span, f"workload '{w.name}' is defined twice (first at line {first})")
                 continue
             if w.name in self.nodes:
-                self.error(w.span, f"'{w.name}' names both a node and a workload",
-                           "give the workload another name")
+                self.error(
+                    w.span,
+                    f"'{w.name}' names both a node and a workload",
+                    "give the workload another name",
+                )
             self.workloads[w.name] = w
         longest = 0.0
         for w in self.exp.workloads:
@@ -351,25 +435,36 @@ class _Validator:
             if w.duration is not None:
                 longest = max(longest, w.duration)
                 if w.duration > self.exp.duration:
-                    self.error(w.span, f"workload '{w.name}' runs for {w.duration:g}s but the "
-                               f"experiment's load lasts {self.exp.duration:g}s",
-                               "lengthen the experiment's duration or shorten the workload's")
+                    self.error(
+                        w.span,
+                        f"workload '{w.name}' runs for {w.duration:g}s but the "
+                        f"experiment's load lasts {self.exp.duration:g}s",
+                        "lengthen the experiment's duration or shorten the workload's",
+                    )
         self.check_start_after()
 
     def check_workload(self, w: Workload) -> None:
         if w.kind == "read_your_writes":
             if not w.targets:
-                self.error(w.span, f"workload '{w.name}' does not say where it writes",
-                           "add: write router.writer")
+                self.error(
+                    w.span,
+                    f"workload '{w.name}' does not say where it writes",
+                    "add: write router.writer",
+                )
             elif len(w.targets) > 1:
-                self.error(w.targets[1].span, "read_your_writes writes through one endpoint",
-                           "read the key back on several: read db2, db3")
+                self.error(
+                    w.targets[1].span,
+                    "read_your_writes writes through one endpoint",
+                    "read the key back on several: read db2, db3",
+                )
             if not w.reads:
-                self.error(w.span, f"workload '{w.name}' does not say where it reads",
-                           "add: read db2, db3")
+                self.error(
+                    w.span, f"workload '{w.name}' does not say where it reads", "add: read db2, db3"
+                )
         elif not w.targets:
-            self.error(w.span, f"workload '{w.name}' has no target",
-                       "add: target db1  (or router.writer)")
+            self.error(
+                w.span, f"workload '{w.name}' has no target", "add: target db1  (or router.writer)"
+            )
         for e in list(w.targets) + list(w.reads):
             self.endpoint(e)
         if w.kind == "sysbench":
@@ -381,26 +476,40 @@ class _Validator:
 
     def check_sysbench(self, w: Workload) -> None:
         if w.script is None:
-            self.error(w.span, f"sysbench workload '{w.name}' needs a script",
-                       f"e.g. workload {w.name}: sysbench oltp_read_write {{ ... }}")
+            self.error(
+                w.span,
+                f"sysbench workload '{w.name}' needs a script",
+                f"e.g. workload {w.name}: sysbench oltp_read_write {{ ... }}",
+            )
         elif w.script not in SYSBENCH_SCRIPTS and SAFE_SCRIPT_PATH.fullmatch(w.script) is None:
-            self.error(w.script_span, f"unknown sysbench script '{w.script}' (known: "
-                       f"{listing(SYSBENCH_SCRIPTS)})",
-                       did_you_mean(w.script, SYSBENCH_SCRIPTS)
-                       or 'or give the path of a .lua file in quotes: "path/to/test.lua"')
+            self.error(
+                w.script_span,
+                f"unknown sysbench script '{w.script}' (known: {listing(SYSBENCH_SCRIPTS)})",
+                did_you_mean(w.script, SYSBENCH_SCRIPTS)
+                or 'or give the path of a .lua file in quotes: "path/to/test.lua"',
+            )
         if len(w.targets) > 1:
-            self.error(w.targets[1].span, "sysbench connects to one endpoint",
-                       "run one sysbench workload per node, or target router.writer")
+            self.error(
+                w.targets[1].span,
+                "sysbench connects to one endpoint",
+                "run one sysbench workload per node, or target router.writer",
+            )
 
     def endpoint(self, e: Endpoint) -> None:
         if e.name.startswith("router."):
             r = self.exp.router
             if r is None:
-                self.error(e.span, f"'{e.name}' needs a router",
-                           "add: router haproxy { writer db1  readers db2 }")
+                self.error(
+                    e.span,
+                    f"'{e.name}' needs a router",
+                    "add: router haproxy { writer db1  readers db2 }",
+                )
             elif e.name == "router.reader" and not r.readers:
-                self.error(e.span, "'router.reader' needs readers in the router",
-                           "add to the router: readers db2, db3")
+                self.error(
+                    e.span,
+                    "'router.reader' needs readers in the router",
+                    "add to the router: readers db2, db3",
+                )
             return
         self.node(NodeRef(name=e.name, span=e.span))
 
@@ -415,16 +524,19 @@ class _Validator:
                 self.error(w.start_after_span, f"workload '{w.name}' cannot start after itself")
                 continue
             if not is_bounded(before):
-                self.error(w.start_after_span,
-                           f"workload '{before.name}' never finishes on its own, so "
-                           f"'{w.name}' would never start",
-                           f"bound '{before.name}': rows 5000, operations 1000 or duration 20s")
+                self.error(
+                    w.start_after_span,
+                    f"workload '{before.name}' never finishes on its own, so "
+                    f"'{w.name}' would never start",
+                    f"bound '{before.name}': rows 5000, operations 1000 or duration 20s",
+                )
             chain, cur = {w.name}, before
             while cur.start_after is not None and cur.start_after in self.workloads:
                 if cur.name in chain:
-                    self.error(w.start_after_span,
-                               f"workloads wait for each other in a circle: "
-                               f"{' -> '.join(sorted(chain))}")
+                    self.error(
+                        w.start_after_span,
+                        f"workloads wait for each other in a circle: {' -> '.join(sorted(chain))}",
+                    )
                     break
                 chain.add(cur.name)
                 cur = self.workloads[cur.start_after]
@@ -444,32 +556,43 @@ class _Validator:
             for field, ref in workload_params(w):
                 if ref.name not in params:
                     known = ", ".join(f"${p}" for p in params) or "none"
-                    self.error(ref.span, f"unknown parameter ${ref.name} (known: {known})",
-                               did_you_mean(ref.name, params)
-                               or f"add: vary {ref.name} in 1, 4, 16")
+                    self.error(
+                        ref.span,
+                        f"unknown parameter ${ref.name} (known: {known})",
+                        did_you_mean(ref.name, params) or f"add: vary {ref.name} in 1, 4, 16",
+                    )
                     continue
                 used.setdefault(ref.name, []).append(field)
         for s in self.exp.sweeps:
             if s.target != "param" or seen.get(s.name) != s.span.line:
                 continue
             if s.name not in used:
-                self.error(s.span, f"'vary {s.name}' is not used: no workload says ${s.name}",
-                           f"use it (threads ${s.name}), or vary a server variable: "
-                           f"vary config {s.name} in ...")
+                self.error(
+                    s.span,
+                    f"'vary {s.name}' is not used: no workload says ${s.name}",
+                    f"use it (threads ${s.name}), or vary a server variable: "
+                    f"vary config {s.name} in ...",
+                )
                 continue
             for field in sorted(set(used[s.name])):
                 low, high = PARAM_LIMITS[field]
                 for v in s.values:
                     if not v.isdigit() or not low <= int(v) <= high:
-                        self.error(s.span, f"'{v}' cannot be used as {field} (${s.name}): it "
-                                   f"must be a whole number from {low} to {high}")
+                        self.error(
+                            s.span,
+                            f"'{v}' cannot be used as {field} (${s.name}): it "
+                            f"must be a whole number from {low} to {high}",
+                        )
         cells = max(1, len(self.exp.variants)) * self.exp.repeat
         for s in self.exp.sweeps:
             cells *= max(1, len(s.values))
         if cells > MAX_CELLS:
-            self.error(self.exp.span, f"the run matrix has {cells} cells (variants x vary "
-                       f"values x repeat); at most {MAX_CELLS}",
-                       "vary fewer values or repeat fewer times")
+            self.error(
+                self.exp.span,
+                f"the run matrix has {cells} cells (variants x vary "
+                f"values x repeat); at most {MAX_CELLS}",
+                "vary fewer values or repeat fewer times",
+            )
 
     # --- steps, timeline, actions ---------------------------------------------------------
 
@@ -479,16 +602,21 @@ class _Validator:
             key = step.workload if step.when == "after" else None
             label = "before load" if key is None else f"after {key}"
             if key in seen:
-                self.error(step.span, f"there is already a '{label}' block (line {seen[key]})",
-                           "put all its actions in one block")
+                self.error(
+                    step.span,
+                    f"there is already a '{label}' block (line {seen[key]})",
+                    "put all its actions in one block",
+                )
             seen.setdefault(key, step.span.line)
             if step.when == "after" and step.workload is not None:
                 w = self.workload(step.workload, step.workload_span)
                 if w is not None and not is_bounded(w):
-                    self.error(step.workload_span,
-                               f"workload '{w.name}' never finishes on its own, so "
-                               f"'after {w.name}' would never run",
-                               f"bound '{w.name}': rows 5000, operations 1000 or duration 20s")
+                    self.error(
+                        step.workload_span,
+                        f"workload '{w.name}' never finishes on its own, so "
+                        f"'after {w.name}' would never run",
+                        f"bound '{w.name}': rows 5000, operations 1000 or duration 20s",
+                    )
             for action in step.actions:
                 self.check_action(action)
 
@@ -496,9 +624,11 @@ class _Validator:
         duration = self.exp.duration
         for timed in self.exp.timeline:
             if timed.at > duration:
-                self.error(timed.span, f"at {timed.at:g}s is after the end of the load "
-                           f"(duration {duration:g}s)",
-                           "move the action earlier or lengthen the experiment: duration ...")
+                self.error(
+                    timed.span,
+                    f"at {timed.at:g}s is after the end of the load (duration {duration:g}s)",
+                    "move the action earlier or lengthen the experiment: duration ...",
+                )
             self.check_action(timed.action)
 
     def check_action(self, a: Action) -> None:  # noqa: C901 - one branch per action
@@ -512,24 +642,36 @@ class _Validator:
         elif isinstance(a, ReplicationControl):
             info = self.node(a.node)
             if self.kind not in ("replication", "primary_primary"):
-                self.error(a.span, f"'{a.verb} replication' controls asynchronous replication, "
-                           f"which a {self.kind} topology does not have")
+                self.error(
+                    a.span,
+                    f"'{a.verb} replication' controls asynchronous replication, "
+                    f"which a {self.kind} topology does not have",
+                )
             elif info is not None and info.role == "primary":
-                self.error(a.node.span, f"'{a.node.name}' is the primary: it does not "
-                           "replicate from anyone", f"use a replica: {self.replicas()}")
+                self.error(
+                    a.node.span,
+                    f"'{a.node.name}' is the primary: it does not replicate from anyone",
+                    f"use a replica: {self.replicas()}",
+                )
         elif isinstance(a, NetworkFault):
             self.check_network(a)
         elif isinstance(a, SetGlobal):
             for ref in a.nodes:
                 self.node(ref)
             if self.kind == "mongodb_replset":
-                self.error(a.span, "'set global' changes a MySQL-family server variable; "
-                           "this topology runs MongoDB")
+                self.error(
+                    a.span,
+                    "'set global' changes a MySQL-family server variable; "
+                    "this topology runs MongoDB",
+                )
         elif isinstance(a, ConvertStandalone):
             self.node(a.node)
             if self.kind != "mongodb_replset":
-                self.error(a.span, f"'convert ... to standalone' turns a MongoDB replica set "
-                           f"member into a standalone server; this topology is {self.kind}")
+                self.error(
+                    a.span,
+                    f"'convert ... to standalone' turns a MongoDB replica set "
+                    f"member into a standalone server; this topology is {self.kind}",
+                )
         elif isinstance(a, WaitUntil):
             self.check_wait(a)
         elif isinstance(a, RunSql):
@@ -543,54 +685,79 @@ class _Validator:
     def check_promote(self, a: Promote) -> None:
         info = self.node(a.node)
         if self.kind in ("galera", "primary_primary", "single"):
-            reason = {"galera": "every galera node already takes writes",
-                      "primary_primary": "both nodes already take writes",
-                      "single": "a single server has no replica to promote"}[self.kind]
+            reason = {
+                "galera": "every galera node already takes writes",
+                "primary_primary": "both nodes already take writes",
+                "single": "a single server has no replica to promote",
+            }[self.kind]
             self.error(a.span, f"cannot promote a node in a {self.kind} topology: {reason}")
         elif info is not None and info.role == "primary":
-            self.error(a.node.span, f"'{a.node.name}' is already the primary",
-                       f"promote a replica: {self.replicas()}")
+            self.error(
+                a.node.span,
+                f"'{a.node.name}' is already the primary",
+                f"promote a replica: {self.replicas()}",
+            )
 
     def check_network(self, a: NetworkFault) -> None:
         self.node(a.node)
         if a.link == "replication" and self.kind not in ("replication", "primary_primary"):
             hint = "use: on group" if self.kind in ("galera", "mongodb_replset") else None
-            self.error(a.span, f"a {self.kind} topology has no asynchronous replication link",
-                       hint)
+            self.error(a.span, f"a {self.kind} topology has no asynchronous replication link", hint)
         if a.link == "group" and self.kind not in ("galera", "mongodb_replset"):
             hint = "use: on replication" if self.kind != "single" else None
-            self.error(a.span, f"'group' is the link between galera nodes or replica set "
-                       f"members; this topology is {self.kind}", hint)
+            self.error(
+                a.span,
+                f"'group' is the link between galera nodes or replica set "
+                f"members; this topology is {self.kind}",
+                hint,
+            )
 
     def check_wait(self, a: WaitUntil) -> None:
         cond = a.condition
         if cond == "primary_elected":
             if a.node is not None:
-                self.error(a.node.span, "'primary_elected' is about the whole replica set; "
-                           "it takes no node", "wait until primary_elected timeout 30s")
+                self.error(
+                    a.node.span,
+                    "'primary_elected' is about the whole replica set; it takes no node",
+                    "wait until primary_elected timeout 30s",
+                )
             if self.kind != "mongodb_replset":
-                self.error(a.span, f"'primary_elected' is for a MongoDB replica set; a "
-                           f"{self.kind} topology elects no primary")
+                self.error(
+                    a.span,
+                    f"'primary_elected' is for a MongoDB replica set; a "
+                    f"{self.kind} topology elects no primary",
+                )
             return
         if a.node is None:
-            self.error(a.span, f"'wait until {cond}' needs a node",
-                       f"wait until {self.node_list[0].name} {cond}")
+            self.error(
+                a.span,
+                f"'wait until {cond}' needs a node",
+                f"wait until {self.node_list[0].name} {cond}",
+            )
             return
         info = self.node(a.node)
         if cond == "synced" and self.kind != "galera":
-            self.error(a.span, f"'synced' is a galera node state; this topology is "
-                       f"{self.kind}",
-                       "for a replica use: caught_up" if self.kind != "single" else None)
+            self.error(
+                a.span,
+                f"'synced' is a galera node state; this topology is {self.kind}",
+                "for a replica use: caught_up" if self.kind != "single" else None,
+            )
         elif cond in ("caught_up", "downloaded"):
             allowed = ("replication", "primary_primary") + (
-                ("mongodb_replset",) if cond == "caught_up" else ())
+                ("mongodb_replset",) if cond == "caught_up" else ()
+            )
             if self.kind not in allowed:
-                self.error(a.span, f"'{cond}' is about a replica; a {self.kind} topology has "
-                           "none", "for a galera node use: synced"
-                           if self.kind == "galera" else None)
+                self.error(
+                    a.span,
+                    f"'{cond}' is about a replica; a {self.kind} topology has none",
+                    "for a galera node use: synced" if self.kind == "galera" else None,
+                )
             elif info is not None and info.role == "primary":
-                self.error(a.node.span, f"'{a.node.name}' is the primary; '{cond}' is about "
-                           "a replica", f"use a replica: {self.replicas()}")
+                self.error(
+                    a.node.span,
+                    f"'{a.node.name}' is the primary; '{cond}' is about a replica",
+                    f"use a replica: {self.replicas()}",
+                )
 
     # --- expectations and reports ---------------------------------------------------------
 
@@ -611,30 +778,45 @@ class _Validator:
                 self.check_node_metric(m, NodeRef(name=m.subject, span=subject_span))
         elif m.subject is None:
             if spec.subject == "workload":
-                self.error(m.span, f"{m.name} needs a workload: {m.name}(w) "
-                           f"(known: {listing(self.workloads)})")
+                self.error(
+                    m.span,
+                    f"{m.name} needs a workload: {m.name}(w) (known: {listing(self.workloads)})",
+                )
         else:
             workload = self.workload(m.subject, subject_span)
-            if workload is not None and spec.workload_kinds is not None and \
-                    workload.kind not in spec.workload_kinds:
+            if (
+                workload is not None
+                and spec.workload_kinds is not None
+                and workload.kind not in spec.workload_kinds
+            ):
                 kinds = " or ".join(sorted(spec.workload_kinds))
-                self.error(subject_span, f"{m.name} is measured on a {kinds} workload; "
-                           f"'{workload.name}' is a {workload.kind}")
+                self.error(
+                    subject_span,
+                    f"{m.name} is measured on a {kinds} workload; "
+                    f"'{workload.name}' is a {workload.kind}",
+                )
         if m.on is not None:
             self.check_on(m, spec.on, workload)
         if m.code is not None and not spec.code:
             self.error(m.span, f"only errors() takes an error code, not {m.name}()")
         if m.stat is not None and m.stat not in spec.stats:
-            self.error(m.span, f"{m.name} has no statistic '{m.stat}' (known: "
-                       f"{listing(spec.stats)})", did_you_mean(m.stat, spec.stats))
+            self.error(
+                m.span,
+                f"{m.name} has no statistic '{m.stat}' (known: {listing(spec.stats)})",
+                did_you_mean(m.stat, spec.stats),
+            )
             return
         if m.last is not None:
             if not spec.last:
-                self.error(m.span, f"'last' does not apply to {m.name}",
-                           "it applies to throughput, latency, errors, stalls, replication_lag")
+                self.error(
+                    m.span,
+                    f"'last' does not apply to {m.name}",
+                    "it applies to throughput, latency, errors, stalls, replication_lag",
+                )
             elif m.last > self.exp.duration:
-                self.error(m.span, f"last {m.last:g}s is longer than the load "
-                           f"({self.exp.duration:g}s)")
+                self.error(
+                    m.span, f"last {m.last:g}s is longer than the load ({self.exp.duration:g}s)"
+                )
         if value is not None:
             stat = resolve_stat(m.name, m.stat, value.kind)
             what = m.name if m.stat is None else f"{m.name}.{m.stat}"
@@ -652,12 +834,18 @@ class _Validator:
         spec = METRICS[m.name]
         info = self.node(ref)
         if self.kind not in spec.topologies:
-            self.error(m.span, f"{m.name} is measured on a replica; a {self.kind} topology "
-                       "has none" if self.kind != "galera" else
-                       f"{m.name} is measured on a replica; galera nodes are not replicas")
+            self.error(
+                m.span,
+                f"{m.name} is measured on a replica; a {self.kind} topology has none"
+                if self.kind != "galera"
+                else f"{m.name} is measured on a replica; galera nodes are not replicas",
+            )
         elif info is not None and spec.replica_only and info.role == "primary":
-            self.error(ref.span, f"'{ref.name}' is the primary; {m.name} is measured on a "
-                       "replica", f"use a replica: {self.replicas()}")
+            self.error(
+                ref.span,
+                f"'{ref.name}' is the primary; {m.name} is measured on a replica",
+                f"use a replica: {self.replicas()}",
+            )
 
     def check_on(self, m: Metric, allowed: bool, workload: Workload | None) -> None:
         on_span = m.on_span if m.on_span != NO_SPAN else m.span
@@ -671,8 +859,11 @@ class _Validator:
         if any(e.startswith("router.") for e in endpoints):
             return
         if info.name not in endpoints:
-            self.error(on_span, f"'{info.name}' is not one of the nodes of workload "
-                       f"'{workload.name}' ({listing(endpoints)})")
+            self.error(
+                on_span,
+                f"'{info.name}' is not one of the nodes of workload "
+                f"'{workload.name}' ({listing(endpoints)})",
+            )
 
 
 def validate(exp: Experiment, path: str | None = None) -> list[LanguageError]:

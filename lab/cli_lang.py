@@ -7,6 +7,7 @@ source line and a caret). Bad input never produces a traceback.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterable
 
@@ -34,8 +35,22 @@ from dsl.plan import Cell, Plan, PlannedNode, PlannedWorkload
 EXIT_OK = 0
 EXIT_LANGUAGE_ERROR = 2
 
+log = logging.getLogger(__name__)
+
+
+def _internal_error(path: str, exc: Exception) -> int:
+    """A bug, not bad input: say so in one line instead of a traceback (logged at debug)."""
+    log.debug("internal error on %s", path, exc_info=exc)
+    print(
+        f"{path}: internal error in the language tools: {type(exc).__name__}: {exc} "
+        "(please report it with the file)",
+        file=sys.stderr,
+    )
+    return EXIT_LANGUAGE_ERROR
+
 
 # --- lab check ---------------------------------------------------------------------------------
+
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
@@ -48,7 +63,12 @@ def cmd_check(paths: list[str]) -> int:
         return EXIT_LANGUAGE_ERROR
     total, bad = 0, 0
     for path in paths:
-        errors = check_file(path)
+        try:
+            errors = check_file(path)
+        except Exception as exc:  # noqa: BLE001 - never a traceback at the command line
+            _internal_error(path, exc)
+            total, bad = total + 1, bad + 1
+            continue
         if errors:
             print(format_errors(errors), file=sys.stderr)
             print(file=sys.stderr)
@@ -64,6 +84,7 @@ def cmd_check(paths: list[str]) -> int:
 
 # --- lab plan ----------------------------------------------------------------------------------
 
+
 def cmd_plan(path: str, as_json: bool) -> int:
     """Print the compiled plan (a readable rendering, or JSON). 0, or 2 on language errors."""
     try:
@@ -72,6 +93,8 @@ def cmd_plan(path: str, as_json: bool) -> int:
         errors: list[LanguageError] = exc.errors
         print(format_errors(errors), file=sys.stderr)
         return EXIT_LANGUAGE_ERROR
+    except Exception as exc:  # noqa: BLE001 - never a traceback at the command line
+        return _internal_error(path, exc)
     if as_json:
         print(plan.model_dump_json(indent=2))
     else:
@@ -192,13 +215,15 @@ def _summary(plan: Plan) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    engine = plan.engine.flavor + (f" {plan.engine.version}" if plan.engine.version
-                                   else " (any version found)")
+    engine = plan.engine.flavor + (
+        f" {plan.engine.version}" if plan.engine.version else " (any version found)"
+    )
     topology: str = plan.topology
     if plan.replication_mode:
         topology += f", {plan.replication_mode} replication"
-    flags = [name for name, on in (("semi_sync", plan.semi_sync),
-                                   ("crash_safe", plan.crash_safe)) if on]
+    flags = [
+        name for name, on in (("semi_sync", plan.semi_sync), ("crash_safe", plan.crash_safe)) if on
+    ]
     if plan.auto_increment_offsets is not None:
         flags.append(f"auto_increment_offsets {'on' if plan.auto_increment_offsets else 'off'}")
     rows = [
@@ -243,12 +268,25 @@ def _config_table(nodes: list[PlannedNode], title: str) -> Table:
 
 def _matrix_table(plan: Plan) -> Table:
     base = {n.name: n.config for n in plan.cells[0].nodes} if plan.cells else {}
-    table = _table("Matrix: variants x vary values x repeats", "#", "label", "variant",
-                   "values", "repeat", "config changes vs cell 1")
+    table = _table(
+        "Matrix: variants x vary values x repeats",
+        "#",
+        "label",
+        "variant",
+        "values",
+        "repeat",
+        "config changes vs cell 1",
+    )
     for cell in plan.cells:
-        _row(table, cell.index, cell.label, cell.variant or "-",
-             ", ".join(f"{k}={v}" for k, v in cell.sweep.items()) or "-", cell.repeat,
-             _changes(cell, base))
+        _row(
+            table,
+            cell.index,
+            cell.label,
+            cell.variant or "-",
+            ", ".join(f"{k}={v}" for k, v in cell.sweep.items()) or "-",
+            cell.repeat,
+            _changes(cell, base),
+        )
     return table
 
 
@@ -266,26 +304,39 @@ def render_plan(plan: Plan, console: Console) -> None:
     first = plan.cells[0] if plan.cells else None
     if first is not None:
         console.print(_node_table(first.nodes))
-        title = "Effective server config" + (" (cell 1; other cells in the matrix below)"
-                                             if len(plan.cells) > 1 else "")
+        title = "Effective server config" + (
+            " (cell 1; other cells in the matrix below)" if len(plan.cells) > 1 else ""
+        )
         console.print(_config_table(first.nodes, title))
     if plan.router is not None:
         r = plan.router
-        table = _table("Router", "kind", "writers", "readers", "check every",
-                       "router.writer", "router.reader")
-        _row(table, r.kind, ", ".join(r.writers), ", ".join(r.readers) or "-",
-             seconds(r.check_interval), f"{r.writer_port} (+{r.writer_port_offset})",
-             f"{r.reader_port} (+{r.reader_port_offset})" if r.readers else "-")
+        table = _table(
+            "Router", "kind", "writers", "readers", "check every", "router.writer", "router.reader"
+        )
+        _row(
+            table,
+            r.kind,
+            ", ".join(r.writers),
+            ", ".join(r.readers) or "-",
+            seconds(r.check_interval),
+            f"{r.writer_port} (+{r.writer_port_offset})",
+            f"{r.reader_port} (+{r.reader_port_offset})" if r.readers else "-",
+        )
         console.print(table)
     if first is not None and first.workloads:
-        table = _table("Workloads" + (" (cell 1)" if len(plan.cells) > 1 else ""),
-                       "workload", "kind", "target", "runs", "settings")
+        table = _table(
+            "Workloads" + (" (cell 1)" if len(plan.cells) > 1 else ""),
+            "workload",
+            "kind",
+            "target",
+            "runs",
+            "settings",
+        )
         for w in first.workloads:
             target = ", ".join(w.targets)
             if w.reads:
                 target = f"write {target}\nread {', '.join(w.reads)}"
-            runs = _workload_bound(w) + (f"\nstarts after {w.start_after}" if w.start_after
-                                         else "")
+            runs = _workload_bound(w) + (f"\nstarts after {w.start_after}" if w.start_after else "")
             _row(table, w.name, w.kind, target, runs, _workload_details(w))
         console.print(table)
     if plan.steps or plan.timeline:

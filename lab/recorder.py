@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_INTERVAL = 0.2
 DEFAULT_BATCH_SIZE = 5000
+WRITE_CHUNK = 250  # rows per INSERT transaction inside a batch
 
 
 class RecorderError(Exception):
@@ -82,13 +83,20 @@ class Recorder:
     # --- the hot path ---------------------------------------------------------------------
 
     def record(self, op: Op) -> Op:
-        """Append ``op`` to the history with the next index; returns the indexed op."""
+        """Append ``op`` to the history with the next index; returns the indexed op.
+
+        An op without an index yet (``index == -1``, as freshly built) gets the index set on
+        itself and becomes the recorded op: building a second frozen record would cost more
+        than the rest of this call. An op that already has one is recorded as a copy."""
         with self._lock:
             streaming = self._streaming
             i = self._next
             self._next = i + 1
-            op = Op(op.type, op.f, op.process, op.time, op.workload, op.endpoint, op.node,
-                    op.key, op.value, op.error, op.error_msg, i)  # fmt: skip
+            if op.index == -1:
+                object.__setattr__(op, "index", i)  # Op is frozen; only the recorder stamps it
+            else:
+                op = Op(op.type, op.f, op.process, op.time, op.workload, op.endpoint, op.node,
+                        op.key, op.value, op.error, op.error_msg, i)  # fmt: skip
             self._ops.append(op)
             if streaming:
                 pending = self._pending_ops
@@ -221,9 +229,14 @@ class Recorder:
                     stop = self._stop
                 if self.error is None and (ops or samples):
                     try:
-                        store.insert_operations(self.run_id, self.cell, ops)
+                        # Small chunks with a yield in between: the GIL is never held long
+                        # enough to delay a client whose round trip just ended.
+                        for k in range(0, len(ops), WRITE_CHUNK):
+                            store.insert_operations(self.run_id, self.cell,
+                                                    ops[k : k + WRITE_CHUNK])  # fmt: skip
+                            self.written_ops += min(WRITE_CHUNK, len(ops) - k)
+                            time.sleep(0)
                         store.insert_samples(self.run_id, self.cell, samples)
-                        self.written_ops += len(ops)
                         self.written_samples += len(samples)
                         self.batches += 1
                     except Exception as e:  # noqa: BLE001

@@ -230,6 +230,11 @@ class Topology:
                                           self.run.ports.replication_proxy(node.index),
                                           primary.port)
                 port = link.listen
+            if not self.toxi and self.plan.replication_mode != "file_position" and \
+                    not planned.delay:
+                # dbdeployer's wiring is already what we want: no replication restart.
+                execute_all(node.addr, self.admin, ["SET GLOBAL read_only=ON"])
+                continue
             stmts = ["STOP SLAVE", "SET GLOBAL read_only=ON"]
             opts = [f"MASTER_HOST='127.0.0.1'", f"MASTER_PORT={port}",
                     "MASTER_CONNECT_RETRY=1"]

@@ -38,11 +38,12 @@ def test_ports_ids_and_roles() -> None:
     plan = plan_text(REPLICATION)
     nodes = plan.cells[0].nodes
     assert [(n.name, n.role, n.index, n.server_id) for n in nodes] == [
-        ("db1", "primary", 1, 1), ("db2", "replica", 2, 2), ("db3", "replica", 3, 3),
+        ("db1", "primary", 1, 1),
+        ("db2", "replica", 2, 2),
+        ("db3", "replica", 3, 3),
     ]
     assert [n.port_offset for n in nodes] == [10, 20, 30]
-    assert [n.port for n in nodes] == [DEFAULT_BASE_PORT + NODE_PORT_STRIDE * i
-                                       for i in (1, 2, 3)]
+    assert [n.port for n in nodes] == [DEFAULT_BASE_PORT + NODE_PORT_STRIDE * i for i in (1, 2, 3)]
     assert [n.replicates_from for n in nodes] == [[], ["db1"], ["db1"]]
     assert [n.delay for n in nodes] == [None, None, 3600.0]
     assert plan.router is not None
@@ -109,23 +110,47 @@ def test_dash_and_underscore_are_one_option() -> None:
 @pytest.mark.parametrize(
     "topology,expected",
     [
-        ("topology replication { primary a  replicas b  crash_safe on  semi_sync on }",
-         {"a": {"relay_log_recovery": "ON", "rpl_semi_sync_master_enabled": "ON"},
-          "b": {"relay_log_recovery": "ON", "rpl_semi_sync_slave_enabled": "ON"}}),
-        ("topology replication { engine mysql 8.0.36  primary a  replicas b  semi_sync on }",
-         {"a": {"gtid_mode": "ON", "rpl_semi_sync_source_enabled": "ON",
-                "plugin_load_add": "semisync_source.so"},
-          "b": {"rpl_semi_sync_replica_enabled": "ON"}}),
-        ("topology replication { engine mysql 5.7  primary a  replicas b  crash_safe on }",
-         {"b": {"master_info_repository": "TABLE", "relay_log_info_repository": "TABLE"}}),
-        ("topology primary_primary { nodes a, b }",
-         {"a": {"auto_increment_increment": "2", "auto_increment_offset": "1",
-                "gtid_domain_id": "1"},
-          "b": {"auto_increment_offset": "2", "gtid_domain_id": "2"}}),
-        ("topology galera { nodes a, b, c }",
-         {"c": {"wsrep_on": "ON", "binlog_format": "ROW", "innodb_autoinc_lock_mode": "2"}}),
-        ("topology mongodb_replset { members a, b, c }",
-         {"a": {"storage.wiredTiger.engineConfig.cacheSizeGB": "0.25"}}),
+        (
+            "topology replication { primary a  replicas b  crash_safe on  semi_sync on }",
+            {
+                "a": {"relay_log_recovery": "ON", "rpl_semi_sync_master_enabled": "ON"},
+                "b": {"relay_log_recovery": "ON", "rpl_semi_sync_slave_enabled": "ON"},
+            },
+        ),
+        (
+            "topology replication { engine mysql 8.0.36  primary a  replicas b  semi_sync on }",
+            {
+                "a": {
+                    "gtid_mode": "ON",
+                    "rpl_semi_sync_source_enabled": "ON",
+                    "plugin_load_add": "semisync_source.so",
+                },
+                "b": {"rpl_semi_sync_replica_enabled": "ON"},
+            },
+        ),
+        (
+            "topology replication { engine mysql 5.7  primary a  replicas b  crash_safe on }",
+            {"b": {"master_info_repository": "TABLE", "relay_log_info_repository": "TABLE"}},
+        ),
+        (
+            "topology primary_primary { nodes a, b }",
+            {
+                "a": {
+                    "auto_increment_increment": "2",
+                    "auto_increment_offset": "1",
+                    "gtid_domain_id": "1",
+                },
+                "b": {"auto_increment_offset": "2", "gtid_domain_id": "2"},
+            },
+        ),
+        (
+            "topology galera { nodes a, b, c }",
+            {"c": {"wsrep_on": "ON", "binlog_format": "ROW", "innodb_autoinc_lock_mode": "2"}},
+        ),
+        (
+            "topology mongodb_replset { members a, b, c }",
+            {"a": {"storage.wiredTiger.engineConfig.cacheSizeGB": "0.25"}},
+        ),
     ],
 )
 def test_role_defaults(topology: str, expected: dict[str, dict[str, str]]) -> None:
@@ -136,8 +161,9 @@ def test_role_defaults(topology: str, expected: dict[str, dict[str, str]]) -> No
 
 
 def test_no_auto_increment_offsets_when_off() -> None:
-    plan = plan_text('experiment "r" { topology primary_primary { nodes a, b  '
-                     'auto_increment_offsets off } }')
+    plan = plan_text(
+        'experiment "r" { topology primary_primary { nodes a, b  auto_increment_offsets off } }'
+    )
     assert "auto_increment_offset" not in nodes_by_name(plan)["a"]
     assert plan.auto_increment_offsets is False
     assert plan.cells[0].nodes[0].replicates_from == ["b"]

@@ -19,9 +19,7 @@ DOC = DOC_PATH.read_text(encoding="utf-8")
 BLOCKS: list[tuple[str, str]] = re.findall(r"```([\w-]*)\n(.*?)```", DOC, re.S)
 VALID = [body for lang, body in BLOCKS if lang == "exp"]
 INVALID = [
-    (body, BLOCKS[i + 1][1])
-    for i, (lang, body) in enumerate(BLOCKS)
-    if lang == "exp-invalid"
+    (body, BLOCKS[i + 1][1]) for i, (lang, body) in enumerate(BLOCKS) if lang == "exp-invalid"
 ]
 CODE_SPANS = " ".join(re.findall(r"`([^`\n]+)`", DOC))
 

@@ -16,12 +16,44 @@ from dsl.parser import grammar_keywords
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "experiments").glob("*.exp"))]
 PIECES = sorted(grammar_keywords()) + [
-    "{", "}", "\n", '"x"', "#", "=", "==", ",", ":", "(", ")", ".", "$t", "db1", "db2", "w",
-    "10s", "5M", "1%", "200/s", "0", "-1", "1m30s", "'", "\\", "\t", "\r\n", "é", "\x00",
-    "router.writer", '"', "9" * 30,
+    "{",
+    "}",
+    "\n",
+    '"x"',
+    "#",
+    "=",
+    "==",
+    ",",
+    ":",
+    "(",
+    ")",
+    ".",
+    "$t",
+    "db1",
+    "db2",
+    "w",
+    "10s",
+    "5M",
+    "1%",
+    "200/s",
+    "0",
+    "-1",
+    "1m30s",
+    "'",
+    "\\",
+    "\t",
+    "\r\n",
+    "é",
+    "\x00",
+    "router.writer",
+    '"',
+    "9" * 30,
 ]
-FUZZ = settings(max_examples=300, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def plan_or_language_errors(text: str) -> None:

@@ -35,12 +35,22 @@ from lab.cli_lang import cmd_check, cmd_plan, describe_action
 @pytest.mark.parametrize(
     "text,kind,value",
     [
-        ("10ms", "duration", 0.01), ("2s", "duration", 2.0), ("1m30s", "duration", 90.0),
-        ("1h", "duration", 3600.0), ("500us", "duration", 0.0005), ("1.5s", "duration", 1.5),
-        ("64M", "size", 64 * 1024**2), ("1G", "size", 1024**3), ("512K", "size", 512 * 1024),
-        ("10MB", "size", 10 * 1024**2), ("100B", "size", 100.0),
-        ("200/s", "rate", 200.0), ("1M/s", "bandwidth", 1024**2),
-        ("5%", "percent", 0.05), ("0.5%", "percent", 0.005), ("3", "count", 3.0),
+        ("10ms", "duration", 0.01),
+        ("2s", "duration", 2.0),
+        ("1m30s", "duration", 90.0),
+        ("1h", "duration", 3600.0),
+        ("500us", "duration", 0.0005),
+        ("1.5s", "duration", 1.5),
+        ("64M", "size", 64 * 1024**2),
+        ("1G", "size", 1024**3),
+        ("512K", "size", 512 * 1024),
+        ("10MB", "size", 10 * 1024**2),
+        ("100B", "size", 100.0),
+        ("200/s", "rate", 200.0),
+        ("1M/s", "bandwidth", 1024**2),
+        ("5%", "percent", 0.05),
+        ("0.5%", "percent", 0.005),
+        ("3", "count", 3.0),
     ],
 )
 def test_quantities(text: str, kind: str, value: float) -> None:
@@ -118,7 +128,12 @@ def test_every_statement_becomes_its_model() -> None:
     t = exp.topology
     assert isinstance(t, ReplicationTopology)
     assert (t.engine.flavor, t.engine.version, t.mode, t.semi_sync, t.crash_safe) == (
-        "mysql", "8.0.36", "file_position", True, True)
+        "mysql",
+        "8.0.36",
+        "file_position",
+        True,
+        True,
+    )
     assert t.delays[0].node.name == "db3" and t.delays[0].seconds == 600.0
     assert t.configs[0].node is not None and t.configs[0].settings == {"x": "1"}
     w = exp.workloads[0]
@@ -133,8 +148,18 @@ def test_every_statement_becomes_its_model() -> None:
     assert isinstance(sg, SetGlobal) and [n.name for n in sg.nodes] == ["db1", "db2"]
     actions = [t.action for t in exp.timeline]
     assert [type(a) for a in actions] == [
-        NodeAction, NodeAction, NodeAction, DropCaches, DropCaches, Promote, NetworkFault,
-        NetworkFault, NetworkFault, WaitUntil, RunSql]
+        NodeAction,
+        NodeAction,
+        NodeAction,
+        DropCaches,
+        DropCaches,
+        Promote,
+        NetworkFault,
+        NetworkFault,
+        NetworkFault,
+        WaitUntil,
+        RunSql,
+    ]
     start = actions[1]
     assert isinstance(start, NodeAction)
     assert start.options == {"relay_log_recovery": "ON", "b": "2"}
@@ -150,7 +175,11 @@ def test_every_statement_becomes_its_model() -> None:
     assert isinstance(wait, WaitUntil) and wait.timeout == 60.0
     e = exp.expectations[0]
     assert (e.metric.name, e.metric.subject, e.metric.code, e.metric.last) == (
-        "errors", "w", 1213, 30.0)
+        "errors",
+        "w",
+        1213,
+        30.0,
+    )
     assert e.text == "expect errors(w, 1213) last 30s > 0"
     assert e.value.span.line == e.span.line
     assert exp.reports[0].metric.stat == "p999"
@@ -175,8 +204,10 @@ def test_params_stay_references_in_the_model() -> None:
 
 
 def test_several_statements_on_one_line_and_comments() -> None:
-    exp = parse_text('experiment "c" {  # comment\n  topology single { node db1 }  duration 5s '
-                     'seed 2 # more\n\n  # only a comment\n}\n')
+    exp = parse_text(
+        'experiment "c" {  # comment\n  topology single { node db1 }  duration 5s '
+        "seed 2 # more\n\n  # only a comment\n}\n"
+    )
     assert (exp.duration, exp.seed) == (5.0, 2)
 
 
@@ -191,8 +222,10 @@ def test_windows_line_endings() -> None:
 def test_did_you_mean_for_keywords_and_names() -> None:
     errors = check_text('experiment "h" {\n  topology single { node db1 }\n  durattion 4s\n}')
     assert errors[0].hint == "did you mean 'duration'?"
-    errors = check_text('experiment "h" {\n  topology single { node db1 }\n'
-                        '  workload w: probe { target db1 }\n  expect latency(w).p98 < 1s\n}')
+    errors = check_text(
+        'experiment "h" {\n  topology single { node db1 }\n'
+        "  workload w: probe { target db1 }\n  expect latency(w).p98 < 1s\n}"
+    )
     assert errors[0].hint == "did you mean 'p99'?"
     errors = check_text('experiment "h" {\n  topology single { node db1 }\n  at 1s kill db2\n}')
     assert errors[0].hint == "did you mean 'db1'?"
@@ -225,8 +258,7 @@ def test_several_syntax_errors_are_reported() -> None:
 
 def test_language_errors_str_shows_the_source() -> None:
     with pytest.raises(LanguageErrors) as info:
-        parse_text('experiment "x" {\n  topology single { node db1 }\n  at 1s kill db2\n}',
-                   "x.exp")
+        parse_text('experiment "x" {\n  topology single { node db1 }\n  at 1s kill db2\n}', "x.exp")
     assert str(info.value) == (
         "x.exp:3:14: error: unknown node 'db2' (known: db1)\n"
         "      at 1s kill db2\n"
@@ -312,4 +344,22 @@ def test_describe_action_speaks_the_language() -> None:
     assert "network bandwidth db3 1M/s on all" in texts
     assert "network heal (all nodes) on all" in texts
     assert describe_action(ConvertStandalone(node={"name": "m1"})) == (  # type: ignore[arg-type]
-        "convert m1 to standalone")
+        "convert m1 to standalone"
+    )
+
+
+def test_cli_turns_a_bug_into_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import lab.cli_lang as cli
+
+    def boom(path: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "check_file", boom)
+    monkeypatch.setattr(cli, "load_plan", boom)
+    assert cli.cmd_check(["x.exp"]) == 2
+    assert cli.cmd_plan("x.exp", as_json=False) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "x.exp: internal error in the language tools: RuntimeError: boom" in err
