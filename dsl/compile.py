@@ -2,12 +2,11 @@
 
 Ports (offsets from the plan's ``base_port``; the runtime picks a free base per run)::
 
-    base + 1          router writer endpoint
-    base + 2          router reader endpoint
-    base + 3 .. + 9   reserved for the router (admin, stats)
-    base + 10*i       client port of node i (i = 1, 2, ... in topology order)
-    base + 10*i + 1..9  reserved for node i's other listeners (Galera group, IST, SST,
-                      toxiproxy front ends)
+    base + i          client port of node i (i = 1, 2, ... in topology order)
+    base + 90         router writer endpoint
+    base + 91         router reader endpoint
+    (the rest of the block of 100: toxiproxy links, Galera ports, role agents, toxiproxy
+    API; the same layout as runners.runtime.PortLayout, see docs/topologies.md)
 
 Server ids are the node's index (1, 2, ...). Effective server config of a node, each layer
 overriding the one before::
@@ -50,9 +49,9 @@ from dsl.plan import (
 )
 from dsl.validate import NodeInfo, normal_key, topology_nodes, validate
 
-NODE_PORT_STRIDE = 10
-ROUTER_WRITER_OFFSET = 1
-ROUTER_READER_OFFSET = 2
+NODE_PORT_STRIDE = 1
+ROUTER_WRITER_OFFSET = 90
+ROUTER_READER_OFFSET = 91
 
 DEFAULT_PROBE_EVERY = 0.01  # seconds between two operations of one probe client
 DEFAULT_SYSBENCH_THREADS = 1
@@ -65,18 +64,16 @@ MYSQL_DEFAULTS: dict[str, str] = {
     "innodb_flush_log_at_trx_commit": "1",
     "max_connections": "200",
     "performance_schema": "OFF",
-    "skip_name_resolve": "ON",
 }
 MONGO_DEFAULTS: dict[str, str] = {
     "storage.wiredTiger.engineConfig.cacheSizeGB": "0.25",
 }
+# The lab owns server ids, binary/relay log names and where nodes listen (runners.topology
+# MANAGED): they are not part of the config a file can set or a plan shows.
 BINLOG_DEFAULTS: dict[str, str] = {
-    "log_bin": "binlog",
     "binlog_format": "ROW",
     "log_slave_updates": "ON",
     "sync_binlog": "1",
-    "relay_log": "relay-bin",
-    "skip_slave_start": "ON",
 }
 GALERA_DEFAULTS: dict[str, str] = {
     "wsrep_on": "ON",
@@ -100,7 +97,6 @@ def builtin_config(exp: Experiment, node: NodeInfo, index: int) -> dict[str, str
     if t.kind == "mongodb_replset":
         return dict(MONGO_DEFAULTS)
     config = dict(MYSQL_DEFAULTS)
-    config["server_id"] = str(index)
     mysql_like = flavor in ("mysql", "percona")
     if isinstance(t, ReplicationTopology | PrimaryPrimaryTopology):
         config.update(BINLOG_DEFAULTS)

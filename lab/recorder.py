@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_INTERVAL = 0.2
 DEFAULT_BATCH_SIZE = 5000
-WRITE_CHUNK = 250  # rows per INSERT transaction inside a batch
+WRITE_CHUNK = 500  # operations per JSON batch row (and per transaction)
 
 
 class RecorderError(Exception):
@@ -67,6 +67,7 @@ class Recorder:
         self.written_ops = 0
         self.written_samples = 0
         self.batches = 0
+        self.writer_cpu_s = 0.0  # CPU time the writer thread spent encoding and writing
         self.error: BaseException | None = None
         self._writer: threading.Thread | None = None
         self._streaming = self.db_path is not None  # False again once closed
@@ -228,6 +229,7 @@ class Recorder:
                     samples, self._pending_samples = self._pending_samples, []
                     stop = self._stop
                 if self.error is None and (ops or samples):
+                    cpu = time.thread_time()
                     try:
                         # Small chunks with a yield in between: the GIL is never held long
                         # enough to delay a client whose round trip just ended.
@@ -242,6 +244,7 @@ class Recorder:
                     except Exception as e:  # noqa: BLE001
                         log.exception("recorder could not write to %s", self.db_path)
                         self.error = e
+                    self.writer_cpu_s += time.thread_time() - cpu
                 if stop:
                     with self._lock:
                         if not self._pending_ops and not self._pending_samples:

@@ -10,7 +10,6 @@ engine can write while ``lab runs`` reads.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import math
 import os
@@ -19,6 +18,7 @@ import sqlite3
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -115,17 +115,40 @@ def _clean(v: Any) -> Any:
     return v
 
 
-OPS_PER_STATEMENT = 50
 _OPS_COLUMNS = (
     "run_id, cell, idx, type, f, process, time_ns, workload, endpoint, node, key, value, error, "
     "error_msg"
 )
+OPS_PER_BATCH = 1000  # operations per operation_batches row
+_OP_FIELDS = attrgetter(
+    "index", "type", "f", "process", "time", "workload", "endpoint", "node", "key", "value",
+    "error", "error_msg",
+)  # fmt: skip
 
 
-@functools.lru_cache(maxsize=64)
-def _ops_insert(rows: int) -> str:
-    one = "(" + ", ".join(["?"] * 14) + ")"
-    return f"insert or replace into operations ({_OPS_COLUMNS}) values " + ", ".join([one] * rows)
+def encode_ops(ops: Sequence[Op]) -> str:
+    """A batch of operations as one JSON array of arrays ``[idx, type, f, process, time_ns,
+    workload, endpoint, node, key, value, error, error_msg]`` (C-speed: this runs while the
+    clients run)."""
+    rows = list(map(_OP_FIELDS, ops))
+    try:
+        return json.dumps(rows, separators=(",", ":"), allow_nan=False, default=str)
+    except ValueError:  # NaN/inf in a value: not JSON, store it as text
+        return json.dumps([r[:9] + (_clean_value(r[9]),) + r[10:] for r in rows],
+                          separators=(",", ":"), default=str)  # fmt: skip
+
+
+def _clean_value(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    return _clean(v)
+
+
+def decode_ops(text: str) -> list[Op]:
+    return [
+        Op(t, f, p, tm, w or "", ep or "", n, k, v, e, em, i)
+        for i, t, f, p, tm, w, ep, n, k, v, e, em in json.loads(text)
+    ]
 
 
 # --- migrations ---------------------------------------------------------------------------
@@ -239,6 +262,50 @@ def _m3_operations_without_rowid(db: sqlite_utils.Database) -> None:
     db.execute(f"insert into operations_new ({_OPS_COLUMNS}) select {_OPS_COLUMNS} from operations")
     db.execute("drop table operations")
     db.execute("alter table operations_new rename to operations")
+
+
+@migration(4, "operations stored in batches (one JSON row per batch); operations is a view")
+def _m4_operation_batches(db: sqlite_utils.Database) -> None:
+    db.execute(
+        "create table operation_batches (run_id text not null, cell integer not null, "
+        "first_idx integer not null, last_idx integer not null, n integer not null, "
+        "ops text not null, primary key (run_id, cell, first_idx)) without rowid"
+    )
+    # move what the old table holds (a database from before this migration)
+    cur = db.execute(
+        f"select {_OPS_COLUMNS} from operations order by run_id, cell, idx"
+    )  # fmt: skip
+    batch: list[Op] = []
+    key: tuple[str, int] | None = None
+
+    def flush() -> None:
+        if batch and key is not None:
+            db.execute(
+                "insert or replace into operation_batches values (?, ?, ?, ?, ?, ?)",
+                [key[0], key[1], batch[0].index, batch[-1].index, len(batch), encode_ops(batch)],
+            )
+        batch.clear()
+
+    for rid, cell, i, t, f, p, tm, w, ep, n, k, v, e, em in cur.fetchall():
+        if key != (rid, cell) or len(batch) >= OPS_PER_BATCH:
+            flush()
+            key = (rid, cell)
+        batch.append(Op(t, f, p, tm, w or "", ep or "", n, k, decode_value(v), e, em, i))
+    flush()
+    db.execute("drop table operations")
+    db.execute(_OPERATIONS_VIEW)
+
+
+_OPERATIONS_VIEW = """
+create view operations as
+select b.run_id as run_id, b.cell as cell,
+       j.value ->> 0 as idx, j.value ->> 1 as type, j.value ->> 2 as f,
+       j.value ->> 3 as process, j.value ->> 4 as time_ns, j.value ->> 5 as workload,
+       j.value ->> 6 as endpoint, j.value ->> 7 as node, j.value ->> 8 as key,
+       case when json_type(j.value, '$[9]') = 'null' then null else j.value -> 9 end as value,
+       j.value ->> 10 as error, j.value ->> 11 as error_msg
+from operation_batches b, json_each(b.ops) j
+"""
 
 
 def applied_migrations(db: sqlite_utils.Database) -> list[int]:
@@ -424,45 +491,35 @@ class Store:
 
     # --- history ------------------------------------------------------------------------
 
-    def insert_operations(self, run_id: str, cell: int, ops: Iterable[Op]) -> int:
-        """Append operations (``insert or replace``: writing the same op twice is harmless).
-        Rows go in multi-row INSERT statements of ``OPS_PER_STATEMENT`` rows: the recorder's
-        writer runs this while clients run, so every microsecond per row counts."""
-        enc = encode_value
-        flat: list[Any] = []
-        add = flat.extend
-        n = 0
-        for o in ops:
-            v = o.value
-            add((run_id, cell, o.index, o.type, o.f, o.process, o.time, o.workload, o.endpoint,
-                 o.node, o.key, None if v is None else str(v) if type(v) is int else enc(v),
-                 o.error, o.error_msg))  # fmt: skip
-            n += 1
+    def insert_operations(self, run_id: str, cell: int, ops: Sequence[Op]) -> int:
+        """Store operations, ``OPS_PER_BATCH`` per ``operation_batches`` row (writing the same
+        batch again replaces it). Query them through the ``operations`` view."""
+        n = len(ops)
         if not n:
             return 0
-        width = 14
-        full, rest = divmod(n, OPS_PER_STATEMENT)
-        step = OPS_PER_STATEMENT * width
+        rows = []
+        for k in range(0, n, OPS_PER_BATCH):
+            chunk = ops[k : k + OPS_PER_BATCH]
+            rows.append((run_id, cell, chunk[0].index, chunk[-1].index, len(chunk),
+                         encode_ops(chunk)))  # fmt: skip
         with self.conn:
-            if full:
-                self.conn.executemany(
-                    _ops_insert(OPS_PER_STATEMENT),
-                    [flat[i : i + step] for i in range(0, full * step, step)],
-                )
-            if rest:
-                self.conn.execute(_ops_insert(rest), flat[full * step :])
+            self.conn.executemany(
+                "insert or replace into operation_batches (run_id, cell, first_idx, last_idx, "
+                "n, ops) values (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
         return n
 
     def operations(self, run_id: str, cell: int) -> list[Op]:
-        cur = self.conn.execute(
-            "select type, f, process, time_ns, workload, endpoint, node, key, value, error, "
-            "error_msg, idx from operations where run_id = ? and cell = ? order by idx",
+        """The recorded history of a cell, in index order."""
+        out: list[Op] = []
+        for (text,) in self.conn.execute(
+            "select ops from operation_batches where run_id = ? and cell = ? order by first_idx",
             [run_id, cell],
-        )
-        return [
-            Op(t, f, p, tm, w or "", ep or "", n, k, decode_value(v), e, em, i)
-            for (t, f, p, tm, w, ep, n, k, v, e, em, i) in cur
-        ]
+        ):
+            out.extend(decode_ops(text))
+        out.sort(key=lambda o: o.index)
+        return out
 
     def insert_samples(self, run_id: str, cell: int, samples: Iterable[Sample]) -> int:
         rows = [(run_id, cell, s.series, s.subject, s.time, _json(s.values)) for s in samples]

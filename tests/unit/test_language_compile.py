@@ -42,22 +42,22 @@ def test_ports_ids_and_roles() -> None:
         ("db2", "replica", 2, 2),
         ("db3", "replica", 3, 3),
     ]
-    assert [n.port_offset for n in nodes] == [10, 20, 30]
+    assert [n.port_offset for n in nodes] == [1, 2, 3]  # runners.runtime.PortLayout
     assert [n.port for n in nodes] == [DEFAULT_BASE_PORT + NODE_PORT_STRIDE * i for i in (1, 2, 3)]
     assert [n.replicates_from for n in nodes] == [[], ["db1"], ["db1"]]
     assert [n.delay for n in nodes] == [None, None, 3600.0]
     assert plan.router is not None
-    assert plan.router.writer_port == DEFAULT_BASE_PORT + ROUTER_WRITER_OFFSET == 23001
-    assert plan.router.reader_port == DEFAULT_BASE_PORT + ROUTER_READER_OFFSET == 23002
-    assert nodes_by_name(plan)["db2"]["server_id"] == "2"
+    assert plan.router.writer_port == DEFAULT_BASE_PORT + ROUTER_WRITER_OFFSET == 23090
+    assert plan.router.reader_port == DEFAULT_BASE_PORT + ROUTER_READER_OFFSET == 23091
+    assert "server_id" not in nodes_by_name(plan)["db2"]  # the lab owns it (PlannedNode.server_id)
 
 
 def test_a_different_base_port_moves_every_port() -> None:
     from dsl.api import parse_text
 
     plan = compile_experiment(parse_text(REPLICATION), base_port=30000)
-    assert [n.port for n in plan.cells[0].nodes] == [30010, 30020, 30030]
-    assert plan.router is not None and plan.router.writer_port == 30001
+    assert [n.port for n in plan.cells[0].nodes] == [30001, 30002, 30003]
+    assert plan.router is not None and plan.router.writer_port == 30090
 
 
 PRECEDENCE = """
@@ -93,7 +93,7 @@ def test_builtin_defaults_are_small_and_explicit() -> None:
     plan = plan_text('experiment "d" { topology single { node db1 } }')
     config = nodes_by_name(plan)["db1"]
     assert config["innodb_buffer_pool_size"] == "64M"
-    assert config["server_id"] == "1"
+    assert "server_id" not in config  # the lab owns server ids
     assert "log_bin" not in config  # a single server needs no binlog
 
 
@@ -283,3 +283,14 @@ def test_compile_refuses_an_unsafe_experiment_built_by_hand() -> None:
     with pytest.raises(LanguageErrors) as info:
         compile_experiment(exp)
     assert "which starts a comment in my.cnf" in info.value.errors[0].message
+
+
+def test_plan_ports_match_the_runtime_layout() -> None:
+    from runners.runtime import PortLayout
+
+    plan = plan_text(REPLICATION)
+    layout = PortLayout(plan.base_port)
+    assert [n.port for n in plan.cells[0].nodes] == [layout.node(i) for i in (1, 2, 3)]
+    assert plan.router is not None
+    assert plan.router.writer_port == layout.router_writer
+    assert plan.router.reader_port == layout.router_reader

@@ -320,7 +320,7 @@ def test_cmd_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad.write_text(BAD)
     assert cmd_plan(str(good), as_json=True) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["cells"][0]["nodes"][0]["port"] == 23010
+    assert data["cells"][0]["nodes"][0]["port"] == 23001
     assert data["cells"][0]["nodes"][0]["config"]["innodb_buffer_pool_size"] == "64M"
     assert cmd_plan(str(good), as_json=False) == 0
     out = capsys.readouterr().out

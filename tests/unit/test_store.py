@@ -45,19 +45,11 @@ def test_migrations_are_idempotent(tmp_path: Path) -> None:
     assert applied_migrations(s2.db) == [m.version for m in MIGRATIONS]
     assert migrate(s2.db) == []
     tables = set(s2.db.table_names())
-    for t in (
-        "migrations",
-        "runs",
-        "cells",
-        "operations",
-        "faults",
-        "samples",
-        "measurements",
-        "checks",
-        "expectations",
-    ):
-        assert t in tables
+    expected = ["migrations", "runs", "cells", "operation_batches", "faults", "samples",
+                "measurements", "checks", "expectations"]  # fmt: skip
+    assert set(expected) <= tables
     assert "metrics" in s2.db["checks"].columns_dict
+    assert "operations" in s2.db.view_names()
 
 
 def test_migrations_apply_only_what_is_missing(tmp_path: Path) -> None:
@@ -65,9 +57,21 @@ def test_migrations_apply_only_what_is_missing(tmp_path: Path) -> None:
     db["migrations"].create({"version": int, "name": str, "applied_at": str}, pk="version")
     MIGRATIONS[0].apply(db)
     db["migrations"].insert({"version": 1, "name": "initial schema", "applied_at": "x"})
+    db["runs"].insert({"id": "r1", "experiment": "e", "started_at": "t", "status": "passed"})
+    db["operations"].insert_all([  # written by the version-1 schema: one row per operation
+        {"run_id": "r1", "cell": 1, "idx": 0, "type": "invoke", "f": "write", "process": 1,
+         "time_ns": 5, "workload": "w", "endpoint": "db1", "key": 3, "value": '"x"'},
+        {"run_id": "r1", "cell": 1, "idx": 1, "type": "ok", "f": "write", "process": 1,
+         "time_ns": 6, "workload": "w", "endpoint": "db1", "node": "db1", "key": 3,
+         "value": '"x"'},
+    ])  # fmt: skip
     db.close()
     s = Store(tmp_path / "old.db")
     assert s.migrated == [m.version for m in MIGRATIONS if m.version > 1]
+    assert s.operations("r1", 1) == [
+        Op("invoke", "write", 1, 5, "w", "db1", None, 3, "x", index=0),
+        Op("ok", "write", 1, 6, "w", "db1", "db1", 3, "x", index=1),
+    ]
 
 
 def test_run_round_trip(store: Store) -> None:
@@ -85,6 +89,16 @@ def test_run_round_trip(store: Store) -> None:
     ]
     assert store.insert_operations(rid, 1, ops) == 6
     assert store.operations(rid, 1) == ops
+    # the operations view: one row per operation, value as JSON text
+    rows = list(store.db.query(
+        "select idx, type, process, time_ns, key, value, error, error_msg from operations "
+        "where run_id = ? and cell = 1 order by idx", [rid]))  # fmt: skip
+    assert [r["idx"] for r in rows] == list(range(6))
+    assert rows[0] == {"idx": 0, "type": "invoke", "process": 1, "time_ns": 10, "key": 1,
+                       "value": "1", "error": None, "error_msg": None}  # fmt: skip
+    assert rows[3]["value"] is None
+    assert (rows[4]["value"], rows[4]["error"]) == ('"text"', 1062)
+    assert rows[5]["value"] == '{"signal":9}' and rows[5]["process"] == NEMESIS
     samples = [Sample("lag", "db2", 5, {"lag": 0.25}), Sample("sysbench", "sb", 6, {"tps": 1.0})]
     store.insert_samples(rid, 1, samples)
     assert store.samples(rid, 1) == samples
@@ -168,6 +182,19 @@ def test_list_runs_most_recent_first(store: Store) -> None:
     assert [r["experiment"] for r in store.list_runs()] == ["two", "one"]
     assert [r["experiment"] for r in store.list_runs(experiment="one")] == ["one"]
     assert len(store.list_runs(limit=1)) == 1
+
+
+def test_large_batches_and_rewrites(store: Store) -> None:
+    rid = store.create_run("e")
+    ops = [Op("invoke", "write", 1, i, key=i, value=float("nan") if i == 7 else i, index=i)
+           for i in range(2500)]  # fmt: skip
+    store.insert_operations(rid, 1, ops)
+    store.insert_operations(rid, 1, ops)  # the same batches again: replaced, not doubled
+    back = store.operations(rid, 1)
+    assert len(back) == 2500 and back[2499].value == 2499
+    assert back[7].value == "nan"  # not JSON: kept as text
+    n = store.conn.execute("select count(*) from operations where run_id = ?", [rid]).fetchone()
+    assert n[0] == 2500
 
 
 def test_value_encoding_round_trips() -> None:
