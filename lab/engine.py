@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from dsl.models import NodeAction, Step, TimedAction
+from dsl.models import NodeAction, TimedAction
 from dsl.plan import Cell, Plan, PlannedWorkload
 from fault.nemesis import ActionFailed, Nemesis
 from lab.checkers import CheckContext, CheckResult, WorkloadInfo, run_checkers
@@ -27,7 +27,7 @@ from lab.recorder import Recorder
 from lab.store import Store
 from runners.components import MissingComponent
 from runners.errors import ComponentError
-from runners.mysql import Address, connect, execute_all
+from runners.mysql import connect
 from runners.runtime import Run
 from runners.sysbench import SysbenchWorkload
 from runners.topology import Topology
@@ -707,15 +707,3 @@ def relay_log_bytes(datadir: Path) -> int:
             with contextlib.suppress(OSError):
                 total += p.stat().st_size
     return total
-
-
-def step_workloads(steps: list[Step]) -> set[str]:
-    return {s.workload for s in steps if s.workload}
-
-
-def address_of(topo: Topology, endpoint: str) -> Address:
-    return topo.address(endpoint)
-
-
-def exec_on(topo: Topology, node: str, statements: list[str]) -> None:
-    execute_all(topo.nodes[node].addr, topo.admin, statements)

@@ -385,8 +385,8 @@ def _stale_reads(inp: Inputs) -> Measured:
         if never:
             note += f", {never} never seen"
         return Measured(value, unit, stat, note=note)
-    eligible = subj.get("eligible_reads")
-    note = f"of {eligible:.0f} eligible reads" if isinstance(eligible, int | float) else ""
+    n_eligible = subj.get("eligible_reads")
+    note = f"of {n_eligible:.0f} eligible reads" if isinstance(n_eligible, int | float) else ""
     return Measured(value, unit, stat, note=note)
 
 

@@ -41,7 +41,14 @@ class Op:
 @dataclass(slots=True)
 class Sample:
     """A per-second or periodic measurement that is not an operation: replication lag,
-    sysbench interval rows, page-cache size."""
+    sysbench interval rows, page-cache size.
+
+    Series the checkers read (values in base units: seconds, per second):
+
+    - ``lag``: subject = replica node, ``{"lag": seconds}`` (NaN or missing: unreadable);
+    - ``sysbench``: subject = workload, ``{"tps", "qps", "lat_p95" (seconds), "errors"
+      (per second), "reconnects" (per second)}``, one per ``--report-interval=1`` line.
+    """
 
     series: str  # "lag", "sysbench", ...
     subject: str  # node or workload
@@ -83,28 +90,36 @@ class Completed:
         # the hot path of every checker: one call per operation, keep it lean
         self.inv = inv
         self.comp = comp
-        self.f = inv.f
-        self.process = inv.process
-        self.start = inv.time
+        self.f: str = inv.f
+        self.process: int = inv.process
+        self.start: int = inv.time
+        self.type: OpType
+        self.workload: str
+        self.endpoint: str
+        self.node: str | None
+        self.key: int | None
+        self.value: Any
+        self.end: int | None
+        self.error: int | None
         if comp is None:
-            self.type: OpType = "info"
+            self.type = "info"
             self.workload = inv.workload
             self.endpoint = inv.endpoint
             self.node = inv.node
             self.key = inv.key
             self.value = inv.value
-            self.end: int | None = None
-            self.error: int | None = None
+            self.end = None
+            self.error = None
             return
         self.type = comp.type
         self.workload = inv.workload or comp.workload
         self.endpoint = inv.endpoint or comp.endpoint
         n = comp.node
-        self.node: str | None = n if n is not None else inv.node
+        self.node = n if n is not None else inv.node
         k = comp.key
-        self.key: int | None = k if k is not None else inv.key
+        self.key = k if k is not None else inv.key
         v = comp.value
-        self.value: Any = v if v is not None else inv.value
+        self.value = v if v is not None else inv.value
         self.end = comp.time
         self.error = comp.error
 

@@ -181,7 +181,7 @@ def migration(
 
 @migration(1, "initial schema")
 def _m1_initial(db: sqlite_utils.Database) -> None:
-    db["runs"].create(
+    db.table("runs").create(
         {
             "id": str, "experiment": str, "source": str, "started_at": str, "ended_at": str,
             "status": str, "exit_code": int, "message": str, "summary": str, "host": str,
@@ -190,7 +190,7 @@ def _m1_initial(db: sqlite_utils.Database) -> None:
         pk="id",
         not_null={"experiment", "started_at", "status"},
     )  # fmt: skip
-    db["cells"].create(
+    db.table("cells").create(
         {
             "run_id": str, "idx": int, "label": str, "variant": str, "sweep": str,
             "repeat": int, "status": str, "started_at": str, "ended_at": str,
@@ -199,7 +199,7 @@ def _m1_initial(db: sqlite_utils.Database) -> None:
         pk=("run_id", "idx"),
         foreign_keys=[("run_id", "runs", "id")],
     )  # fmt: skip
-    db["operations"].create(
+    db.table("operations").create(
         {
             "run_id": str, "cell": int, "idx": int, "type": str, "f": str, "process": int,
             "time_ns": int, "workload": str, "endpoint": str, "node": str, "key": int,
@@ -207,28 +207,28 @@ def _m1_initial(db: sqlite_utils.Database) -> None:
         },
         pk=("run_id", "cell", "idx"),
     )  # fmt: skip
-    db["faults"].create(
+    db.table("faults").create(
         {
             "id": int, "run_id": str, "cell": int, "name": str, "node": str, "start_ns": int,
             "end_ns": int, "ok": int, "detail": str, "error_msg": str,
         },
         pk="id",
     )  # fmt: skip
-    db["samples"].create(
+    db.table("samples").create(
         {"id": int, "run_id": str, "cell": int, "series": str, "subject": str, "time_ns": int,
          "values": str},
         pk="id",
     )  # fmt: skip
-    db["measurements"].create(
+    db.table("measurements").create(
         {"id": int, "run_id": str, "cell": int, "checker": str, "subject": str, "name": str,
          "value": float, "json": str},
         pk="id",
     )  # fmt: skip
-    db["checks"].create(
+    db.table("checks").create(
         {"run_id": str, "cell": int, "checker": str, "valid": int, "details": str},
         pk=("run_id", "cell", "checker"),
     )  # fmt: skip
-    db["expectations"].create(
+    db.table("expectations").create(
         {
             "id": int, "run_id": str, "cell": int, "position": int, "text": str, "line": int,
             "metric": str, "passed": int, "measured": float, "unit": str, "lower_bound": int,
@@ -236,18 +236,18 @@ def _m1_initial(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )  # fmt: skip
-    db["runs"].create_index(["started_at"])
-    db["runs"].create_index(["experiment", "started_at"])
-    db["faults"].create_index(["run_id", "cell", "start_ns"])
-    db["samples"].create_index(["run_id", "cell", "series", "subject", "time_ns"])
-    db["measurements"].create_index(["run_id", "cell", "checker", "subject"])
-    db["expectations"].create_index(["run_id", "cell", "position"])
+    db.table("runs").create_index(["started_at"])
+    db.table("runs").create_index(["experiment", "started_at"])
+    db.table("faults").create_index(["run_id", "cell", "start_ns"])
+    db.table("samples").create_index(["run_id", "cell", "series", "subject", "time_ns"])
+    db.table("measurements").create_index(["run_id", "cell", "checker", "subject"])
+    db.table("expectations").create_index(["run_id", "cell", "position"])
 
 
 @migration(2, "full checker metrics in checks; cell error message")
 def _m2_metrics_and_errors(db: sqlite_utils.Database) -> None:
-    db["checks"].add_column("metrics", str)
-    db["cells"].add_column("error", str)
+    db.table("checks").add_column("metrics", str)
+    db.table("cells").add_column("error", str)
 
 
 @migration(3, "operations as a WITHOUT ROWID table: one b-tree, cheaper inserts")
@@ -309,15 +309,15 @@ from operation_batches b, json_each(b.ops) j
 
 
 def applied_migrations(db: sqlite_utils.Database) -> list[int]:
-    if not db["migrations"].exists():
+    if not db.table("migrations").exists():
         return []
     return [r["version"] for r in db.query("select version from migrations order by version")]
 
 
 def migrate(db: sqlite_utils.Database) -> list[int]:
     """Apply every migration not applied yet; returns the versions applied now."""
-    if not db["migrations"].exists():
-        db["migrations"].create(
+    if not db.table("migrations").exists():
+        db.table("migrations").create(
             {"version": int, "name": str, "applied_at": str}, pk="version", if_not_exists=True
         )
     done = set(applied_migrations(db))
@@ -327,7 +327,9 @@ def migrate(db: sqlite_utils.Database) -> list[int]:
             continue
         with db.conn:
             m.apply(db)
-            db["migrations"].insert({"version": m.version, "name": m.name, "applied_at": now_iso()})
+            db.table("migrations").insert(
+                {"version": m.version, "name": m.name, "applied_at": now_iso()}
+            )
         applied.append(m.version)
     return applied
 
@@ -381,7 +383,7 @@ class Store:
     ) -> str:
         rid = run_id or new_run_id()
         with self.conn:
-            self.db["runs"].insert({
+            self.db.table("runs").insert({
                 "id": rid, "experiment": experiment, "source": source,
                 "started_at": started_at or now_iso(), "status": "running",
                 "host": host or socket.gethostname(), "lab_version": version or lab_version(),
@@ -401,7 +403,7 @@ class Store:
         if status not in RUN_STATUSES:
             raise ValueError(f"unknown run status {status!r} (known: {', '.join(RUN_STATUSES)})")
         with self.conn:
-            self.db["runs"].update(run_id, {
+            self.db.table("runs").update(run_id, {
                 "status": status, "exit_code": exit_code, "message": message,
                 "summary": _json(_clean(summary)), "ended_at": ended_at or now_iso(),
             })  # fmt: skip
@@ -457,7 +459,7 @@ class Store:
         repeat: int = 1,
     ) -> None:
         with self.conn:
-            self.db["cells"].insert({
+            self.db.table("cells").insert({
                 "run_id": run_id, "idx": index, "label": label, "variant": variant,
                 "sweep": _json(dict(sweep or {})), "repeat": repeat, "status": "running",
                 "started_at": now_iso(),
@@ -476,7 +478,7 @@ class Store:
         if status not in CELL_STATUSES:
             raise ValueError(f"unknown cell status {status!r}")
         with self.conn:
-            self.db["cells"].update((run_id, index), {
+            self.db.table("cells").update((run_id, index), {
                 "status": status, "ended_at": now_iso(), "load_start_ns": load_start_ns,
                 "load_end_ns": load_end_ns, "error": error,
             })  # fmt: skip
@@ -557,7 +559,7 @@ class Store:
         with self.conn:
             self.conn.execute("delete from faults where run_id = ? and cell = ?", [run_id, cell])
             if rows:
-                self.db["faults"].insert_all(rows)
+                self.db.table("faults").insert_all(rows)
         return len(rows)
 
     def faults(self, run_id: str, cell: int) -> list[dict[str, Any]]:

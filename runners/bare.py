@@ -10,22 +10,22 @@ because the rsync state-transfer daemon drops privileges.
 
 from __future__ import annotations
 
+import logging
 import os
 import pwd
 import shutil
 import subprocess
 import time
-import logging
 from collections.abc import Iterable
 from pathlib import Path
+
+import MySQLdb
 
 from runners.components import galera_provider, require
 from runners.errors import ComponentError
 from runners.mysql import Address, Credentials, execute_all, wait_until
 from runners.node import ProcessNode
 from runners.runtime import Run
-
-import MySQLdb
 
 log = logging.getLogger(__name__)
 

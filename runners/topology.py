@@ -194,10 +194,10 @@ class Topology:
                     node.restart()
         # The lab's users, made on the primary (they replicate). Not through dbdeployer's
         # --post-grants-sql, which fails silently with some server settings.
-        from runners.bare import user_statements
-
         # dbdeployer's admin user has no GRANT OPTION on MariaDB: grant as root on the socket.
         import MySQLdb
+
+        from runners.bare import user_statements
 
         first = nodes[0]
         sock = next(first.datadir.glob("mysql_sandbox*.sock"))
@@ -236,7 +236,7 @@ class Topology:
                 execute_all(node.addr, self.admin, ["SET GLOBAL read_only=ON"])
                 continue
             stmts = ["STOP SLAVE", "SET GLOBAL read_only=ON"]
-            opts = [f"MASTER_HOST='127.0.0.1'", f"MASTER_PORT={port}",
+            opts = ["MASTER_HOST='127.0.0.1'", f"MASTER_PORT={port}",
                     "MASTER_CONNECT_RETRY=1"]
             if self.plan.replication_mode == "file_position":
                 opts.append("MASTER_USE_GTID=no")
@@ -354,7 +354,3 @@ class Topology:
         if self.toxi:
             self.toxi.stop()
         return time.monotonic() - t0
-
-
-def sandbox_admin_address(topo: Topology, name: str) -> Address:
-    return topo.nodes[name].addr

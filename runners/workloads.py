@@ -241,12 +241,7 @@ class ProbeWorkload(Workload):
 
 
 class UniqueWritesWorkload(ProbeWorkload):
-    """Writes with unique keys as fast as allowed (or at ``rate``)."""
-
-    def __init__(self, *a: Any, **kw: Any) -> None:
-        super().__init__(*a, **kw)
-        if self.spec.every is None and not self.spec.rate:
-            self.spec = self.spec.model_copy(update={"every": None})
+    """Writes with unique keys as fast as allowed (or at ``rate``): a probe without a pause."""
 
 
 class ReadYourWritesWorkload(Workload):

@@ -81,9 +81,9 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         x.reconnects += round(reconn)
     load_s = ctx.duration_s(history)
     subjects: dict[str, dict[str, Any]] = {}
-    for w, c in per_w.items():
-        subjects[w] = c.as_json(load_s)
-    for (w, node), c in sorted(per_node.items()):
-        subjects[f"{w} on {node}"] = c.as_json(load_s)
-    total = sum(c.total for c in per_w.values())
+    for w, counts in per_w.items():
+        subjects[w] = counts.as_json(load_s)
+    for (w, node), counts in sorted(per_node.items()):
+        subjects[f"{w} on {node}"] = counts.as_json(load_s)
+    total = sum(x.total for x in per_w.values())
     return CheckResult(NAME, True, {"total": total, "load_seconds": load_s, "subjects": subjects})

@@ -35,11 +35,11 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         lat[w].extend(xs)
     subjects: dict[str, dict[str, Any]] = {}
     for w, xs in lat.items():
-        subj: dict[str, Any] = summary(xs, scale=1 / NS)
+        subj: dict[str, Any] = dict(summary(xs, scale=1 / NS))
         subj["source"] = "ops"
         subjects[w] = subj
     for (w, node), xs in sorted(per_node.items()):
-        subj = summary(xs, scale=1 / NS)
+        subj = dict(summary(xs, scale=1 / NS))
         subj["source"] = "ops"
         subjects[f"{w} on {node}"] = subj
     sb: dict[str, list[float]] = defaultdict(list)
@@ -47,7 +47,7 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         if s.series == SYSBENCH and "lat_p95" in s.values:
             sb[s.subject].append(float(s.values["lat_p95"]))
     for w, secs in sb.items():
-        subj = summary(secs)
+        subj = dict(summary(secs))
         subj["source"] = "sysbench per-second p95"
         subjects[w] = subj
     return CheckResult(NAME, True, {"subjects": subjects})

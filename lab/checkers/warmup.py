@@ -145,15 +145,13 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     t0, _ = ctx.bounds(history)
     faults = _faults(history, ctx, t0)
     if not faults:
-        subjects = {w: warmup_from_start(s) for w, s in per_second(history, ctx).items()}
-        return CheckResult(NAME, True, {"faults": 0, "mode": "start", "subjects": subjects},
+        from_start = {w: warmup_from_start(s) for w, s in per_second(history, ctx).items()}
+        return CheckResult(NAME, True, {"faults": 0, "mode": "start", "subjects": from_start},
                            "no cache-drop fault in the history: warmup from the start")  # fmt: skip
     fact = ctx.facts.get("warmup")
-    baseline_s = (
-        float(fact.get("baseline", DEFAULT_BASELINE_S))
-        if isinstance(fact, dict)
-        else (DEFAULT_BASELINE_S)
-    )
+    baseline_s = DEFAULT_BASELINE_S
+    if isinstance(fact, dict):
+        baseline_s = float(fact.get("baseline", DEFAULT_BASELINE_S))
     subjects: dict[str, dict[str, Any]] = {}
     for w, s in per_second(history, ctx).items():
         per_fault = [warmup_after(s, f, baseline_s) for f in faults]
