@@ -3,6 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 from histories import ctx, history, op
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lab.checkers import lost_writes
 
@@ -101,3 +103,20 @@ def test_only_workloads_with_a_final_state_are_checked() -> None:
     r = check(h, {"uw": {"db1": {1: "a"}}})
     assert r.valid is True
     assert r.metrics["unchecked_workloads"] == ["other"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["ok", "fail", "info"]), st.booleans()), max_size=30))
+def test_lost_is_exactly_the_acknowledged_writes_missing(
+    outcomes: list[tuple[str, bool]],
+) -> None:
+    """Each write i has an outcome and is present in the final state or not: lost writes are
+    exactly the acknowledged ones that are absent; unknown ones are never lost."""
+    h = history(*[w(1, i, i, f"v{i}", ty) for i, (ty, _) in enumerate(outcomes)])
+    final = {i: f"v{i}" for i, (_, present) in enumerate(outcomes) if present}
+    r = check(h, {"uw": {"db1": final}})
+    lost = sum(1 for ty, present in outcomes if ty == "ok" and not present)
+    assert r.metrics["count"] == lost
+    assert r.metrics["unknown"] == sum(1 for ty, _ in outcomes if ty == "info")
+    assert r.metrics["unknown_applied"] == sum(1 for ty, p in outcomes if ty == "info" and p)
+    assert r.metrics["failed_but_present"] == sum(1 for ty, p in outcomes if ty == "fail" and p)

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import pytest
 from histories import ctx, history, ns, op, probe
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lab.checkers import errors, latency, throughput
 from lab.checkers.throughput import check_stalls, check_throughput
@@ -115,3 +117,18 @@ def test_empty_history() -> None:
     assert throughput.check_throughput([], c).metrics["subjects"] == {}
     assert latency.check([], c).metrics["subjects"] == {}
     assert errors.check([], c).metrics["total"] == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 19.5), st.floats(0.001, 0.4),
+                          st.sampled_from(["ok", "ok", "fail", "info"])), max_size=60))  # fmt: skip
+def test_per_second_counts_every_ok_op_once(ops: list[tuple[float, float, str]]) -> None:
+    parts = [op(i, "write", t, t + d, ty) for i, (t, d, ty) in enumerate(ops)]  # type: ignore[arg-type]
+    h = history(*parts)
+    s = check_throughput(h, ctx(0, 20)).metrics["subjects"].get("w")
+    n_ok = sum(1 for _, _, ty in ops if ty == "ok")
+    assert (s["total"] if s else 0) == n_ok
+    if s:
+        assert sum(s["per_second"]) == n_ok
+        for sec, n in enumerate(s["per_second"]):
+            assert n == sum(1 for t, d, ty in ops if ty == "ok" and sec <= t + d < sec + 1)

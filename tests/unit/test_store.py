@@ -209,3 +209,13 @@ def test_nan_measurements_are_stored_as_null(store: Store) -> None:
     store.write_measurements(rid, 1, {"x": CheckResult("x", True, {"v": float("nan")})})
     (m,) = store.measurements(rid, 1)
     assert m["value"] is None
+
+
+def test_every_table_and_column_is_documented(store: Store) -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text()
+    for name in [*store.db.table_names(), *store.db.view_names()]:
+        assert f"`{name}`" in doc or f"### {name}" in doc, f"table {name} is not in docs"
+        for row in store.conn.execute(f"pragma table_info({name})"):
+            assert f"`{row[1]}`" in doc, f"column {name}.{row[1]} is not in docs/results.md"
+    for m in MIGRATIONS:
+        assert f"| {m.version} |" in doc, f"migration {m.version} is not in docs/results.md"
