@@ -180,6 +180,7 @@ class CellRunner:
         self.nemesis: Nemesis | None = None
         self.recorder: Recorder | None = None
         self.bg: list[threading.Thread] = []
+        self._started_at_gtid: dict[str, dict[int, int]] = {}
 
     # --- the cell, start to end ------------------------------------------------------------
     def run(self) -> CellOutcome:
@@ -390,6 +391,13 @@ class CellRunner:
             name = a.node.name
             if name == topo.primary and a.verb in ("kill", "stop", "restart", "cold_restart"):
                 self._snapshot_primary()
+            if name != topo.primary and a.verb in ("kill", "stop", "restart", "cold_restart"):
+                # What the replica had applied when it went down: "applied since" counts
+                # from here (a replica may start its threads by itself when it starts).
+                with contextlib.suppress(Exception):
+                    self._started_at_gtid[name] = parse_gtid(
+                        str(topo.nodes[name].scalar("SELECT @@gtid_slave_pos", timeout=2) or "")
+                    )
             if a.verb in ("start", "restart", "cold_restart") and name != topo.primary:
                 self.facts["relay_log_bytes"].setdefault(name, {})["before"] = relay_log_bytes(
                     topo.nodes[name].datadir
@@ -403,6 +411,7 @@ class CellRunner:
             if name != topo.primary:
                 entry = self.facts["relay_log_bytes"].setdefault(name, {})
                 entry["after"] = relay_log_bytes(topo.nodes[name].datadir)
+
 
     def _snapshot_primary(self) -> None:
         topo = self.topo
@@ -520,6 +529,9 @@ class CellRunner:
     # --- after the load ---------------------------------------------------------------------------
     def _after_load(self) -> None:
         assert self.topo is not None and self.nemesis is not None
+        # Transactions missing on replicas are measured as the timeline left them, before
+        # healing (a healed primary would let them catch up and hide the lesson).
+        self._facts_after()
         if not self.plan.leave_faults:
             self.view.phase("healing faults")
             self.out.healed = self.nemesis.heal_all()
@@ -529,7 +541,6 @@ class CellRunner:
         self.out.timings["settle"] = time.monotonic() - t
         self.facts["settled"] = settled
         self.view.phase("reading the final state")
-        self._facts_after()
         self._final_state()
         self.view.phase("checking")
         self._check()
@@ -609,6 +620,13 @@ class CellRunner:
                     for dom, seq in primary.items()
                     if dom != HEARTBEAT_DOMAIN
                 )
+                if name in self._started_at_gtid:
+                    base = self._started_at_gtid[name]
+                    self.facts.setdefault("applied_since_restart", {})[name] = sum(
+                        max(0, seq - base.get(dom, 0))
+                        for dom, seq in mine.items()
+                        if dom != HEARTBEAT_DOMAIN
+                    )
         self.facts["missing_transactions"] = missing
         self.facts["replica_gtid"] = applied
         self.facts["primary_gtid"] = {str(k): v for k, v in primary.items()}

@@ -239,13 +239,29 @@ class Topology:
             opts = ["MASTER_HOST='127.0.0.1'", f"MASTER_PORT={port}",
                     "MASTER_CONNECT_RETRY=1"]
             if self.plan.replication_mode == "file_position":
-                opts.append("MASTER_USE_GTID=no")
+                # Explicit coordinates: after a restart with relay_log_recovery the replica
+                # may not know its file name, and an empty one never advances. The replica
+                # has applied everything first, so the primary's position is its own.
+                self._wait_same_gtid(node, primary)
+                pos = primary.sql("SHOW MASTER STATUS")[0]
+                opts += ["MASTER_USE_GTID=no", f"MASTER_LOG_FILE='{pos['File']}'",
+                         f"MASTER_LOG_POS={int(pos['Position'])}"]
             if planned.delay:
                 opts.append(f"MASTER_DELAY={int(round(planned.delay))}")
             stmts.append("CHANGE MASTER TO " + ", ".join(opts))
             stmts.append("START SLAVE")
             execute_all(node.addr, self.admin, stmts)
         self.wait_replication_running()
+
+    def _wait_same_gtid(self, replica: Node, primary: Node, timeout: float = 30.0) -> None:
+        from runners.mysql import wait_until
+
+        def same() -> bool:
+            want = primary.scalar("SELECT @@gtid_binlog_pos")
+            return bool(replica.scalar("SELECT @@gtid_slave_pos") == want)
+
+        wait_until(same, timeout, "caught up with the primary", replica.component,
+                   replica.error_log)
 
     def wait_replication_running(self, timeout: float = 30.0) -> None:
         from runners.mysql import wait_until
