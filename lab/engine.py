@@ -17,11 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from dsl.models import NodeAction, TimedAction
+from dsl.models import Metric, NodeAction, Quantity, TimedAction
 from dsl.plan import Cell, Plan, PlannedWorkload
 from fault.nemesis import ActionFailed, Nemesis
 from lab.checkers import CheckContext, CheckResult, WorkloadInfo, run_checkers
-from lab.expectations import ExpectationOutcome, all_passed, evaluate_all
+from lab.expectations import (
+    ExpectationOutcome,
+    Unmeasurable,
+    all_passed,
+    evaluate_all,
+    format_value,
+    measure,
+    metric_text,
+)
 from lab.history import Op, Sample, fault_windows
 from lab.recorder import Recorder
 from lab.store import Store
@@ -80,6 +88,7 @@ class CellOutcome:
     timings: dict[str, float] = field(default_factory=dict)
     operations: int = 0
     healed: list[str] = field(default_factory=list)
+    reports: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -154,6 +163,7 @@ def summary(outcome: RunOutcome) -> dict[str, Any]:
                 "timings": {k: round(v, 3) for k, v in c.timings.items()},
                 "healed": c.healed,
                 "expectations": [e.to_json() for e in c.expectations],
+                "reports": c.reports,
                 "measurements": {name: r.metrics for name, r in c.results.items()},
             }
             for c in outcome.cells
@@ -672,6 +682,8 @@ class CellRunner:
         )
         self.out.results = run_checkers(history, ctx)
         self.out.expectations = evaluate_all(self.plan.expectations, self.out.results, ctx)
+        self.out.reports = [report_figure(r.metric, r.text, self.out.results, ctx)
+                            for r in self.plan.reports]
         self.out.operations = sum(1 for op in history if op.type == "invoke")
 
     def _store(self) -> None:
@@ -725,3 +737,18 @@ def relay_log_bytes(datadir: Path) -> int:
             with contextlib.suppress(OSError):
                 total += p.stat().st_size
     return total
+
+
+def report_figure(metric: Metric, text: str, results: dict[str, CheckResult],
+                  ctx: CheckContext) -> dict[str, Any]:
+    """A ``report`` line: the figure, without a verdict."""
+    try:
+        got = measure(metric, Quantity(value=0, kind="count", text=""), results, ctx)
+    except Unmeasurable as e:
+        return {"text": text, "metric": metric_text(metric), "value": None, "unit": None,
+                "display": f"unknown: {e}"}
+    shown = format_value(got.value, got.unit)
+    if got.lower_bound:
+        shown = f"at least {shown}"
+    return {"text": text, "metric": metric_text(metric, got.stat), "value": got.value,
+            "unit": got.unit, "display": shown}

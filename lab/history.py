@@ -66,6 +66,9 @@ class Sample:
 DUPLICATE_KEY_CODES: frozenset[int] = frozenset({1062, 11000})  # MySQL/MariaDB, MongoDB
 WRITE_FS: frozenset[str] = frozenset({"write", "insert"})
 READ_FS: frozenset[str] = frozenset({"read"})
+# read_your_writes polls a node until its write shows: the first read after a write is a
+# "read" (counted for stale reads), the polls after it are "reread" (used for visibility only)
+REREAD_FS: frozenset[str] = frozenset({"reread"})
 NS = 1_000_000_000
 
 

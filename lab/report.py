@@ -15,6 +15,9 @@ KEY_FIGURES: dict[str, list[str]] = {
     "latency": ["p50", "p99", "max"],
     "throughput": ["mean"],
     "errors": ["total"],
+    "replication_lag": ["max", "p99"],
+    "stalls": ["count", "longest"],
+    "facts": ["missing_transactions", "applied_since_restart"],
 }
 
 
@@ -53,6 +56,23 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
         exp.add_row(*row)
     if texts:
         console.print(exp)
+    rep_texts: list[str] = []
+    for c in cells:
+        for r in c.get("reports") or []:
+            if r["text"] not in rep_texts:
+                rep_texts.append(r["text"])
+    if rep_texts:
+        rep = Table(title="reports")
+        rep.add_column("report")
+        for c in cells:
+            rep.add_column(c.get("label") or f"cell {c['index']}", overflow="fold")
+        for t in rep_texts:
+            row = [t]
+            for c in cells:
+                r = next((x for x in c.get("reports") or [] if x["text"] == t), None)
+                row.append(f"{r['metric']} = {r['display']}" if r else "-")
+            rep.add_row(*row)
+        console.print(rep)
     meas = Table(title="measurements")
     meas.add_column("figure")
     for c in cells:

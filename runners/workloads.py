@@ -274,14 +274,16 @@ class ReadYourWritesWorkload(Workload):
                     continue
                 deadline = time.monotonic() + self.spec.timeout
                 for r in readers:
+                    f = "read"  # the first read after the write; polls after it: "reread"
                     while not self.env.stop.is_set():
-                        got = r.op("read", f"SELECT (SELECT v FROM {t} WHERE k = %s)",
+                        got = r.op(f, f"SELECT (SELECT v FROM {t} WHERE k = %s)",
                                    (k,), key=k, is_write=False,
                                    result=lambda rows: None if not rows or rows[0][0] is None
                                    else int(rows[0][0]))
                         if got.type != "ok" or (got.value is not None and got.value >= v) \
                                 or time.monotonic() > deadline:
                             break
+                        f = "reread"
                         time.sleep(self.POLL)
                 pace()
         finally:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.checkers.base import CheckContext, CheckResult, summary
-from lab.history import NS, READ_FS, WRITE_FS, Completed, Op
+from lab.history import NS, READ_FS, REREAD_FS, WRITE_FS, Completed, Op
 
 NAME = "stale_reads"
 MAX_EXAMPLES = 50
@@ -139,7 +139,7 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     groups = ctx.by_f(history)
     # reads first: only workloads that read a key need their writes indexed
     for f, cs in groups.items():
-        if f not in READ_FS:
+        if f not in READ_FS and f not in REREAD_FS:
             continue
         for c in cs:
             if c.type != "ok" or c.key is None:
@@ -183,7 +183,8 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         never_all = 0
         node_subjects: dict[str, dict[str, Any]] = {}
         for node, rs in sorted(by_node.items()):
-            nt = _check_node(workload, node, rs, keys, examples, t0)
+            firsts = [r for r in rs if r.f not in REREAD_FS]
+            nt = _check_node(workload, node, firsts, keys, examples, t0)
             vis, never = _visibility(keys, rs)
             vis_all.extend(vis)
             never_all += never

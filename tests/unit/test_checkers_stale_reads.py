@@ -177,3 +177,14 @@ def test_reads_of_the_newest_acknowledged_version_are_never_stale(
             t += 0.2
     r = check(*ops)
     assert r.metrics["count"] == expected_stale
+
+
+def test_polls_after_the_first_read_count_for_visibility_not_for_staleness() -> None:
+    def reread(t0: float, t1: float, v: object) -> list:  # type: ignore[type-arg]
+        return op(2, "reread", t0, t1, "ok", key=1, value=v, endpoint="db2", node="db2")  # type: ignore[arg-type]
+
+    r = check(write(0, 1.0, 1, 1), read(1.1, 1.2, 1, None), reread(1.3, 1.4, None),
+              reread(1.5, 1.6, 1))
+    assert (r.metrics["count"], r.metrics["eligible_reads"]) == (1, 1)  # one stale first read
+    vis = r.metrics["subjects"]["w on db2"]["visibility"]
+    assert vis["count"] == 1 and vis["max"] == pytest.approx(0.6)  # seen by the last poll
