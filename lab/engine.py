@@ -638,6 +638,22 @@ class CellRunner:
                         if dom != HEARTBEAT_DOMAIN
                     )
         self.facts["missing_transactions"] = missing
+        repl_errors: dict[str, dict[str, Any]] = {}
+        for name, node in topo.nodes.items():
+            if not node.is_running():
+                continue
+            with contextlib.suppress(Exception):
+                rows = node.sql("SHOW SLAVE STATUS", timeout=2)
+                if rows:
+                    st = rows[0]
+                    repl_errors[name] = {
+                        "sql_errno": int(st.get("Last_SQL_Errno") or 0),
+                        "io_errno": int(st.get("Last_IO_Errno") or 0),
+                        "sql_error": str(st.get("Last_SQL_Error") or "")[:300],
+                        "io_running": st.get("Slave_IO_Running"),
+                        "sql_running": st.get("Slave_SQL_Running"),
+                    }
+        self.facts["replication_errors"] = repl_errors
         self.facts["replica_gtid"] = applied
         self.facts["primary_gtid"] = {str(k): v for k, v in primary.items()}
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import secrets
 import signal
 import string
@@ -29,6 +28,7 @@ from typing import Any
 
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure, PyMongoError
+from pymongo.write_concern import WriteConcern
 
 from dsl.models import Engine
 from runners.components import find, require
@@ -296,7 +296,7 @@ class MongoNode(Node):
             return ""
 
 
-# --- the replica set -------------------------------------------------------------------------------
+# --- the replica set ------------------------------------------------------------------------------
 
 class MongoReplicaSet:
     def __init__(self, run: Run, names: list[str], engine: Engine,
@@ -383,7 +383,7 @@ class MongoReplicaSet:
         return convert_to_standalone(self.nodes, node_name, on_phase)
 
 
-# --- replica set -> standalone (seed digest §3) ----------------------------------------------------
+# --- replica set -> standalone (seed digest §3) ---------------------------------------------------
 
 def longest_and_total_gaps(successes: Sequence[float], start: float, end: float,
                            threshold: float) -> tuple[float, float]:
@@ -475,9 +475,10 @@ def collection_counts(node: MongoNode, timeout: float = 10.0) -> dict[str, int]:
 
 def _write_marker(node: MongoNode) -> None:
     with node.client(30.0) as c:
-        coll = c[MARKER_DB][MARKER_COLL]
+        coll = c[MARKER_DB].get_collection(MARKER_COLL,
+                                           write_concern=WriteConcern("majority"))
         coll.drop()
-        coll.with_options().insert_many([{"_id": i} for i in range(MARKER_DOCS)])
+        coll.insert_many([{"_id": i} for i in range(MARKER_DOCS)])
 
 
 def _ensure_primary(node: MongoNode, timeout: float = 30.0) -> None:
@@ -621,8 +622,3 @@ def convert_to_standalone(members: Sequence[MongoNode], node_name: str,
         "counts_after": after,
         "data_intact": before == after,
     }
-
-
-def member_names_pattern() -> re.Pattern[str]:
-    """Member names become directory names under the run directory."""
-    return re.compile(r"^[A-Za-z0-9_]{1,32}$")

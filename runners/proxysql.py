@@ -110,7 +110,7 @@ def monitor_user_statements(creds: Credentials, flavor: str = "mariadb") -> list
     return out
 
 
-# --- the configuration, as pure data ---------------------------------------------------------------
+# --- the configuration, as pure data --------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Server:
@@ -325,7 +325,7 @@ def generated_credentials(user: str, n: int = 20) -> Credentials:
     return Credentials(user, "".join(secrets.choice(alphabet) for _ in range(n)))
 
 
-# --- the running router ----------------------------------------------------------------------------
+# --- the running router ---------------------------------------------------------------------------
 
 class ProxySQL:
     """Same surface as ``runners.haproxy.HAProxy``: ``start``, ``server_states``,
@@ -458,7 +458,7 @@ class ProxySQL:
         finally:
             conn.close()
 
-    # --- state -------------------------------------------------------------------------------------
+    # --- state ------------------------------------------------------------------------------------
     def server_states(self, backend: str) -> dict[str, str]:
         """{node: status} in the writer or reader hostgroup: ONLINE, SHUNNED, OFFLINE_SOFT,
         OFFLINE_HARD (and SHUNNED_REPLICATION_LAG)."""

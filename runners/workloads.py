@@ -98,7 +98,7 @@ class Client:
 
     def op(self, f: str, sql: str, args: tuple[Any, ...] = (), key: int | None = None,
            value: Any = None, is_write: bool = True,
-           result: Callable[[Any], Any] | None = None) -> Op:
+           result: Callable[[Any], Any] | None = None, key_from_insert: bool = False) -> Op:
         """Invoke one statement and record its outcome. Returns the completion op."""
         rec = self.env.record
         rec(Op("invoke", f, self.process, time.monotonic_ns(), self.workload, self.endpoint,
@@ -112,6 +112,8 @@ class Client:
             out = cur.fetchall() if cur.description else None
             cur.close()
             got = result(out) if result else value
+            if key_from_insert:  # the server picked the key (auto-increment)
+                key = int(conn.insert_id())
             return rec(Op("ok", f, self.process, time.monotonic_ns(), self.workload,
                           self.endpoint, self.node, key, got))
         except MySQLdb.Error as e:
@@ -309,7 +311,7 @@ class UniqueInsertWorkload(Workload):
             if self.spec.keys == "auto_increment":
                 client.op("insert", f"INSERT INTO {t} (v, c) VALUES (%s, %s)",
                           (client.process, client.process), value=client.process,
-                          result=lambda _rows: client.process)
+                          key_from_insert=True)
             else:
                 if self.spec.keys == "random":
                     with self._rng_lock:

@@ -15,7 +15,9 @@ from lab.checkers.base import CheckContext, CheckResult
 from lab.history import Op
 
 NAME = "facts"
-PER_SUBJECT = frozenset({"missing_transactions", "relay_log_bytes", "applied_since_restart"})
+PER_SUBJECT = frozenset(
+    {"missing_transactions", "relay_log_bytes", "applied_since_restart", "replication_errors"}
+)
 
 
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
