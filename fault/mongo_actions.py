@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pymongo.errors import PyMongoError
+
 from runners.errors import ComponentError
 from runners.mongo import MongoNode, convert_to_standalone
 from runners.topology import Topology
@@ -31,3 +33,30 @@ def convert_standalone(topo: Topology, node_name: str) -> dict[str, Any]:
     if node_name not in {m.name for m in members}:
         raise ComponentError("convert to standalone", f"{node_name} is not a replica set member")
     return convert_to_standalone(members, node_name)
+
+
+def primary_elected(topo: Topology) -> bool:
+    """``wait until primary_elected`` on a replica set: some running member is primary."""
+    return any(m.is_running() and _is_primary(m) for m in mongo_members(topo))
+
+
+def caught_up(topo: Topology, node_name: str) -> bool:
+    """``wait until NODE caught_up`` on a replica set: the member has applied the primary's
+    last operation (``replSetGetStatus`` optimes as the primary sees them)."""
+    primary = next((m for m in mongo_members(topo) if m.is_running() and _is_primary(m)), None)
+    if primary is None:
+        return False
+    node = topo.nodes[node_name]
+    assert isinstance(node, MongoNode)
+    members = {m["name"]: m for m in primary.command("replSetGetStatus").get("members", [])}
+    mine, theirs = members.get(node.host), members.get(primary.host)
+    if mine is None or theirs is None or mine.get("stateStr") not in ("PRIMARY", "SECONDARY"):
+        return False
+    return bool(mine["optime"]["ts"] >= theirs["optime"]["ts"])
+
+
+def _is_primary(m: MongoNode) -> bool:
+    try:
+        return m.is_primary()
+    except PyMongoError:
+        return False

@@ -135,8 +135,13 @@ class Nemesis:
         if isinstance(a, RunSql):
             return self._sql(a)
         if isinstance(a, ConvertStandalone):
-            raise ActionFailed("convert to standalone needs a MongoDB replica set (mongod), "
-                               "which this topology is not")
+            if self.topo.plan.topology != "mongodb_replset":
+                raise ActionFailed("convert to standalone needs a MongoDB replica set")
+            from fault.mongo_actions import convert_standalone
+
+            # The removed members are not "down": healing must not restart them as members
+            # of a set that no longer has them.
+            return convert_standalone(self.topo, a.node.name)
         raise ActionFailed(f"unknown action {a!r}")
 
     # --- process -----------------------------------------------------------------------------
@@ -352,7 +357,20 @@ class Nemesis:
         cond = a.condition
         name = a.node.name if a.node else None
         check: Callable[[], bool]
-        if cond == "caught_up":
+        if self.topo.plan.topology == "mongodb_replset":
+            from fault import mongo_actions
+
+            mongo_checks: dict[str, Callable[[], bool]] = {
+                "primary_elected": lambda: mongo_actions.primary_elected(self.topo),
+                "caught_up": lambda: all(mongo_actions.caught_up(self.topo, n) for n in (
+                    [name] if name else list(self.topo.nodes))),
+                "up": lambda: bool(name) and self._answers(name),  # type: ignore[arg-type]
+                "down": lambda: bool(name) and not self._answers(name),  # type: ignore[arg-type]
+            }
+            if cond not in mongo_checks:
+                raise ActionFailed(f"wait until {cond} does not apply to a MongoDB replica set")
+            check = mongo_checks[cond]
+        elif cond == "caught_up":
             names = [name] if name else [n for n in self.topo.nodes if n != self.topo.primary]
             check = lambda: all(self.caught_up(n) for n in names)  # noqa: E731
         elif cond == "downloaded":
@@ -380,8 +398,12 @@ class Nemesis:
         return {"waited_seconds": round(waited, 3)}
 
     def _answers(self, name: str) -> bool:
+        node = self.node(name)
+        ping = getattr(node, "ping", None)
         try:
-            return self.node(name).scalar("SELECT 1", timeout=1) == 1
+            if ping is not None:  # a MongoDB member
+                return bool(ping())
+            return node.scalar("SELECT 1", timeout=1) == 1
         except Exception:  # noqa: BLE001
             return False
 

@@ -191,6 +191,7 @@ class CellRunner:
         self.recorder: Recorder | None = None
         self.bg: list[threading.Thread] = []
         self._started_at_gtid: dict[str, dict[int, int]] = {}
+        self._last_beat = 0.0
 
     # --- the cell, start to end ------------------------------------------------------------
     def run(self) -> CellOutcome:
@@ -262,6 +263,13 @@ class CellRunner:
     def _prepare(self) -> None:
         topo = self.topo
         assert topo is not None
+        if self.plan.topology == "mongodb_replset":
+            if self.cell.workloads:
+                raise ComponentError(
+                    "workloads", "the lab's workloads speak MySQL only so far; a MongoDB "
+                    "experiment can run its timeline (convert to standalone measures its own "
+                    "downtime) but not workloads")
+            return
         w = topo.nodes[self._writer_node()]
         stmts = [
             f"CREATE DATABASE IF NOT EXISTS `{SCHEMA}`",
@@ -487,6 +495,7 @@ class CellRunner:
                 cur.close()
                 if row:
                     self.facts["primary_gtid"] = parse_gtid(str(row[0]))
+                self._last_beat = time.monotonic()
             except Exception:  # noqa: BLE001
                 with contextlib.suppress(Exception):
                     if conn is not None:
@@ -513,7 +522,10 @@ class CellRunner:
                     cur.execute(f"SELECT ts FROM `{SCHEMA}`.heartbeat WHERE id = 1")
                     row = cur.fetchone()
                     cur.close()
-                    if row and int(row[0]) > 0:
+                    # Lag is only defined while the primary takes heartbeats: when it is
+                    # down (before a promote) the replicas are not behind anything.
+                    beating = time.monotonic() - self._last_beat < 0.5
+                    if row and int(row[0]) > 0 and beating:
                         lag = max(0.0, time.time() - int(row[0]) / 1e6)
                         self._sample(Sample("lag", name, time.monotonic_ns(), {"lag": lag}))
                 except Exception:  # noqa: BLE001

@@ -14,6 +14,7 @@ with a write probe.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import secrets
 import signal
@@ -56,7 +57,7 @@ PhaseHook = Callable[[str, float], None]
 
 def _positive_float(value: str) -> str:
     v = float(value)
-    if not v > 0:
+    if not (math.isfinite(v) and v > 0):
         raise ValueError("must be a positive number")
     return value
 

@@ -41,7 +41,7 @@ import MySQLdb.cursors
 from runners.components import require
 from runners.errors import ComponentError
 from runners.haproxy import Backend
-from runners.mysql import Address, Credentials, connect, wait_until
+from runners.mysql import Address, Credentials, wait_until
 from runners.runtime import Run
 
 COMPONENT = "proxysql"
@@ -108,6 +108,14 @@ def monitor_user_statements(creds: Credentials, flavor: str = "mariadb") -> list
         out.append(f"CREATE USER IF NOT EXISTS '{user}'@'{host}' IDENTIFIED BY '{pw}'")
         out.append(f"GRANT {privileges} ON *.* TO '{user}'@'{host}'")
     return out
+
+
+def monitor_user_setup(creds: Credentials, flavor: str = "mariadb") -> list[str]:
+    """The same, to run on *every* node with the lab's admin user: ``sql_log_bin=0`` keeps
+    the statements out of the binary log, so replicas get no errant transactions and two
+    primaries do not replicate the user into each other (``IF NOT EXISTS`` makes a repeat,
+    e.g. one Galera already replicated, harmless)."""
+    return ["SET sql_log_bin=0", *monitor_user_statements(creds, flavor)]
 
 
 # --- the configuration, as pure data --------------------------------------------------------------
@@ -428,12 +436,20 @@ class ProxySQL:
     def admin_address(self) -> Address:
         return Address(HOST, self.admin_port)
 
+    def _admin_connect(self, timeout: float) -> Any:
+        """A connection to the admin interface. ``autocommit=None``: mysqlclient sends no
+        SET autocommit (the admin's SQLite runs each statement on its own)."""
+        t = max(1, int(round(timeout)))
+        return MySQLdb.connect(host=HOST, port=self.admin_port, user=self.admin_creds.user,
+                               password=self.admin_creds.password, connect_timeout=t,
+                               read_timeout=t, write_timeout=t, autocommit=None)
+
     def _admin_answers(self) -> bool:
         return bool(self.admin_query("SELECT COUNT(*) AS n FROM mysql_servers", timeout=1))
 
     def admin_execute(self, statements: Sequence[str], timeout: float = 10.0) -> None:
         try:
-            conn = connect(self.admin_address, self.admin_creds, timeout)
+            conn = self._admin_connect(timeout)
         except MySQLdb.Error as e:
             raise self._fail(f"admin interface refused the connection: {e}") from None
         try:
@@ -448,7 +464,7 @@ class ProxySQL:
             conn.close()
 
     def admin_query(self, sql: str, timeout: float = 2.0) -> list[dict[str, Any]]:
-        conn = connect(self.admin_address, self.admin_creds, timeout)
+        conn = self._admin_connect(timeout)
         try:
             cur = conn.cursor(MySQLdb.cursors.DictCursor)
             cur.execute(sql)

@@ -19,6 +19,7 @@ from runners import components
 from runners.bare import GaleraCluster, PrimaryPair
 from runners.errors import ComponentError
 from runners.haproxy import Backend, HAProxy
+from runners.proxysql import ProxySQL
 from runners.mysql import Address, Credentials, execute_all, query
 from runners.node import Node, SandboxNode
 from runners.runtime import Run
@@ -89,7 +90,8 @@ class Topology:
     repl: Credentials
     nodes: dict[str, Node] = field(default_factory=dict)
     planned: dict[str, PlannedNode] = field(default_factory=dict)
-    router: HAProxy | None = None
+    router: HAProxy | ProxySQL | None = None
+    monitor: Credentials = field(default_factory=lambda: Credentials("lab_monitor", password()))
     toxi: Toxiproxy | None = None
     primary: str | None = None  # current primary (replication); changes on promote
     timings: dict[str, float] = field(default_factory=dict)
@@ -139,10 +141,13 @@ class Topology:
                                self.repl, repl_ports)
             for node in pair.deploy():
                 self.nodes[node.name] = node
-        else:
-            raise ComponentError("mongod", "MongoDB replica sets need `mongod` "
-                                 "(not exercised on this machine): "
-                                 + components.SPEC_BY_NAME["mongod"].how_to_get)
+        else:  # mongodb_replset: supported, not exercised on this machine kind
+            from runners.mongo import MongoReplicaSet
+
+            rs = MongoReplicaSet(self.run, [n.name for n in self.cell.nodes], self.plan.engine,
+                                 {n.name: dict(n.config) for n in self.cell.nodes})
+            for mnode in rs.deploy():
+                self.nodes[mnode.name] = mnode
         if self.toxi:
             for node in self.nodes.values():
                 self.toxi.add_link(node.name, "clients", self.run.ports.client_proxy(node.index),
@@ -181,6 +186,7 @@ class Topology:
             self.primary = names[0]
         # Per-node settings that differ from the common ones: into that node's my.sandbox.cnf,
         # then a restart so they are in force.
+        to_restart: list[SandboxNode] = []
         for node in nodes:
             extra = {k: v for k, v in configs[node.name].items() if common.get(k) != v}
             if node.role == "replica":
@@ -191,7 +197,17 @@ class Topology:
                     for k, v in extra.items():
                         f.write(f"{k}={v}\n")
                 if set(extra) - {"read_only"}:
-                    node.restart()
+                    to_restart.append(node)
+        # The primary first (replicas retry their connection only every 60 s), then the
+        # replicas together: their stops and starts are mostly waiting.
+        from concurrent.futures import ThreadPoolExecutor
+
+        for n in [n for n in to_restart if n.role != "replica"]:
+            n.restart()
+        replicas = [n for n in to_restart if n.role == "replica"]
+        with ThreadPoolExecutor(max_workers=max(1, len(replicas))) as pool:
+            for fut in [pool.submit(n.restart) for n in replicas]:
+                fut.result()
         # The lab's users, made on the primary (they replicate). Not through dbdeployer's
         # --post-grants-sql, which fails silently with some server settings.
         # dbdeployer's admin user has no GRANT OPTION on MariaDB: grant as root on the socket.
@@ -283,10 +299,6 @@ class Topology:
     def _start_router(self) -> None:
         r = self.plan.router
         assert r is not None
-        if r.kind == "proxysql":
-            components.require("proxysql")
-            raise ComponentError("proxysql", "ProxySQL support is not exercised on this "
-                                 "machine kind; its configuration code is not yet written")
         ports = self.run.ports
         backends = []
         for node in self.nodes.values():
@@ -300,8 +312,18 @@ class Topology:
         extra = list(self.nodes) if self.plan.topology == "replication" else \
             sorted(self.promote_targets())
         writers = list(dict.fromkeys([*r.writers, *extra]))
-        self.router = HAProxy(self.run, backends, writers, r.readers, r.check_interval,
-                              ports.router_writer, ports.router_reader)
+        if r.kind == "proxysql":  # supported, not exercised on this machine kind
+            from runners.proxysql import mode_for, monitor_user_setup
+
+            flavor = "mariadb" if self.plan.engine.flavor == "mariadb" else "mysql"
+            for node in self.nodes.values():
+                execute_all(node.addr, self.admin, monitor_user_setup(self.monitor, flavor))
+            self.router = ProxySQL(self.run, backends, writers, r.readers, r.check_interval,
+                                   ports.router_writer, ports.router_reader, app=self.app,
+                                   monitor=self.monitor, mode=mode_for(self.plan.topology))
+        else:
+            self.router = HAProxy(self.run, backends, writers, r.readers, r.check_interval,
+                                  ports.router_writer, ports.router_reader)
         self.router.start(self.writer_ok, self.reader_ok)
 
     # --- roles, as the agent checks see them ---------------------------------------------------

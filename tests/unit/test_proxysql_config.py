@@ -25,6 +25,7 @@ from runners.proxysql import (
     config_text,
     interval_ms,
     mode_for,
+    monitor_user_setup,
     monitor_user_statements,
     move_writer_statements,
     states_from_rows,
@@ -294,3 +295,9 @@ def test_monitor_user_statements() -> None:
 def test_monitor_user_refuses_unsafe_password() -> None:
     with pytest.raises(ValueError):
         monitor_user_statements(Credentials("lab_monitor", "x' OR '1"))
+
+
+def test_monitor_user_setup_stays_out_of_the_binlog() -> None:
+    stmts = monitor_user_setup(MON, "mariadb")
+    assert stmts[0] == "SET sql_log_bin=0"
+    assert stmts[1:] == monitor_user_statements(MON, "mariadb")
