@@ -204,6 +204,10 @@ class Topology:
 
         for n in [n for n in to_restart if n.role != "replica"]:
             n.restart()
+            # Its replicas lost their connection and would retry only in 60 s: reconnect now.
+            for other in nodes:
+                if other.role == "replica" and other not in to_restart:
+                    execute_all(other.addr, self.admin, ["STOP SLAVE", "START SLAVE"])
         replicas = [n for n in to_restart if n.role == "replica"]
         with ThreadPoolExecutor(max_workers=max(1, len(replicas))) as pool:
             for fut in [pool.submit(n.restart) for n in replicas]:
@@ -248,8 +252,12 @@ class Topology:
                 port = link.listen
             if not self.toxi and self.plan.replication_mode != "file_position" and \
                     not planned.delay:
-                # dbdeployer's wiring is already what we want: no replication restart.
-                execute_all(node.addr, self.admin, ["SET GLOBAL read_only=ON"])
+                # dbdeployer's wiring is what we want, but for the retry interval: replicas
+                # reconnect every second, so that recovery times measure the servers and not
+                # a 60-second retry timer.
+                execute_all(node.addr, self.admin, [
+                    "SET GLOBAL read_only=ON", "STOP SLAVE",
+                    "CHANGE MASTER TO MASTER_CONNECT_RETRY=1", "START SLAVE"])
                 continue
             stmts = ["STOP SLAVE", "SET GLOBAL read_only=ON"]
             opts = ["MASTER_HOST='127.0.0.1'", f"MASTER_PORT={port}",
