@@ -312,7 +312,10 @@ class CellRunner:
                     self.plan.duration,
                 )
                 self.view.phase(f"sysbench prepare for {spec.name}")
-                wl.prepare()
+                target = spec.targets[0]
+                read_only = target == "router.reader" or (
+                    topo.primary is not None and target in topo.nodes and target != topo.primary)
+                wl.prepare(on=topo.primary if read_only else None)
             else:
                 spec = self._with_defaults(spec)
                 wl = KINDS[spec.kind](spec, env, first_process, self.plan.duration)

@@ -61,7 +61,8 @@ def debian_basedir() -> tuple[Path, str]:
     (tmp / "scripts/mysql_install_db").symlink_to("/usr/bin/mariadb-install-db")
     (tmp / "share/mysql").symlink_to("/usr/share/mysql")
     (tmp / "lib/mysql/plugin").symlink_to("/usr/lib/mysql/plugin")
-    for cand in ("/usr/lib/x86_64-linux-gnu/libmariadb.so.3", "/usr/lib/aarch64-linux-gnu/libmariadb.so.3"):
+    for cand in ("/usr/lib/x86_64-linux-gnu/libmariadb.so.3",
+                 "/usr/lib/aarch64-linux-gnu/libmariadb.so.3"):
         if Path(cand).exists():
             (tmp / "lib/libmariadbclient.so").symlink_to(cand)
             break

@@ -55,8 +55,8 @@ class SysbenchWorkload:
     def name(self) -> str:
         return self.spec.name
 
-    def _args(self, command: str) -> list[str]:
-        addr = self.address(self.spec.targets[0])
+    def _args(self, command: str, endpoint: str | None = None) -> list[str]:
+        addr = self.address(endpoint or self.spec.targets[0])
         s = self.spec
         args = [require("sysbench"), s.script or "oltp_read_write", "--db-driver=mysql",
                 f"--mysql-host={addr.host}", f"--mysql-port={addr.port}",
@@ -70,8 +70,10 @@ class SysbenchWorkload:
                 args.append(f"--rate={int(s.rate)}")
         return [*args, command]
 
-    def prepare(self) -> None:
-        out = subprocess.run(self._args("prepare"), capture_output=True, text=True, timeout=600)
+    def prepare(self, on: str | None = None) -> None:
+        """Create and fill the tables, on ``on`` (the writer) when the target is read-only."""
+        out = subprocess.run(self._args("prepare", on), capture_output=True, text=True,
+                             timeout=600)
         Path(self.log).write_text(out.stdout + out.stderr)
         if out.returncode != 0:
             raise ComponentError(f"sysbench {self.spec.script} prepare", "failed", self.log)

@@ -17,11 +17,10 @@ from dsl.models import NetworkFault, Promote
 from dsl.plan import Cell, Plan, PlannedNode
 from runners import components
 from runners.bare import GaleraCluster, PrimaryPair
-from runners.errors import ComponentError
 from runners.haproxy import Backend, HAProxy
-from runners.proxysql import ProxySQL
 from runners.mysql import Address, Credentials, execute_all, query
 from runners.node import Node, SandboxNode
+from runners.proxysql import ProxySQL
 from runners.runtime import Run
 from runners.sandbox import SandboxRequest
 from runners.sandbox import deploy as deploy_sandbox

@@ -44,7 +44,9 @@ def our_processes() -> list[str]:
         if len(parts) < 3 or parts[1].startswith("Z"):
             continue
         if _session_dir in parts[2] and any(
-            k in parts[2] for k in ("mariadbd", "mysqld", "haproxy", "toxiproxy", "sysbench")
+            k in parts[2]
+            for k in ("mariadbd", "mysqld", "haproxy", "toxiproxy", "sysbench", "proxysql",
+                      "mongod")
         ):
             left.append(line.strip())
     return left
