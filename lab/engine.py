@@ -30,7 +30,7 @@ from lab.expectations import (
     measure,
     metric_text,
 )
-from lab.history import Op, Sample, fault_windows
+from lab.history import NEMESIS, Op, Sample, fault_windows
 from lab.recorder import Recorder
 from lab.store import Store
 from runners.components import MissingComponent
@@ -700,6 +700,9 @@ class CellRunner:
     def _check(self) -> None:
         assert self.recorder is not None
         history = self.recorder.history
+        phases = failover_phases(history, self.load_start)
+        if phases:
+            self.facts["failover"] = phases
         ctx = CheckContext(
             workloads={
                 w.name: WorkloadInfo(w.kind, tuple(w.targets), tuple(w.reads))
@@ -783,3 +786,45 @@ def report_figure(metric: Metric, text: str, results: dict[str, CheckResult],
         shown = f"at least {shown}"
     return {"text": text, "metric": metric_text(metric, got.stat), "value": got.value,
             "unit": got.unit, "display": shown}
+
+
+def failover_phases(history: list[Op], load_start: int | None) -> list[dict[str, Any]]:
+    """For every promote: the phases of the failover, in seconds from the fault.
+
+    fault (the kill/stop/pause of the old primary) -> detection (until the promote starts:
+    what the timeline waited) -> promotion (the promote's SQL and repointing the replicas)
+    -> routing change (the router switch, from the promote's detail) -> first successful
+    write of any workload after the promote.
+    """
+    out: list[dict[str, Any]] = []
+    t0 = load_start if load_start is not None else (history[0].time if history else 0)
+    faults = [op for op in history if op.process == NEMESIS]
+    for i, op in enumerate(faults):
+        if op.f != "promote" or op.type != "ok" or not isinstance(op.value, dict):
+            continue
+        start = next((s for s in reversed(faults[:i])
+                      if s.f == "promote" and s.type == "invoke"), None)
+        old = op.value.get("old_primary")
+        fault = next((s for s in reversed(faults[:i]) if s.type == "invoke"
+                      and s.node == old and s.f in ("kill", "stop", "pause", "partition",
+                                                     "link_down")), None)
+        first_write = next((c for c in history if c.time > op.time and c.type == "ok"
+                            and c.f in ("write", "insert") and c.process != NEMESIS), None)
+        base = fault.time if fault is not None else (start.time if start else op.time)
+
+        def rel(t: int | None) -> float | None:
+            return None if t is None else round((t - base) / 1e9, 4)
+
+        out.append({
+            "old_primary": old, "new_primary": op.value.get("new_primary"),
+            "fault": fault.f if fault is not None else None,
+            "fault_at": round((base - t0) / 1e9, 3),
+            "detection_seconds": rel(start.time if start else None),
+            "promote_seconds": op.value.get("promote_seconds"),
+            "repoint_seconds": op.value.get("repoint_seconds"),
+            "router_switch_seconds": op.value.get("router_switch_seconds"),
+            "promoted_at": rel(op.time),
+            "first_write_at": rel(first_write.time if first_write else None),
+            "first_write_workload": first_write.workload if first_write else None,
+        })
+    return out
