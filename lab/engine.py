@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from dsl.models import Metric, NodeAction, Quantity, TimedAction
 from dsl.plan import Cell, Plan, PlannedWorkload
@@ -48,23 +48,9 @@ SETTLE_TIMEOUT = 30.0
 EXIT_OK, EXIT_EXPECTATION, EXIT_LANGUAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
-class View(Protocol):
-    """The live view (lab.live) or anything that wants progress."""
+class View:
+    """Progress of a run; this base shows nothing. lab.live.LiveView draws it."""
 
-    def phase(self, text: str) -> None: ...
-    def cell_started(self, plan: Plan, cell: Cell) -> None: ...
-    def tick(
-        self,
-        elapsed: float,
-        duration: float,
-        stats: dict[str, dict[str, float]],
-        done: list[str],
-        upcoming: str | None,
-    ) -> None: ...
-    def cell_finished(self, outcome: CellOutcome) -> None: ...
-
-
-class NullView:
     def phase(self, text: str) -> None: ...
     def cell_started(self, plan: Plan, cell: Cell) -> None: ...
     def tick(
@@ -112,7 +98,7 @@ def run_plan(
     keep: bool = False,
     on_run_id: Callable[[str], None] | None = None,
 ) -> RunOutcome:
-    view = view or NullView()
+    view = view or View()
     run_id = store.create_run(plan.name, plan.source)
     if on_run_id:
         on_run_id(run_id)

@@ -13,12 +13,13 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from dsl.plan import Cell, Plan
+from lab.engine import View
 
 if TYPE_CHECKING:
     from lab.engine import CellOutcome
 
 
-class LiveView:
+class LiveView(View):
     def __init__(self, console: Console | None = None, plain: bool | None = None) -> None:
         self.console = console or Console(stderr=True)
         self.plain = (not self.console.is_terminal) if plain is None else plain

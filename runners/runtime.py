@@ -21,6 +21,7 @@ import secrets
 import shutil
 import signal
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -162,6 +163,7 @@ class Run:
         self.ports = PortLayout(self.base_port)
         self._write_meta(state="starting")
         self._records: list[ProcessRecord] = []
+        self._lock = threading.Lock()  # nodes restart in threads: no lost records
 
     # --- ports ---------------------------------------------------------------------------
     def _claim_ports(self) -> int:
@@ -223,14 +225,16 @@ class Run:
     # --- processes -------------------------------------------------------------------------
     def record(self, pid: int, name: str) -> ProcessRecord:
         rec = ProcessRecord(pid, proc_start_time(pid), name, self.id, time.time())
-        self._records = [r for r in self._records if not (r.pid == pid)]
-        self._records.append(rec)
-        self._save_records()
+        with self._lock:
+            self._records = [r for r in self._records if not (r.pid == pid)]
+            self._records.append(rec)
+            self._save_records()
         return rec
 
     def forget(self, pid: int) -> None:
-        self._records = [r for r in self._records if r.pid != pid]
-        self._save_records()
+        with self._lock:
+            self._records = [r for r in self._records if r.pid != pid]
+            self._save_records()
 
     def _save_records(self) -> None:
         tmp = self.dir / "processes.tmp"
@@ -242,8 +246,11 @@ class Run:
         return list(self._records)
 
     def stop_all(self) -> None:
-        """SIGKILL every recorded process that still runs, supervisors first, then reap."""
+        """SIGKILL every recorded process that still runs, supervisors first, then reap; then
+        any process left whose command line names this run's directory (a safety net for a
+        process a tool started that was never recorded)."""
         kill_records(self._records)
+        kill_records(strays(self.dir, self.id))
         reap_children()
         self._records = []
         self._save_records()
@@ -278,6 +285,26 @@ def kill_records(records: list[ProcessRecord], sig: int = signal.SIGKILL) -> Non
             time.sleep(0.01)
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(r.pid, os.WNOHANG)
+
+
+def strays(run_dir: Path, run_id: str) -> list[ProcessRecord]:
+    """Live processes (not us) whose command line mentions ``run_dir``."""
+    needle = str(run_dir).encode()
+    me = os.getpid()
+    out: list[ProcessRecord] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in cmdline and alive(int(entry.name)):
+            # the first two words: "/bin/sh bin/mysqld_safe" must still read as a supervisor
+            name = " ".join(a.decode(errors="replace") for a in cmdline.split(b"\0")[:2])
+            out.append(ProcessRecord(int(entry.name), proc_start_time(int(entry.name)),
+                                     name, run_id, 0.0))
+    return out
 
 
 # --- runs seen from outside: status and gc ------------------------------------------------------
@@ -319,6 +346,7 @@ def gc(include_live: bool = False) -> list[str]:
         if info.owner_alive and not include_live:
             continue
         kill_records(info.records)
+        kill_records(strays(info.dir, info.id))
         claim = runtime_root() / "ports" / str(info.meta.get("base_port"))
         with contextlib.suppress(OSError, ValueError):
             if json.loads(claim.read_text()).get("run_id") == info.id:
