@@ -353,6 +353,8 @@ class CellRunner:
             elapsed = now - t_start
             while timeline and timeline[0].at <= elapsed:
                 ta = timeline.pop(0)
+                upcoming = f"{timeline[0].at:g}s {_label(timeline[0])}" if timeline else None
+                self.view.tick(elapsed, duration, counts, done_labels, upcoming)
                 self._timed(ta)
                 done_labels.append(f"{ta.at:g}s {_label(ta)}")
             for name, wl in self.workloads.items():

@@ -21,6 +21,25 @@ KEY_FIGURES: dict[str, list[str]] = {
 }
 
 
+# Per-node rows ("ryw on db2") only where the node is the point of the figure.
+PER_NODE = {"downtime", "stale_reads", "errors", "lost_writes", "duplicate_keys"}
+SECONDS = {("downtime", "longest"), ("downtime", "total"), ("stalls", "longest"),
+           ("replication_lag", "max"), ("replication_lag", "p99")}
+
+
+def _fmt_figure(checker: str, key: str, v: Any) -> str:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if checker == "latency":
+            return f"{v * 1000:.3g} ms"
+        if (checker, key) in SECONDS:
+            return f"{v:.3g} s"
+        if checker == "stale_reads" and key == "rate":
+            return f"{v:.1%}"
+        if checker == "throughput":
+            return f"{v:,.1f}/s"
+    return _fmt(v)
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
@@ -86,10 +105,13 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
             for subject, figs in subjects.items():
                 if not isinstance(figs, dict):
                     continue
+                if " on " in subject and checker not in PER_NODE:
+                    continue
                 for key in KEY_FIGURES.get(checker, []):
                     if key in figs and not isinstance(figs[key], (dict, list)):
                         name = f"{checker}({subject}).{key}"
-                        rows.setdefault(name, ["-"] * len(cells))[ci] = _fmt(figs[key])
+                        rows.setdefault(name, ["-"] * len(cells))[ci] = _fmt_figure(
+                            checker, key, figs[key])
     for name, vals in rows.items():
         meas.add_row(name, *vals)
     if rows:
