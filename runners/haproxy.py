@@ -98,31 +98,19 @@ class HAProxy:
             "    timeout server 1h",
             f"    default-server inter {inter}ms fastinter {inter}ms downinter {inter}ms "
             "fall 2 rise 2 on-marked-down shutdown-sessions",
-            "",
-            "frontend writer",
-            f"    bind 127.0.0.1:{self.writer_port}",
-            "    default_backend writer",
-            "backend writer",
-            "    balance first",
-            "    option mysql-check user hacheck post-41",
         ]
-        for b in self.backends:
-            if b.name in self.writers:
-                lines.append(f"    server {b.name} 127.0.0.1:{b.port} check agent-check "
-                             f"agent-port {b.writer_agent} agent-inter {inter}ms")
-        lines += [
-            "",
-            "frontend reader",
-            f"    bind 127.0.0.1:{self.reader_port}",
-            "    default_backend reader",
-            "backend reader",
-            "    balance roundrobin",
-            "    option mysql-check user hacheck post-41",
-        ]
-        for b in self.backends:
-            if b.name in self.readers:
-                lines.append(f"    server {b.name} 127.0.0.1:{b.port} check agent-check "
-                             f"agent-port {b.reader_agent} agent-inter {inter}ms")
+        for role, port, balance, members in (
+            ("writer", self.writer_port, "first", self.writers),
+            ("reader", self.reader_port, "roundrobin", self.readers),
+        ):
+            lines += ["", f"frontend {role}", f"    bind 127.0.0.1:{port}",
+                      f"    default_backend {role}", f"backend {role}", f"    balance {balance}",
+                      "    option mysql-check user hacheck post-41"]
+            for b in self.backends:
+                if b.name in members:
+                    agent = b.writer_agent if role == "writer" else b.reader_agent
+                    lines.append(f"    server {b.name} 127.0.0.1:{b.port} check agent-check "
+                                 f"agent-port {agent} agent-inter {inter}ms")
         return "\n".join(lines) + "\n"
 
     def start(self, writer_check: Callable[[str], bool], reader_check: Callable[[str], bool],
