@@ -64,11 +64,30 @@ class Sample:
 # need a strict time order sort (cheap: the list is already almost sorted).
 
 DUPLICATE_KEY_CODES: frozenset[int] = frozenset({1062, 11000})  # MySQL/MariaDB, MongoDB
+# A failed op whose message starts with NOT_SENT_PREFIX never reached the server: the
+# connection could not be opened (refused, too many connections, access denied, lost during
+# the handshake, or no connection within the workload's timeout). Such a write was not
+# attempted, so it can never be "reported failed but committed". NOT_SENT_CODES are the codes
+# that can only happen before a statement is sent.
+NOT_SENT_PREFIX = "not sent: "
+CONNECT_TIMEOUT = -2003  # the lab's own code: no connection within the workload's timeout
+NOT_SENT_CODES: frozenset[int] = frozenset(
+    {2002, 2003, 2005, 1040, 1045, 1129, 1130, 1203, CONNECT_TIMEOUT}
+)
+
+
+def never_sent(error: int | None, error_msg: str | None) -> bool:
+    """A failed operation that never reached the server."""
+    return (error is not None and error in NOT_SENT_CODES) or bool(
+        error_msg and error_msg.startswith(NOT_SENT_PREFIX))
 WRITE_FS: frozenset[str] = frozenset({"write", "insert"})
 READ_FS: frozenset[str] = frozenset({"read"})
-# read_your_writes polls a node until its write shows: the first read after a write is a
-# "read" (counted for stale reads), the polls after it are "reread" (used for visibility only)
-REREAD_FS: frozenset[str] = frozenset({"reread"})
+# read_your_writes reads each acknowledged write on every read endpoint at once ("read":
+# counted for stale reads), then polls the keys it has not seen yet ("poll", value
+# [[key, version or None], ...]): used for visibility only, never counted as stale reads nor
+# as the workload's throughput. "reread" is the single-key poll of histories stored by
+# earlier versions.
+REREAD_FS: frozenset[str] = frozenset({"reread", "poll"})
 NS = 1_000_000_000
 
 

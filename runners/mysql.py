@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import select
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,17 +34,109 @@ class Address:
 
 def connect(addr: Address, creds: Credentials, timeout: float = 2.0,
             database: str | None = None, autocommit: bool = True) -> Any:
-    """A connection with connect/read/write timeouts (whole seconds, at least 1)."""
-    t = max(1, int(round(timeout)))
+    """A connection with the C client's connect/read/write timeouts.
+
+    The C client takes whole seconds only, so they are rounded *up* here: they are a backstop.
+    Where a workload's timeout is part of what is measured, use ``connect_within`` and
+    ``run_within``, which honour fractions of a second exactly."""
+    t = max(1, math.ceil(timeout))
     kwargs: dict[str, Any] = dict(
         host=addr.host, port=addr.port, user=creds.user, password=creds.password,
-        connect_timeout=t, read_timeout=t, write_timeout=t,
+        connect_timeout=t, read_timeout=t + 1, write_timeout=t + 1,
     )
     if database:
         kwargs["database"] = database
     conn = MySQLdb.connect(**kwargs)
     conn.autocommit(autocommit)
     return conn
+
+
+class LabTimeout(Exception):
+    """A connect or a statement did not complete within the workload's timeout (measured by
+    the lab, not by the C client). ``sent``: the statement had been sent to the server (so a
+    write may have been applied)."""
+
+    def __init__(self, what: str, timeout: float, sent: bool) -> None:
+        super().__init__(f"{what} timed out after {timeout * 1000:g} ms")
+        self.sent = sent
+        self.timeout = timeout
+
+
+def connect_within(addr: Address, creds: Credentials, timeout: float) -> Any:
+    """``connect`` that gives up after exactly ``timeout`` seconds (a fraction is honoured).
+
+    Whole seconds are left to the C client. Otherwise the connect runs in a helper thread;
+    when it has not finished in time, ``LabTimeout`` is raised and the helper closes the
+    connection if it is made later (it gives up at the rounded-up C client timeout)."""
+    if float(timeout).is_integer():
+        try:
+            return connect(addr, creds, timeout)
+        except MySQLdb.OperationalError as e:
+            if error_code(e) in (2013, 2003) and "timed out" in str(e).lower():
+                raise LabTimeout("connect", timeout, sent=False) from e
+            raise
+    box: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    def target() -> None:
+        try:
+            c = connect(addr, creds, timeout)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            box["error"] = e
+            return
+        with lock:
+            if box.get("abandoned"):
+                try:
+                    c.close()
+                except Exception:  # noqa: BLE001
+                    pass
+            else:
+                box["conn"] = c
+
+    t = threading.Thread(target=target, daemon=True, name="lab-connect")
+    t.start()
+    t.join(timeout)
+    with lock:
+        if "conn" in box:
+            return box["conn"]
+        if "error" in box:
+            raise box["error"]
+        box["abandoned"] = True
+    raise LabTimeout("connect", timeout, sent=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    rows: tuple[tuple[Any, ...], ...] | None  # None: the statement returns no result set
+    insert_id: int
+    affected: int
+
+
+def run_within(conn: Any, sql: str, args: Sequence[Any] = (), timeout: float = 1.0) -> Result:
+    """Send one statement and wait for its answer at most ``timeout`` seconds (exact: the
+    socket is watched with select, the C client's whole-second timeouts are only a backstop).
+
+    On a timeout ``LabTimeout(sent=True)`` is raised and the connection must be closed: its
+    state is unknown. Server errors are raised as ``MySQLdb.Error``, as with a cursor."""
+    q = sql.encode()
+    if args:
+        q = q % tuple(conn.literal(a) for a in args)
+    deadline = time.monotonic() + timeout
+    conn.send_query(q)
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise LabTimeout("statement", timeout, sent=True)
+        try:
+            ready, _, _ = select.select([conn.fileno()], [], [], remaining)
+        except InterruptedError:  # pragma: no cover - retried
+            continue
+        if ready:
+            break
+    conn.read_query_result()
+    res = conn.store_result()
+    rows = tuple(res.fetch_row(0)) if res is not None else None
+    return Result(rows, int(conn.insert_id()), int(conn.affected_rows()))
 
 
 def query(addr: Address, creds: Credentials, sql: str, args: Sequence[Any] | None = None,

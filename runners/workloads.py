@@ -12,6 +12,7 @@ connection and reconnects on the next operation. Outcomes:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import random
@@ -24,13 +25,20 @@ from typing import Any
 import MySQLdb
 
 from dsl.plan import PlannedWorkload
-from lab.history import Op
-from runners.mysql import Address, Credentials, connect, error_code
+from lab.history import CONNECT_TIMEOUT, NOT_SENT_CODES, NOT_SENT_PREFIX, Op
+from runners.mysql import (
+    Address,
+    Credentials,
+    LabTimeout,
+    connect_within,
+    error_code,
+    run_within,
+)
 
 log = logging.getLogger(__name__)
 
 SCHEMA = "lab"
-CONNECT_ERRORS = {2002, 2003, 2005, 1040, 1045, 1129, 1130, 1203}
+CONNECT_ERRORS = NOT_SENT_CODES
 UNKNOWN_OUTCOME = {2006, 2013, 2027, 2055, 1927, 1158, 1159, 1160, 1161}
 
 
@@ -65,7 +73,10 @@ class ClientEnv:
 
 
 class Client:
-    """One connection's worth of a workload, with reconnects."""
+    """One connection's worth of a workload, with reconnects.
+
+    Every connect and statement is bounded by the workload's ``timeout`` exactly (fractions of
+    a second included): see ``runners.mysql.connect_within`` / ``run_within``."""
 
     def __init__(self, env: ClientEnv, workload: str, process: int, endpoint: str,
                  timeout: float) -> None:
@@ -80,51 +91,64 @@ class Client:
     def _ensure(self) -> Any:
         if self.conn is None:
             addr = self.env.address(self.endpoint)
-            self.conn = connect(addr, self.env.creds, self.timeout)
-            cur = self.conn.cursor()
-            cur.execute("SELECT @@port")
-            row = cur.fetchone()
-            cur.close()
-            self.node = self.env.node_by_port(int(row[0])) if row else None
+            conn = connect_within(addr, self.env.creds, self.timeout)
+            try:
+                got = run_within(conn, "SELECT @@port", timeout=self.timeout)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    conn.close()
+                raise
+            self.conn = conn
+            rows = got.rows
+            self.node = self.env.node_by_port(int(rows[0][0])) if rows else None
         return self.conn
 
     def close(self) -> None:
         if self.conn is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self.conn.close()
-            except Exception:  # noqa: BLE001
-                pass
         self.conn = None
 
     def op(self, f: str, sql: str, args: tuple[Any, ...] = (), key: int | None = None,
            value: Any = None, is_write: bool = True,
            result: Callable[[Any], Any] | None = None, key_from_insert: bool = False) -> Op:
-        """Invoke one statement and record its outcome. Returns the completion op."""
+        """Invoke one statement and record its outcome. Returns the completion op.
+
+        Outcomes: the connection could not be opened (refused, or not within the timeout):
+        ``fail`` with its message starting ``not sent:`` (nothing reached the server); a server error: ``fail``
+        (nothing was applied); the connection lost or the timeout passed after the statement
+        was sent: ``info`` for a write (it may have been applied), ``fail`` for a read."""
         rec = self.env.record
         rec(Op("invoke", f, self.process, time.monotonic_ns(), self.workload, self.endpoint,
                self.node, key, value))
-        connected = self.conn is not None
+        sent = False
         try:
             conn = self._ensure()
-            connected = True
-            cur = conn.cursor()
-            cur.execute(sql, args)
-            out = cur.fetchall() if cur.description else None
-            cur.close()
-            got = result(out) if result else value
+            sent = True
+            got = run_within(conn, sql, args, self.timeout)
+            out = result(got.rows) if result else value
             if key_from_insert:  # the server picked the key (auto-increment)
-                key = int(conn.insert_id())
+                key = got.insert_id
             return rec(Op("ok", f, self.process, time.monotonic_ns(), self.workload,
-                          self.endpoint, self.node, key, got))
+                          self.endpoint, self.node, key, out))
+        except LabTimeout as e:
+            self.close()
+            typ = "info" if is_write and e.sent else "fail"
+            code = None if e.sent else CONNECT_TIMEOUT
+            msg = str(e) if e.sent else NOT_SENT_PREFIX + str(e)
+            return rec(Op(typ, f, self.process, time.monotonic_ns(), self.workload,
+                          self.endpoint, self.node, key, value, code, msg))
         except MySQLdb.Error as e:
             code = error_code(e)
             msg = str(e.args[1]) if len(e.args) > 1 else str(e)
-            never_sent = not connected or code in CONNECT_ERRORS
+            never_sent = not sent or code in CONNECT_ERRORS
             typ = "fail"
             if is_write and not never_sent and (code in UNKNOWN_OUTCOME or code is None):
                 typ = "info"
             if code in UNKNOWN_OUTCOME or never_sent or code is None:
                 self.close()
+            if never_sent:
+                msg = NOT_SENT_PREFIX + msg
             return rec(Op(typ, f, self.process, time.monotonic_ns(), self.workload,
                           self.endpoint, self.node, key, value, code, msg[:200]))
 
@@ -246,17 +270,138 @@ class UniqueWritesWorkload(ProbeWorkload):
     """Writes with unique keys as fast as allowed (or at ``rate``): a probe without a pause."""
 
 
+class _Reader:
+    """One read endpoint of one read_your_writes client: a thread that reads each acknowledged
+    write's key as soon as the write is posted (the first read, op ``read``), then polls every
+    key whose write it has not seen yet every ``poll`` seconds (op ``poll``, value
+    ``[[key, version or None], ...]``) until the version shows, the load is stopped, or
+    ``limit`` seconds have passed since the writer finished."""
+
+    def __init__(self, client: Client, table: str, stop: threading.Event, poll: float,
+                 limit: float) -> None:
+        self.client = client
+        self.table = table
+        self.stop = stop
+        self.poll = poll
+        self.limit = limit
+        self.cv = threading.Condition()
+        self.posted: list[tuple[int, int]] = []  # (key, version) not read yet
+        self.pending: dict[int, int] = {}  # key -> the newest version not seen yet
+        self.writer_done: float | None = None
+        self.posts = 0
+        self.first_reads = 0
+        self.thread = threading.Thread(target=self._main, daemon=True,
+                                       name=f"ryw-read-{client.process}")
+
+    def post(self, key: int, version: int) -> None:
+        with self.cv:
+            self.posted.append((key, version))
+            self.posts += 1
+            self.cv.notify_all()
+
+    def wait_first_reads(self) -> None:
+        """Until every posted write has had its first read (or the load is stopped)."""
+        with self.cv:
+            while self.first_reads < self.posts and not self.stop.is_set() \
+                    and self.thread.is_alive():
+                self.cv.wait(0.05)
+
+    def finish(self) -> None:
+        with self.cv:
+            self.writer_done = time.monotonic()
+            self.cv.notify()
+
+    def _take(self) -> list[tuple[int, int]] | None:
+        """The posted writes to read first; [] when it is time to poll; None to stop."""
+        with self.cv:
+            while True:
+                if self.stop.is_set():
+                    return None
+                if self.posted:
+                    got, self.posted = self.posted, []
+                    return got
+                done = self.writer_done
+                if done is not None and (not self.pending
+                                         or time.monotonic() - done > self.limit):
+                    return None
+                if self.pending:
+                    return []
+                self.cv.wait(0.05)
+
+    def _main(self) -> None:
+        c, t = self.client, self.table
+        last_poll = 0.0
+        try:
+            while True:
+                batch = self._take()
+                if batch is None:
+                    return
+                for k, v in batch:
+                    got = c.op("read", f"SELECT (SELECT v FROM {t} WHERE k = %s)", (k,), key=k,
+                               is_write=False, result=_scalar_version)
+                    with self.cv:
+                        self.first_reads += 1
+                        self.cv.notify_all()
+                    seen = got.value if got.type == "ok" else None
+                    if seen is None or seen < v:
+                        if self.pending.get(k, -1) < v:
+                            self.pending[k] = v
+                if not batch and self.pending:
+                    wait = last_poll + self.poll - time.monotonic()
+                    if wait > 0:
+                        with self.cv:
+                            if not self.posted:
+                                self.cv.wait(wait)
+                        continue
+                    last_poll = time.monotonic()
+                    keys = sorted(self.pending)
+                    marks = ", ".join(["%s"] * len(keys))
+                    got = c.op("poll", f"SELECT k, v FROM {t} WHERE k IN ({marks})",
+                               tuple(keys), is_write=False,
+                               result=lambda rows, keys=keys: _poll_value(keys, rows))
+                    if got.type == "ok":
+                        for k, seen in got.value:
+                            if seen is not None and seen >= self.pending.get(k, seen + 1):
+                                del self.pending[k]
+        finally:
+            c.close()
+
+
+def _scalar_version(rows: Any) -> int | None:
+    return None if not rows or rows[0][0] is None else int(rows[0][0])
+
+
+def _poll_value(keys: list[int], rows: Any) -> list[list[int | None]]:
+    found = {int(k): int(v) for k, v in (rows or ())}
+    return [[k, found.get(k)] for k in keys]
+
+
 class ReadYourWritesWorkload(Workload):
-    """Write a new version of a key on the write endpoint, then read it on every read
-    endpoint, polling until each sees it (or the timeout): stale reads and visibility time."""
+    """Each client writes a new version of one of its keys on the write endpoint (at ``rate``
+    or ``every``; without either, the next write follows as soon as every reader has made its
+    first read of the previous one). Every read endpoint has its own reader thread, woken by
+    the acknowledgement at the same moment as the others: it reads the key at once (``read``:
+    stale when it misses the version) and then polls the key every ``POLL`` seconds until the
+    version shows (``poll``: the time to visibility, resolution one poll interval).
+
+    A write that fails still uses up its version, so a retried write never reuses a failed
+    one's value."""
 
     KEYS_PER_CLIENT = 16
-    POLL = 0.001
+    POLL = 0.01  # seconds between polls of the keys not yet visible on a read endpoint
+    VISIBILITY_LIMIT = 30.0  # polling goes on this long after the writer stops, at most
 
     def run_client(self, i: int, client: Client, pace: Callable[[], None]) -> None:
         t = table_name(self.name)
-        readers = [Client(self.env, self.name, client.process + 10000 * (j + 1), ep,
-                          self.spec.timeout) for j, ep in enumerate(self.spec.reads)]
+        readers = [
+            _Reader(Client(self.env, self.name, client.process + 10000 * (j + 1), ep,
+                           self.spec.timeout), t, self.env.stop, self.POLL,
+                    self.VISIBILITY_LIMIT)
+            for j, ep in enumerate(self.spec.reads)
+        ]
+        for r in readers:
+            r.thread.start()
+        paced = self.spec.every is not None or bool(self.spec.rate)
         versions: dict[int, int] = {}
         n = 0
         try:
@@ -264,33 +409,22 @@ class ReadYourWritesWorkload(Workload):
                 k = client.process * 1000 + (n % self.KEYS_PER_CLIENT)
                 n += 1
                 v = versions.get(k, 0) + 1
+                versions[k] = v  # used up whatever the outcome
                 done = client.op("write", f"INSERT INTO {t} (k, v, c) VALUES (%s, %s, %s) "
                                  "ON DUPLICATE KEY UPDATE v = VALUES(v)",
                                  (k, v, client.process), key=k, value=v)
-                if done.type == "fail":
-                    pace()
-                    continue
-                versions[k] = v
-                if done.type != "ok":
-                    pace()
-                    continue
-                deadline = time.monotonic() + self.spec.timeout
-                for r in readers:
-                    f = "read"  # the first read after the write; polls after it: "reread"
-                    while not self.env.stop.is_set():
-                        got = r.op(f, f"SELECT (SELECT v FROM {t} WHERE k = %s)",
-                                   (k,), key=k, is_write=False,
-                                   result=lambda rows: None if not rows or rows[0][0] is None
-                                   else int(rows[0][0]))
-                        if got.type != "ok" or (got.value is not None and got.value >= v) \
-                                or time.monotonic() > deadline:
-                            break
-                        f = "reread"
-                        time.sleep(self.POLL)
+                if done.type == "ok":
+                    for r in readers:
+                        r.post(k, v)
+                    if not paced:
+                        for r in readers:
+                            r.wait_first_reads()
                 pace()
         finally:
             for r in readers:
-                r.close()
+                r.finish()
+            for r in readers:
+                r.thread.join()
 
 
 class UniqueInsertWorkload(Workload):
@@ -309,9 +443,9 @@ class UniqueInsertWorkload(Workload):
         t = table_name(self.name)
         while not self._should_stop() and self._take():
             if self.spec.keys == "auto_increment":
+                v = next(self._counter)  # unique per insert: a row is this insert's or not
                 client.op("insert", f"INSERT INTO {t} (v, c) VALUES (%s, %s)",
-                          (client.process, client.process), value=client.process,
-                          key_from_insert=True)
+                          (v, client.process), value=v, key_from_insert=True)
             else:
                 if self.spec.keys == "random":
                     with self._rng_lock:

@@ -1,15 +1,28 @@
-"""downtime: the outage windows each workload saw.
+"""downtime: the stretches in which a client saw no successful completion.
 
-Per workload and endpoint, operations are taken in completion order. A failure (``fail`` or
-``info``, or an invoke that never completed) opens an outage window at the completion of the
-last ``ok`` before it; the first ``ok`` completed after it closes the window at its completion.
-A duplicate-key error (1062 / 11000) is an answer from a working server: it counts as an ok.
+Per workload and endpoint, operations are taken in completion order. An outage window runs
+from one successful completion to the next when, in between, the clients saw no success for a
+reason:
+
+- an operation failed (``fail`` or ``info``, or an invoke that never completed): the window
+  opens at the completion of the last ``ok`` before it (an *error window*);
+- or an operation took longer than ``STALL`` (200 ms) and then succeeded: a hang (a paused
+  server, a lock, a full disk) is downtime too, whatever it ends in (a *stall window*). It opens
+  at the last ``ok`` completion before, or at the slow operation's invoke when the endpoint had
+  been idle longer than ``STALL`` before it (a reader waiting for work is not down).
+
+The first ``ok`` completed after it closes the window at its completion. A duplicate-key error
+(1062 / 11000) is an answer from a working server: it counts as an ok.
+
+Resolution: the gap between a workload's operations (a 10 ms probe: a window is known to within
+one probe interval plus one operation's latency). Hangs shorter than ``STALL`` are not outages.
 
 Edges: when the first operations of an endpoint fail, the window starts at the first invoke
 (``from_start``); when failures last until the end, the window is closed at the end of the load
 (or at the last failure's completion, if later) and flagged ``open_at_end``: the outage lasted
 at least that long. A workload's windows are the union of its endpoints' windows (time during
-which at least one endpoint was failing). Times are seconds since the start of the load.
+which at least one endpoint was failing). Over all workloads, ``total`` is the union too (time
+during which any workload was down), never a sum. Times are seconds since the start of the load.
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ from lab.history import DUPLICATE_KEY_CODES, NS, Completed, Op
 
 NAME = "downtime"
 MAX_WINDOWS = 1000
+STALL = 200_000_000  # ns: an operation slower than this is a stall the client sees
 
 
 @dataclass(slots=True)
@@ -43,6 +57,7 @@ class Window:
             "errors": dict(self.errors),
             "from_start": self.from_start,
             "open_at_end": self.open_at_end,
+            "kind": "error" if self.failures else "stall",
         }
 
 
@@ -95,7 +110,15 @@ class _Tracker:
                 self.cur.end = end
                 self.windows.append(self.cur)
                 self.cur = None
-            self.last_ok = end
+            elif end - c.start > STALL:  # a hang that ended in success
+                last = self.last_ok
+                opened = last if last is not None and c.start - last <= STALL else c.start
+                if last is None:
+                    self.windows.append(Window(self.first_start, end, from_start=True))
+                elif end > opened:
+                    self.windows.append(Window(opened, end))
+            if self.last_ok is None or end > self.last_ok:
+                self.last_ok = end
             return
         cur = self.cur
         if cur is None:
@@ -121,12 +144,21 @@ class _Tracker:
         return self.windows
 
 
-def merge_windows(groups: Sequence[Sequence[Window]]) -> list[Window]:
-    """The union of several endpoints' windows."""
+def _merged(windows: Sequence[Window]) -> list[Window]:
+    """Windows of one endpoint may overlap (a stall window beside an error window of another
+    client): one union, in time order."""
+    ordered = all(a.end <= b.start for a, b in zip(windows, windows[1:], strict=False))
+    return list(windows) if ordered else merge_windows([windows], join_touching=False)
+
+
+def merge_windows(groups: Sequence[Sequence[Window]], *,
+                  join_touching: bool = True) -> list[Window]:
+    """The union of several endpoints' windows (``join_touching``: a window that starts where
+    another ends joins it)."""
     every = sorted((w for g in groups for w in g), key=lambda w: w.start)
     out: list[Window] = []
     for w in every:
-        if out and w.start <= out[-1].end:
+        if out and (w.start < out[-1].end or (join_touching and w.start == out[-1].end)):
             m = out[-1]
             m.end = max(m.end, w.end)
             m.failures += w.failures
@@ -142,12 +174,14 @@ def merge_windows(groups: Sequence[Sequence[Window]]) -> list[Window]:
 
 
 def summarize(windows: Sequence[Window], t0: int) -> dict[str, Any]:
+    windows = _merged(windows)
     longest = max(windows, key=lambda w: w.end - w.start, default=None)
     return {
         "longest": (longest.end - longest.start) / NS if longest else 0.0,
         "longest_open_at_end": bool(longest and longest.open_at_end),
         "total": sum(w.end - w.start for w in windows) / NS,
         "count": len(windows),
+        "stalls": sum(1 for w in windows if not w.failures),
         "open_at_end": any(w.open_at_end for w in windows),
         "from_start": any(w.from_start for w in windows),
         "windows": [w.as_json(t0) for w in windows[:MAX_WINDOWS]],
@@ -172,22 +206,25 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
 
     subjects: dict[str, dict[str, Any]] = {}
     overall: list[dict[str, Any]] = []
+    all_windows: list[list[Window]] = []
     for workload, endpoints in by_workload.items():
         per_ep: list[list[Window]] = []
         for endpoint, ws in sorted(endpoints.items()):
             per_ep.append(ws)
             subjects[f"{workload} on {endpoint}"] = summarize(ws, t0)
-        merged = merge_windows(per_ep) if len(per_ep) > 1 else per_ep[0]
+        merged = merge_windows(per_ep) if len(per_ep) > 1 else _merged(per_ep[0])
+        all_windows.append(merged)
         s = summarize(merged, t0)
         s["endpoints"] = sorted(endpoints)
         subjects[workload] = s
         overall.append(s)
 
     longest = max(overall, key=lambda s: s["longest"], default=None)
+    union = merge_windows(all_windows)
     metrics: dict[str, Any] = {
         "longest": longest["longest"] if longest else 0.0,
         "longest_open_at_end": bool(longest and longest["longest_open_at_end"]),
-        "total": sum(s["total"] for s in overall),
+        "total": sum(w.end - w.start for w in union) / NS,  # the union: any workload down
         "count": sum(s["count"] for s in overall),
         "open_at_end": any(s["open_at_end"] for s in overall),
         "subjects": subjects,

@@ -135,24 +135,32 @@ def _bucket_order(item: tuple[str, int]) -> int:
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     t0, _ = ctx.bounds(history)
     write_pairs: dict[str, dict[int, list[tuple[int, int]]]] = {}
-    reads: dict[str, dict[str, list[Completed]]] = {}  # workload -> node -> reads
+    reads: dict[str, dict[str, list[Completed]]] = {}  # workload -> node -> first reads
+    looks: dict[str, dict[str, list[Look]]] = {}  # workload -> node -> every look at a key
     groups = ctx.by_f(history)
     # reads first: only workloads that read a key need their writes indexed
     for f, cs in groups.items():
         if f not in READ_FS and f not in REREAD_FS:
             continue
+        first = f in READ_FS
         for c in cs:
-            if c.type != "ok" or c.key is None:
+            if c.type != "ok":
                 continue
-            per_node = reads.get(c.workload)
-            if per_node is None:
-                per_node = reads[c.workload] = {}
             node = c.node or c.endpoint
-            rl = per_node.get(node)
-            if rl is None:
-                per_node[node] = [c]
-            else:
-                rl.append(c)
+            lk = looks.setdefault(c.workload, {}).setdefault(node, [])
+            if isinstance(c.value, list):  # a poll: [[key, version or None], ...]
+                for pair in c.value:
+                    if isinstance(pair, list | tuple) and len(pair) == 2:
+                        lk.append((int(pair[0]), c.start, c.end, pair[1]))  # type: ignore[arg-type]
+                continue
+            if c.key is None:
+                continue
+            lk.append((c.key, c.start, c.end, c.value))  # type: ignore[arg-type]
+            if first:
+                reads.setdefault(c.workload, {}).setdefault(node, []).append(c)
+    for w, per_node in looks.items():  # a node polled but never read first still counts
+        for node in per_node:
+            reads.setdefault(w, {}).setdefault(node, [])
     for f, cs in groups.items():
         if f not in WRITE_FS:
             continue
@@ -180,23 +188,22 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         keys = {k: KeyWrites.build(p) for k, p in write_pairs.get(workload, {}).items()}
         tally = Tally()
         vis_all: list[int] = []
-        never_all = 0
         node_subjects: dict[str, dict[str, Any]] = {}
+        vis_bounds: list[int] = []
+        res_all: list[int] = []
         for node, rs in sorted(by_node.items()):
-            firsts = [r for r in rs if r.f not in REREAD_FS]
-            nt = _check_node(workload, node, firsts, keys, examples, t0)
-            vis, never = _visibility(keys, rs)
-            vis_all.extend(vis)
-            never_all += never
+            nt = _check_node(workload, node, rs, keys, examples, t0)
+            vis = _visibility(keys, looks.get(workload, {}).get(node, []))
+            vis_all.extend(vis.times)
+            vis_bounds.extend(vis.bounds)
+            res_all.extend(vis.gaps)
             sj = nt.as_json()
-            sj["visibility"] = summary(vis, scale=1 / NS)
-            sj["visibility"]["never_seen"] = never
+            sj["visibility"] = vis.as_json()
             node_subjects[f"{workload} on {node}"] = sj
             tally.merge(nt)
         subj = tally.as_json()
         subj["nodes"] = sorted(by_node)
-        subj["visibility"] = summary(vis_all, scale=1 / NS)
-        subj["visibility"]["never_seen"] = never_all
+        subj["visibility"] = Visibility(vis_all, vis_bounds, res_all).as_json()
         subjects[workload] = subj
         subjects.update(node_subjects)
         total.merge(tally)
@@ -265,31 +272,56 @@ def _check_node(
     return nt
 
 
-def _visibility(keys: dict[int, KeyWrites], rs: list[Completed]) -> tuple[list[int], int]:
-    """For one node's reads: ack-to-first-visibility times (ns) of the writes whose key it
-    read, and how many of those it never saw."""
-    by_key: dict[int, list[tuple[int, int]]] = {}
-    for r in rs:
-        v = r.value
+Look = tuple[int, int, int, Any]  # key, read start, read end, value read
+
+
+@dataclass(slots=True)
+class Visibility:
+    """Ack-to-visibility times (ns) of the writes whose key a node was read for; ``bounds``:
+    for writes never seen there, the time from the ack to the last read that still missed
+    them (the true time is at least that); ``gaps``: for each seen write, the time between the
+    read that saw it and the look before it (the resolution of that figure)."""
+
+    times: list[int]
+    bounds: list[int]
+    gaps: list[int]
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = summary(self.times + self.bounds, scale=1 / NS)
+        out["seen"] = len(self.times)
+        out["unseen"] = out["never_seen"] = len(self.bounds)
+        out["unseen_min_bound"] = min(self.bounds) / NS if self.bounds else None
+        res = summary(self.gaps, scale=1 / NS)
+        out["resolution"] = res["p50"]
+        out["resolution_max"] = res["max"]
+        return out
+
+
+def _visibility(keys: dict[int, KeyWrites], looks: list[Look]) -> Visibility:
+    """For one node: when did each acknowledged write of a key it was read for become visible
+    there? The time is from the write's acknowledgement to the completion of the first read
+    that returned its version (or a newer one); 0 when a read that began before the
+    acknowledgement already saw it."""
+    by_key: dict[int, list[tuple[int, int, int]]] = {}
+    for key, start, end, v in looks:
         seen = NOTHING_SEEN if v is None else (v if type(v) is int else version(v))
         if seen is None:
             continue
-        lst = by_key.get(r.key)  # type: ignore[arg-type]
+        lst = by_key.get(key)
         if lst is None:
-            by_key[r.key] = [(r.end, seen)]  # type: ignore[index, list-item]
+            by_key[key] = [(end, start, seen)]
         else:
-            lst.append((r.end, seen))  # type: ignore[arg-type]
-    times: list[int] = []
-    never = 0
-    for key, pairs in by_key.items():
+            lst.append((end, start, seen))
+    out = Visibility([], [], [])
+    for key, triples in by_key.items():
         kw = keys.get(key)
         if kw is None:
             continue
-        pairs.sort()
+        triples.sort()
         ends: list[int] = []
         best: list[int] = []  # the newest version seen so far, non-decreasing
         m = NOTHING_SEEN
-        for end, v in pairs:
+        for end, _start, v in triples:
             if v > m:
                 m = v
             ends.append(end)
@@ -297,7 +329,10 @@ def _visibility(keys: dict[int, KeyWrites], rs: list[Completed]) -> tuple[list[i
         for ack, v in zip(kw.acks, kw.versions, strict=True):
             j = bisect_left(best, v)
             if j == len(best):
-                never += 1
-            else:
-                times.append(max(0, ends[j] - ack))
-    return times, never
+                if ends[-1] > ack:  # read after the ack and still not seen
+                    out.bounds.append(ends[-1] - ack)
+                continue
+            out.times.append(max(0, ends[j] - ack))
+            prev = ends[j - 1] if j > 0 and ends[j - 1] > ack else ack
+            out.gaps.append(max(0, ends[j] - prev))
+    return out

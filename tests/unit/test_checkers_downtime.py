@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from histories import S, ctx, fault, history, ns, op, probe
+from histories import S, ctx, fault, history, invoke_op, ns, op, probe
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -162,3 +162,60 @@ def test_windows_cover_every_failure_and_no_ok(steps: list[tuple[str, int]]) -> 
     assert r.metrics["subjects"].get("w", {"count": 0})["count"] == len(windows)
     assert all(w.end - w.start >= 0 for w in windows)
     assert all(w.start >= 0 and w.end <= ns(end) + S for w in windows)
+
+
+def _probe_every(t0: float, t1: float, interval: float = 0.01, latency: float = 0.001
+                 ) -> list[tuple[float, float, str]]:
+    out = []
+    t = t0
+    while t < t1:
+        out.append((t, t + latency, "ok"))
+        t += interval
+    return out
+
+
+def test_a_hang_ending_in_ok_is_downtime() -> None:
+    """The primary frozen (SIGSTOP) for 0.5 s under a 10 ms probe: the write in flight waits
+    0.5 s and succeeds. By hand the gap between successful writes is 0.511 s; the old checker
+    reported 0 s because nothing failed."""
+    times = _probe_every(0, 5)
+    times = [x for x in times if x[0] < 2.0] + [(2.0, 2.5, "ok")] + \
+        [x for x in _probe_every(2.51, 5)]
+    h = history(probe(times))
+    w = run(h, ctx(0, 5)).metrics["subjects"]["w"]
+    assert w["count"] == 1 and w["stalls"] == 1
+    assert w["longest"] == pytest.approx(0.5 + 0.01 - 0.001, abs=0.002)
+    assert w["windows"][0]["kind"] == "stall"
+
+
+def test_a_30s_hang_ending_in_ok_is_30s_of_downtime() -> None:
+    times = _probe_every(0, 1) + [(1.0, 31.0, "ok")] + _probe_every(31.01, 32)
+    w = run(history(probe(times)), ctx(0, 32)).metrics["subjects"]["w"]
+    assert w["longest"] == pytest.approx(30.01, abs=0.01)
+
+
+def test_slow_but_under_the_stall_threshold_is_not_downtime() -> None:
+    times = [(t, t + 0.15, "ok") for t in (0, 0.16, 0.32, 0.48)]
+    assert run(history(probe(times)), ctx(0, 1)).metrics["subjects"]["w"]["count"] == 0
+
+
+def test_an_idle_client_is_not_down_only_its_slow_op_is() -> None:
+    # a reader idle for 3 s then one read that takes 0.3 s: 0.3 s down, not 3.3 s
+    h = history(probe([(0, 0.001, "ok"), (3.0, 3.3, "ok")]))
+    w = run(h, ctx(0, 4)).metrics["subjects"]["w"]
+    assert w["longest"] == pytest.approx(0.3)
+
+
+def test_a_client_blocked_at_the_end_is_still_down() -> None:
+    h = history(probe([(0, 0.001, "ok")]), invoke_op(1, "write", 1.0, workload="w",
+                                                     endpoint="db1", key=9))
+    w = run(h, ctx(0, 5)).metrics["subjects"]["w"]
+    assert w["open_at_end"] and w["longest"] == pytest.approx(5 - 0.001)
+
+
+def test_total_is_the_union_across_workloads_not_the_sum() -> None:
+    a = probe([(0, 0.1, "ok"), (1, 1.1, "fail"), (3, 3.1, "ok")], workload="a", process=1)
+    b = probe([(0, 0.1, "ok"), (1, 1.1, "fail"), (3, 3.1, "ok")], workload="b", process=2)
+    m = run(history(a, b), ctx(0, 4)).metrics
+    assert m["subjects"]["a"]["total"] == pytest.approx(3.0)
+    assert m["total"] == pytest.approx(3.0)  # both down at the same time: 3 s, not 6 s

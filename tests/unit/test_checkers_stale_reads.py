@@ -113,9 +113,51 @@ def test_visibility_per_node() -> None:
     )
     subj = r.metrics["subjects"]
     vis2 = subj["w on db2"]["visibility"]
-    assert vis2["count"] == 1 and vis2["max"] == pytest.approx(0.4)
-    assert vis2["never_seen"] == 1
+    assert vis2["seen"] == 1 and vis2["p50"] == pytest.approx(0.4)
+    # key 2 was still missing 0.6 s after its ack: the max is a bound, at least 0.6 s
+    assert vis2["unseen"] == 1 and vis2["unseen_min_bound"] == pytest.approx(0.6)
+    assert vis2["max"] == pytest.approx(0.6)
+    assert vis2["resolution"] == pytest.approx(0.2)  # 1.2 (missed) -> 1.4 (seen)
     assert subj["w on db1"]["visibility"]["max"] == 0.0
+
+
+def poll(t0: float, t1: float, pairs: list[list[int | None]], node: str = "db2",
+         p: int = 2) -> list:  # type: ignore[type-arg]  # fmt: skip
+    return op(p, "poll", t0, t1, "ok", value=pairs, endpoint=node, node=node)  # type: ignore[arg-type]
+
+
+def test_delayed_replica_visibility_is_the_delay_within_one_poll() -> None:
+    """A replica D = 2 s behind, polled every 10 ms: every write becomes visible D after its
+    ack (within one poll interval), whatever the workload's timeout; the old one-key loop
+    saturated at ~16 x the timeout. Writes every 50 ms for 6 s, polls every 10 ms."""
+    parts: list = []  # type: ignore[type-arg]
+    delay, poll_every = 2.0, 0.01
+    acks: list[tuple[float, int, int]] = []  # ack, key, version
+
+    def on_replica(k: int, at: float) -> int | None:
+        vs = [v for ack, kk, v in acks if kk == k and ack + delay <= at]
+        return max(vs) if vs else None
+
+    for i in range(120):
+        t = 1.0 + 0.05 * i
+        key, v = i % 16, i // 16 + 1
+        parts.append(write(t, t + 0.001, key, v))
+        acks.append((t + 0.001, key, v))
+        parts.append(read(t + 0.002, t + 0.003, key, on_replica(key, t + 0.003)))  # stale
+    t = 1.0
+    while t < 10.0:  # polls of all 16 keys every 10 ms
+        parts.append(poll(t, t + 0.0005, [[k, on_replica(k, t + 0.0005)] for k in range(16)]))
+        t += poll_every
+    r = check(*parts)
+    vis = r.metrics["subjects"]["w on db2"]["visibility"]
+    assert vis["seen"] == 120 and vis["unseen"] == 0
+    assert delay <= vis["p50"] <= delay + poll_every + 0.002
+    assert delay <= vis["max"] <= delay + poll_every + 0.002
+    assert vis["resolution"] == pytest.approx(poll_every, abs=0.001)
+    sr = r.metrics["subjects"]["w on db2"]
+    assert sr["count"] == 120 and sr["rate"] == 1.0  # every first read right after the ack
+    # the polls are not reads: they are never counted as stale or eligible
+    assert sr["eligible_reads"] == 120
 
 
 def test_value_returned_as_text_is_compared_as_a_version() -> None:
