@@ -18,24 +18,38 @@ overriding the one before::
 
 The matrix is variants x sweep values x repeats, in that nesting order (repeats innermost);
 a cell's label reads like ``a2 threads=4 #2``.
+
+``plan_warnings(plan)`` finds what is valid but probably vacuous: a fault on the timeline
+that no workload is running to observe, one within a second of the end of every workload
+that runs then, or one at the very end of the load (see "Warnings" in docs/language.md).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
-from dsl.errors import LanguageErrors
+from dsl.errors import LanguageError, LanguageErrors
 from dsl.metrics import resolve_stat
 from dsl.models import (
+    Action,
     ConfigBlock,
+    ConvertStandalone,
+    DropCaches,
     Expectation,
     Experiment,
     IntOrParam,
+    NetworkFault,
+    NodeAction,
     ParamRef,
     PrimaryPrimaryTopology,
+    Promote,
+    ReplicationControl,
     ReplicationTopology,
     Report,
+    SetGlobal,
+    Span,
     Variant,
     Workload,
 )
@@ -358,3 +372,131 @@ def compile_experiment(exp: Experiment, base_port: int = DEFAULT_BASE_PORT) -> P
         leave_faults=exp.leave_faults,
         cells=_cells(exp, nodes),
     )
+
+
+# --- warnings: faults that nothing measures -----------------------------------------------------
+
+NEAR_END = 1.0  # seconds: a fault closer than this to the end of every workload is unmeasured
+
+
+def is_fault(a: Action) -> bool:
+    """An action whose effect a workload should observe: kill, pause, stop, restart, cold
+    restart, promote, stop replication, a network fault, drop caches, set global, convert.
+    Recoveries (start, resume, start replication, network heal), waits and ``execute`` are
+    not faults."""
+    if isinstance(a, NodeAction):
+        return a.verb not in ("start", "resume")
+    if isinstance(a, ReplicationControl):
+        return a.verb == "stop"
+    if isinstance(a, NetworkFault):
+        return a.verb != "heal"
+    return isinstance(a, DropCaches | Promote | SetGlobal | ConvertStandalone)
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """When a workload runs, in seconds from the start of the load. It starts at 0; ``end``
+    is None when unknown at check time (it starts after another workload, or only rows or
+    operations bound it); ``exact`` is False when ``end`` is an upper bound (rows or
+    operations may end it sooner)."""
+
+    name: str
+    end: float | None
+    exact: bool
+    whole: bool  # runs for the experiment's whole duration
+
+    def describe(self) -> str:
+        out = f"{self.name} 0s to {_s(self.end or 0.0)}"
+        if not self.exact:
+            return out + " at most"
+        return out + (" (the whole experiment)" if self.whole else "")
+
+
+def _window(w: PlannedWorkload, duration: float) -> _Window:
+    if w.start_after is not None:
+        return _Window(w.name, None, False, False)
+    exact = w.rows is None and w.ops is None
+    return _Window(w.name, w.duration, exact, exact and w.duration == duration)
+
+
+Found = tuple[Span, str, str | None]
+
+
+def _fault_warning(at: float, windows: list[_Window], duration: float) -> tuple[str, str] | None:
+    """(message, hint) when a fault at ``at`` is not measured by any workload of ``windows``;
+    None when it is, or when that cannot be known before the run."""
+    if at >= duration:
+        return (
+            f"fault at {_s(at)} is at the end of the load (duration {_s(duration)}): "
+            "the run stops there, so nothing measures it",
+            "move it earlier, or lengthen the experiment: duration ...",
+        )
+    if any(w.end is None for w in windows):
+        return None
+    if not windows:
+        return (
+            f"fault at {_s(at)}: the experiment has no workload, so nothing measures it",
+            "add a workload that runs through the fault",
+        )
+    running = [w for w in windows if w.end is not None and at <= w.end]
+    listed = "workloads: " + ", ".join(w.describe() for w in windows)
+    if not running:
+        return (
+            f"fault at {_s(at)} falls outside every workload's window: no workload runs "
+            "then, so nothing measures it",
+            f"{listed}; lengthen a workload's duration past {_s(at)}",
+        )
+    if any(not w.exact for w in running):
+        return None
+    ends = {w.name: w.end for w in running if w.end is not None}
+    if any(end - at >= NEAR_END for end in ends.values()):
+        return None
+    if len(ends) == 1:
+        ((name, end),) = ends.items()
+        message = (
+            f"fault at {_s(at)} falls {_s(end - at)} before the end of workload "
+            f"'{name}' ({_s(end)}): nothing after it is measured"
+        )
+    else:
+        each = ", ".join(f"{name} at {_s(end)}" for name, end in ends.items())
+        message = (
+            f"fault at {_s(at)} falls within {_s(NEAR_END)} of the end of every workload "
+            f"running then ({each}): nothing after it is measured"
+        )
+    what = "the experiment's duration" if any(w.whole for w in running) else "a workload's duration"
+    return message, f"{listed}; lengthen {what} well past {_s(at)}"
+
+
+def _cell_warnings(plan: Plan, cell: Cell) -> list[Found]:
+    windows = [_window(w, plan.duration) for w in cell.workloads]
+    out: list[Found] = []
+    for timed in plan.timeline:
+        if not is_fault(timed.action):
+            continue
+        found = _fault_warning(timed.at, windows, plan.duration)
+        if found is not None:
+            out.append((timed.span, *found))
+    return out
+
+
+def plan_warnings(plan: Plan, path: str | None = None) -> list[LanguageError]:
+    """Warnings (``severity="warning"``) about a valid plan: every fault on the timeline that
+    no workload observes. Computed for every cell; a warning that holds for some cells only
+    names them."""
+    where = path or plan.source or "<string>"
+    cells: dict[Found, list[Cell]] = {}
+    for cell in plan.cells:
+        for found in _cell_warnings(plan, cell):
+            cells.setdefault(found, []).append(cell)
+    out: list[LanguageError] = []
+    for (span, message, hint), hit in cells.items():
+        if len(hit) < len(plan.cells):
+            word = "cell" if len(hit) == 1 else "cells"
+            labels = ", ".join(f"{c.index} '{c.label}'" for c in hit)
+            message += f" (only in {word} {labels})"
+        out.append(LanguageError(where, span, message, hint, severity="warning"))
+    return sorted(out, key=LanguageError.sort_key)

@@ -1,8 +1,10 @@
-"""Errors of the language: every one points at a place in a file.
+"""Errors (and warnings) of the language: every one points at a place in a file.
 
-A ``LanguageError`` is a value (path, span, message, hint); ``LanguageErrors`` is the one
-exception the language raises for bad input, holding all errors found, sorted by position.
-``format_error`` renders one error the way compilers do::
+A ``LanguageError`` is a value (path, span, message, hint, severity); ``LanguageErrors`` is
+the one exception the language raises for bad input, holding all errors found, sorted by
+position. A warning is a ``LanguageError`` with ``severity="warning"``: the file is valid but
+probably does not measure what it means to (``dsl.compile.plan_warnings``); it never makes a
+command fail. ``format_error`` renders one error the way compilers do::
 
     experiments/failover.exp:12:5: error: unknown node 'db4' (known: db1, db2, db3)
         at 20s kill db4
@@ -14,8 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from dsl.models import NO_SPAN, Span
+
+Severity = Literal["error", "warning"]
 
 INDENT = "    "
 
@@ -23,12 +28,14 @@ INDENT = "    "
 @dataclass(frozen=True, slots=True)
 class LanguageError:
     """One problem in an experiment file. Line and column are 1-based; line 0 means the
-    error is about the file as a whole (for instance, it cannot be read)."""
+    error is about the file as a whole (for instance, it cannot be read). A warning has
+    ``severity="warning"``."""
 
     path: str
     span: Span
     message: str
     hint: str | None = None
+    severity: Severity = "error"
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.span.line, self.span.column, self.message)
@@ -41,7 +48,7 @@ class LanguageError:
 
 def sorted_errors(errors: Iterable[LanguageError]) -> list[LanguageError]:
     """Sorted by position, without exact duplicates."""
-    unique = {(e.path, e.span, e.message, e.hint): e for e in errors}
+    unique = {(e.path, e.span, e.message, e.hint, e.severity): e for e in errors}
     return sorted(unique.values(), key=LanguageError.sort_key)
 
 
@@ -74,10 +81,10 @@ def _caret_line(line: str, span: Span) -> str:
 
 
 def format_error(err: LanguageError, source_text: str | None) -> str:
-    """``path:line:col: error: message``, the source line, a caret under the culprit, and
-    ``hint: ...`` when there is one. Without a source text (or a position) only the first
-    and last lines are printed."""
-    out = [f"{err.location()}: error: {err.message}"]
+    """``path:line:col: error: message`` (``warning:`` for a warning), the source line, a
+    caret under the culprit, and ``hint: ...`` when there is one. Without a source text (or a
+    position) only the first and last lines are printed."""
+    out = [f"{err.location()}: {err.severity}: {err.message}"]
     if source_text is not None and err.span.line > 0:
         lines = source_text.splitlines()
         if err.span.line <= len(lines):

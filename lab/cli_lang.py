@@ -2,7 +2,9 @@
 
 Exit status: 0 when every file is valid (``check``) or the plan was printed (``plan``),
 2 when there are language errors (each printed as ``path:line:col: error: ...`` with the
-source line and a caret). Bad input never produces a traceback.
+source line and a caret). Warnings (``path:line:col: warning: ...``, same layout, on stderr:
+a fault that no workload measures) are printed for valid files and never change the exit
+status. Bad input never produces a traceback.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsl.api import check_file, format_errors, load_plan
+from dsl.compile import plan_warnings
 from dsl.errors import LanguageError, LanguageErrors
 from dsl.models import (
     Action,
@@ -56,15 +59,26 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def print_warnings(plan: Plan, path: str) -> int:
+    """Print the plan's warnings to stderr (a blank line after them); return how many."""
+    warnings = plan_warnings(plan, path)
+    if warnings:
+        print(format_errors(warnings), file=sys.stderr)
+        print(file=sys.stderr)
+    return len(warnings)
+
+
 def cmd_check(paths: list[str]) -> int:
-    """Check every file; print each error to stderr. 0 when all are valid, else 2."""
+    """Check every file; print each error and warning to stderr. 0 when all are valid (with
+    or without warnings), else 2."""
     if not paths:
         print("lab check: no files given", file=sys.stderr)
         return EXIT_LANGUAGE_ERROR
-    total, bad = 0, 0
+    total, bad, warned, warned_files = 0, 0, 0, 0
     for path in paths:
         try:
             errors = check_file(path)
+            warnings = 0 if errors else print_warnings(load_plan(path), path)
         except Exception as exc:  # noqa: BLE001 - never a traceback at the command line
             _internal_error(path, exc)
             total, bad = total + 1, bad + 1
@@ -74,8 +88,13 @@ def cmd_check(paths: list[str]) -> int:
             print(file=sys.stderr)
             total += len(errors)
             bad += 1
+        elif warnings:
+            print(f"{path}: ok, with {_plural(warnings, 'warning')}")
+            warned, warned_files = warned + warnings, warned_files + 1
         else:
             print(f"{path}: ok")
+    if warned:
+        print(f"{_plural(warned, 'warning')} in {_plural(warned_files, 'file')}", file=sys.stderr)
     if total:
         print(f"{_plural(total, 'error')} in {_plural(bad, 'file')}", file=sys.stderr)
         return EXIT_LANGUAGE_ERROR
@@ -86,7 +105,8 @@ def cmd_check(paths: list[str]) -> int:
 
 
 def cmd_plan(path: str, as_json: bool) -> int:
-    """Print the compiled plan (a readable rendering, or JSON). 0, or 2 on language errors."""
+    """Print the compiled plan (a readable rendering, or JSON) and its warnings (stderr).
+    0, or 2 on language errors."""
     try:
         plan = load_plan(path)
     except LanguageErrors as exc:
@@ -95,6 +115,7 @@ def cmd_plan(path: str, as_json: bool) -> int:
         return EXIT_LANGUAGE_ERROR
     except Exception as exc:  # noqa: BLE001 - never a traceback at the command line
         return _internal_error(path, exc)
+    print_warnings(plan, path)
     if as_json:
         print(plan.model_dump_json(indent=2))
     else:

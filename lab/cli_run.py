@@ -20,6 +20,7 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 
 def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None = None) -> int:
     from dsl.api import check_file, format_errors, load_plan
+    from lab.cli_lang import print_warnings
     from lab.engine import run_plan, summary
     from lab.live import LiveView
     from runners.components import MissingComponent
@@ -30,6 +31,7 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
         print(format_errors(errors), file=sys.stderr)
         return 2
     plan = load_plan(path)
+    print_warnings(plan, path)
     err = Console(stderr=True)
     try:
         check_components(plan)

@@ -1,15 +1,28 @@
-"""lost_writes: acknowledged writes missing from the final state after healing.
+"""lost_writes: acknowledged writes missing from the authoritative state at the end.
 
-``ctx.final_state[workload][node][key] = value`` is read on every node once faults are healed
-and replication has settled. For each write (``write``/``insert``) of a workload with a final
-state, on each node:
+``ctx.final_state[workload][node][key] = value`` is read on every running node once faults are
+healed and replication has settled. Which node's state is the truth:
 
-- acknowledged (``ok``) and its key absent, or holding a value that is neither the written one,
-  nor a newer integer version, nor the value of a later write to the same key: **lost** there;
+- ``ctx.facts["authority"]`` names it when the topology has one writer at the end (the primary
+  after settling: replication, a promoted replica, Galera's synced writer);
+- otherwise (two primaries) each write is judged on the node that acknowledged it.
+
+For each write (``write``/``insert``) of a workload with a final state:
+
+- acknowledged (``ok``) and absent from the authoritative node, or holding a value that is not
+  the written one (nor, for ``read_your_writes`` whose values are versions, a newer version of
+  the key; nor the value of a later write to the same key): **lost**. When the authoritative
+  node could not be read, the write is **unchecked** (the figure is unknown, not 0);
+- acknowledged, present on the authority but missing on another node: **not replicated** there
+  (a replica still behind, or stopped), counted per node — never "lost";
 - outcome unknown (``info``, or never completed): listed apart with, per node, whether it turned
   out applied (present);
-- failed (``fail``, not a duplicate-key error) yet present: counted as ``failed_but_present``
-  (a "definitely not applied" that was applied).
+- failed (``fail``) after the statement was sent, not a duplicate-key error, yet its exact
+  value is present on some node: **failed_but_present** (a "definitely not applied" that was
+  applied). A connect that failed never sent the write: it is not counted.
+
+``divergent``: keys whose final values differ between two running nodes that both hold them
+(two primaries that applied different rows under one key).
 
 Values are compared as equal, or equal as text (the database may return ``"5"`` for ``5``).
 An acknowledged write without a key (an auto-increment insert that did not learn its id) cannot
@@ -25,7 +38,7 @@ from typing import Any
 
 from lab.checkers.base import CheckContext, CheckResult
 from lab.checkers.stale_reads import version
-from lab.history import DUPLICATE_KEY_CODES, NS, WRITE_FS, Completed, Op
+from lab.history import DUPLICATE_KEY_CODES, NS, WRITE_FS, Completed, Op, never_sent
 
 NAME = "lost_writes"
 MAX_LISTED = 100
@@ -38,30 +51,40 @@ def same_value(a: Any, b: Any) -> bool:
 
 @dataclass(slots=True)
 class NodeLoss:
-    count: int = 0
+    count: int = 0  # acknowledged writes missing on this node
     keys: list[Any] = field(default_factory=list)
     value_mismatch: int = 0
+    authoritative: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
             "count": self.count,
+            "missing": self.count,
+            "not_replicated": 0 if self.authoritative else self.count,
+            "authoritative": self.authoritative,
             "keys": list(self.keys),
             "keys_truncated": self.count > len(self.keys),
             "value_mismatch": self.value_mismatch,
         }
 
 
-def _present(c: Completed, found: Any, later: list[Completed]) -> bool:
-    """Is write ``c`` accounted for by ``found`` (the final value of its key on a node)?"""
+def _present(c: Completed, found: Any, later: list[Completed], versioned: bool,
+             same_node: bool = False) -> bool:
+    """Is write ``c`` accounted for by ``found`` (the final value of its key on a node)?
+    ``same_node``: only a later write acknowledged by the same node may have overwritten it
+    (two primaries: which of two concurrent writes is "later" is not defined)."""
     if found is _MISSING:
         return False
     if same_value(found, c.value):
         return True
-    v, fv = version(c.value), version(found)
-    if v is not None and fv is not None and fv >= v:
-        return True  # a newer version of the key
+    if versioned:
+        v, fv = version(c.value), version(found)
+        if v is not None and fv is not None and fv >= v:
+            return True  # a newer version of the key
     return any(
-        o is not c and o.start >= c.start and same_value(found, o.value) for o in later
+        o is not c and o.start >= c.start and same_value(found, o.value)
+        and (not same_node or o.node == c.node)
+        for o in later
     )  # overwritten by a later write
 
 
@@ -82,6 +105,10 @@ class _LaterWrites:
         return self.index.get(key, []) if key is not None else []
 
 
+_COUNTS = ("count", "acknowledged", "unknown", "unknown_applied", "failed_but_present",
+           "unkeyed", "unchecked", "not_replicated", "divergent")
+
+
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     t0, _ = ctx.bounds(history)
     writes: dict[str, list[Completed]] = defaultdict(list)
@@ -89,56 +116,63 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         if f in WRITE_FS:
             for c in cs:
                 writes[c.workload].append(c)
+    authority = ctx.facts.get("authority")
+    multi = authority is None  # several primaries: each write is judged where it was acked
 
     subjects: dict[str, dict[str, Any]] = {}
     unchecked: list[str] = []
-    tot = {"count": 0, "acknowledged": 0, "unknown": 0, "unknown_applied": 0,
-           "failed_but_present": 0, "unkeyed": 0}  # fmt: skip
+    tot = dict.fromkeys(_COUNTS, 0)
     for workload, ws in writes.items():
         final = ctx.final_state.get(workload)
         if not final:
             unchecked.append(workload)
             continue
+        info = ctx.workloads.get(workload)
+        versioned = info is not None and info.kind == "read_your_writes"
         nodes = sorted(final)
-        node_maps = [(n, final[n]) for n in nodes]
         by_key = _LaterWrites(ws)
-        per_node = {n: NodeLoss() for n in nodes}
+        per_node = {n: NodeLoss(authoritative=n == authority) for n in nodes}
         lost: list[dict[str, Any]] = []
         unknown_ops: list[dict[str, Any]] = []
-        s = {"count": 0, "acknowledged": 0, "unknown": 0, "unknown_applied": 0,
-             "failed_but_present": 0, "unkeyed": 0}  # fmt: skip
+        s = dict.fromkeys(_COUNTS, 0)
         for c in ws:
             if c.type == "ok":
                 s["acknowledged"] += 1
                 if c.key is None:
                     s["unkeyed"] += 1
                     continue
-                missing_on: list[str] = []
                 key, val = c.key, c.value
-                for n, fmap in node_maps:
-                    found = fmap.get(key, _MISSING)
+                missing_on: list[str] = []
+                for n in nodes:
+                    found = final[n].get(key, _MISSING)
                     if found is val or found == val:  # the common case, inline
                         continue
-                    if not _present(c, found, by_key[key]):
+                    if not _present(c, found, by_key[key], versioned, multi):
                         missing_on.append(n)
                         nl = per_node[n]
                         nl.count += 1
                         if found is not _MISSING:
                             nl.value_mismatch += 1
                         if len(nl.keys) < MAX_LISTED:
-                            nl.keys.append(c.key)
-                if missing_on:
+                            nl.keys.append(key)
+                judge = authority if authority is not None else c.node
+                if judge is None or judge not in final:
+                    s["unchecked"] += 1
+                    continue
+                if judge in missing_on:
                     s["count"] += 1
                     if len(lost) < MAX_LISTED:
                         lost.append({
-                            "key": c.key, "value": c.value, "missing_on": missing_on,
+                            "key": key, "value": val, "missing_on": missing_on,
+                            "judged_on": judge, "acked_by": c.node,
                             "acked_at": ((c.end or c.start) - t0) / NS,
                         })  # fmt: skip
             elif c.type == "info":
                 s["unknown"] += 1
                 applied = {
                     n: c.key is not None
-                    and _present(c, final[n].get(c.key, _MISSING), by_key[c.key])
+                    and _present(c, final[n].get(c.key, _MISSING), by_key[c.key], versioned,
+                                 multi)
                     for n in nodes
                 }
                 if any(applied.values()):
@@ -150,12 +184,16 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
                         "error": c.error, "error_msg": c.error_msg,
                         "at": (c.start - t0) / NS,
                     })  # fmt: skip
-            elif c.key is not None and (c.error is None or c.error not in DUPLICATE_KEY_CODES):
+            elif (c.key is not None and (c.error is None or c.error not in DUPLICATE_KEY_CODES)
+                  and not never_sent(c.error, c.error_msg)):
                 if any(same_value(final[n].get(c.key, _MISSING), c.value) for n in nodes):
                     s["failed_but_present"] += 1
+        s["not_replicated"] = sum(nl.count for nl in per_node.values() if not nl.authoritative)
+        s["divergent"] = _divergent(final)
         subj: dict[str, Any] = dict(s)
         subj["ratio"] = s["count"] / s["acknowledged"] if s["acknowledged"] else None
         subj["nodes"] = nodes
+        subj["authority"] = authority
         subj["lost"] = lost
         subj["unknown_ops"] = unknown_ops
         subjects[workload] = subj
@@ -166,6 +204,7 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
 
     metrics: dict[str, Any] = dict(tot)
     metrics["ratio"] = tot["count"] / tot["acknowledged"] if tot["acknowledged"] else None
+    metrics["authority"] = authority
     metrics["unchecked_workloads"] = unchecked
     metrics["subjects"] = subjects
     if not subjects:
@@ -174,8 +213,30 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         return CheckResult(
             NAME, None, metrics, "no final state was read for: " + ", ".join(unchecked)
         )
-    valid = tot["count"] == 0 and tot["failed_but_present"] == 0
     notes = [f"{tot['count']} acknowledged writes lost"] if tot["count"] else []
+    if tot["unchecked"]:
+        notes.append(f"{tot['unchecked']} acknowledged writes could not be checked (the node "
+                     "that holds the truth for them was not running at the end)")
     if unchecked:
         notes.append("no final state for: " + ", ".join(unchecked))
+    if tot["unchecked"] and not tot["count"]:
+        return CheckResult(NAME, None, metrics, "; ".join(notes))
+    valid = tot["count"] == 0 and tot["failed_but_present"] == 0
     return CheckResult(NAME, valid, metrics, "; ".join(notes))
+
+
+def _divergent(final: dict[str, dict[int, Any]]) -> int:
+    """Keys held by two or more nodes with different values."""
+    nodes = list(final)
+    if len(nodes) < 2:
+        return 0
+    n = 0
+    first = final[nodes[0]]
+    keys = set(first)
+    for other in nodes[1:]:
+        keys |= set(final[other])
+    for k in keys:
+        vals = {str(final[nd][k]) for nd in nodes if k in final[nd]}
+        if len(vals) > 1:
+            n += 1
+    return n

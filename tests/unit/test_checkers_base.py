@@ -93,7 +93,8 @@ def test_every_checker_metrics_are_json() -> None:
         op(7, "read", 3, 3.1, key=1, value=None, workload="w", node="db2"),
         fault("drop_caches", 15, 15),
     )
-    res = run_checkers(h, ctx(0, 30, final_state={"w": {"db1": {1: 1}}}))
+    res = run_checkers(h, ctx(0, 30, final_state={"w": {"db1": {1: 1}}},
+                              facts={"authority": "db1"}))
     for r in res.values():
         assert r.valid is not None, r.details
         json.dumps(r.metrics, allow_nan=False)

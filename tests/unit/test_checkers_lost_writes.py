@@ -15,8 +15,10 @@ def w(p: int, t: float, key: int | None, value: Any, type: str = "ok", error: in
               error=error)  # fmt: skip
 
 
-def check(h: list, final: dict) -> Any:  # type: ignore[type-arg]
-    return lost_writes.check(h, ctx(0, 10, final_state=final))
+def check(h: list, final: dict, authority: str | None = "db1",  # type: ignore[type-arg]
+          workloads: dict[str, str] | None = None) -> Any:
+    facts = {"authority": authority} if authority else {}
+    return lost_writes.check(h, ctx(0, 10, final_state=final, facts=facts, workloads=workloads))
 
 
 def test_all_acknowledged_present_is_valid() -> None:
@@ -29,13 +31,18 @@ def test_all_acknowledged_present_is_valid() -> None:
 
 def test_missing_on_one_node() -> None:
     h = history(w(1, 0, 1, "a"), w(1, 1, 2, "b"), w(1, 2, 3, "c"))
+    # db1 (the primary at the end) has them all: a replica behind is "not replicated"
     r = check(h, {"uw": {"db1": {1: "a", 2: "b", 3: "c"}, "db2": {1: "a"}}})
-    assert r.valid is False
-    assert r.metrics["count"] == 2
+    assert r.valid is True
+    assert r.metrics["count"] == 0 and r.metrics["not_replicated"] == 2
     s = r.metrics["subjects"]
-    assert s["uw on db2"]["count"] == 2 and s["uw on db2"]["keys"] == [2, 3]
+    assert s["uw on db2"]["not_replicated"] == 2 and s["uw on db2"]["keys"] == [2, 3]
     assert s["uw on db1"]["count"] == 0
-    assert s["uw"]["lost"][0]["missing_on"] == ["db2"]
+    # missing on the authority: lost
+    r = check(h, {"uw": {"db1": {1: "a"}, "db2": {1: "a", 2: "b", 3: "c"}}})
+    assert r.valid is False and r.metrics["count"] == 2
+    assert r.metrics["subjects"]["uw"]["lost"][0]["missing_on"] == ["db1"]
+    assert r.metrics["subjects"]["uw on db1"]["not_replicated"] == 0
 
 
 def test_value_mismatch_counts_as_lost() -> None:
@@ -120,3 +127,58 @@ def test_lost_is_exactly_the_acknowledged_writes_missing(
     assert r.metrics["unknown"] == sum(1 for ty, _ in outcomes if ty == "info")
     assert r.metrics["unknown_applied"] == sum(1 for ty, p in outcomes if ty == "info" and p)
     assert r.metrics["failed_but_present"] == sum(1 for ty, p in outcomes if ty == "fail" and p)
+
+
+def test_authority_not_running_makes_lost_writes_unknown() -> None:
+    h = history(w(1, 0, 1, "a"))
+    r = check(h, {"uw": {"db2": {}}})  # db1, the authority, could not be read
+    assert r.valid is None and r.metrics["unchecked"] == 1 and r.metrics["count"] == 0
+
+
+def wn(p: int, t: float, key: int, value: Any, node: str, type: str = "ok") -> list:  # type: ignore[type-arg]
+    return op(p, "insert", t, t + 0.1, type, key=key, value=value, workload="ui", node=node)  # type: ignore[arg-type]
+
+
+def test_two_primaries_auto_increment_collisions_are_all_counted() -> None:
+    """Two primaries without auto-increment offsets both hand out key 1..n; each insert's
+    value is unique (not a client id), so every insert overwritten by the other primary's row
+    is missing where it was acknowledged. The old checker read client ids as versions and so
+    counted only the inserts of the lower-numbered client: about half."""
+    h = history(*[wn(1, i, i, 1000 + i, "p1") for i in range(1, 11)],
+                *[wn(100001, i, i, 2000 + i, "p2") for i in range(1, 11)])
+    # each primary applied its own rows, then the other's replicated inserts failed on 1062
+    final = {"ui": {"p1": {i: 1000 + i for i in range(1, 11)},
+                    "p2": {i: 2000 + i for i in range(1, 11)}}}
+    r = check(h, final, authority=None)
+    assert r.metrics["count"] == 0  # each is present where it was acknowledged
+    assert r.metrics["divergent"] == 10
+    assert r.metrics["not_replicated"] == 20  # each side misses the other's 10 rows
+    # the replicated row overwrote the local one on p1 (e.g. a REPLACE): p1's 10 are lost
+    final["ui"]["p1"] = {i: 2000 + i for i in range(1, 11)}
+    r = check(h, final, authority=None)
+    assert r.metrics["count"] == 10 and r.metrics["divergent"] == 0
+
+
+def test_versions_count_as_present_only_for_read_your_writes() -> None:
+    h = history(w(1, 0, 1, 5))
+    assert check(h, {"uw": {"db1": {1: 7}}}).metrics["count"] == 1
+    r = check(h, {"uw": {"db1": {1: 7}}}, workloads={"uw": "read_your_writes"})
+    assert r.metrics["count"] == 0
+
+
+def test_a_write_whose_connect_failed_is_never_failed_but_present() -> None:
+    """Item 7: a connect that failed never sent the write. Galera-failover reported 10,030
+    false 'failed but present' from those (and from retries reusing the value)."""
+    h = history(
+        op(1, "write", 0, 0.1, "fail", key=1, value=1, workload="uw", error=2003,
+           error_msg="Can't connect"),
+        op(1, "write", 1, 1.1, "fail", key=2, value=2, workload="uw", error=2013,
+           error_msg="not sent: Lost connection at handshake"),
+        op(1, "write", 2, 2.1, "ok", key=1, value=1, workload="uw"),
+        op(1, "write", 3, 3.1, "ok", key=2, value=2, workload="uw"),
+    )
+    r = check(h, {"uw": {"db1": {1: 1, 2: 2}}})
+    assert r.metrics["failed_but_present"] == 0 and r.valid is True
+    # a statement that was sent and refused (1290 read-only), yet present: still flagged
+    h = history(op(1, "write", 0, 0.1, "fail", key=3, value=3, workload="uw", error=1290))
+    assert check(h, {"uw": {"db1": {3: 3}}}).metrics["failed_but_present"] == 1
