@@ -93,11 +93,14 @@ METRICS: dict[str, MetricSpec] = {
     ),
     "missing_transactions": MetricSpec(
         "node",
-        {"count": "count", "total": "count"},
+        {"count": "count", "total": "count", "before_heal": "count"},
         "count",
-        "transactions the primary has and the replica does not, at the end",
+        "transactions the authoritative state has and the node does not, after healing and "
+        "settling (before_heal: as the timeline left them, before the lab healed the faults); "
+        "replication: the primary's binlog position; two primaries: each domain's writer; "
+        "Galera: the most advanced node's wsrep_last_committed",
         replica_only=True,
-        topologies=frozenset({"replication", "primary_primary"}),
+        topologies=frozenset({"replication", "primary_primary", "galera"}),
     ),
     "replication_lag": MetricSpec(
         "node",
@@ -161,6 +164,31 @@ METRICS: dict[str, MetricSpec] = {
         "size of the replica's relay logs (final/after: at the end of the load; before: at its "
         "start; growth: the difference)",
         replica_only=True,
+        topologies=frozenset({"replication", "primary_primary"}),
+    ),
+    "failover": MetricSpec(
+        "optional_workload",
+        {
+            "outage": "duration",
+            "recovered": "duration",
+            "first_failure": "duration",
+            "new_writer_accepts": "duration",
+            "router_switch": "duration",
+        },
+        "outage",
+        "the first promote, from what the clients saw: outage (last successful write before "
+        "the fault to the first one after it, per endpoint, the worst), recovered, "
+        "first_failure, new_writer_accepts (first write answered by the new primary), "
+        "router_switch; in seconds from the fault on the old primary",
+        workload_kinds=WRITE_WORKLOADS,
+    ),
+    "replication_errors": MetricSpec(
+        "node",
+        {"count": "count", "sql_errno": "count", "io_errno": "count", "stopped_at": "duration"},
+        "count",
+        "replication threads of the node that stopped on an error (count: stops on an error; "
+        "sql_errno/io_errno: the first error code, 0 when none; stopped_at: seconds since the "
+        "start of the load), sampled every 200 ms",
         topologies=frozenset({"replication", "primary_primary"}),
     ),
 }

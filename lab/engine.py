@@ -35,6 +35,13 @@ from lab.recorder import Recorder
 from lab.store import Store
 from runners.components import MissingComponent
 from runners.errors import ComponentError
+from runners.gtid import (
+    HEARTBEAT_DOMAIN,
+    missing_galera,
+    missing_multi_primary,
+    missing_replication,
+    parse_gtid,
+)
 from runners.mysql import connect
 from runners.runtime import Run
 from runners.sysbench import SysbenchWorkload
@@ -43,7 +50,6 @@ from runners.workloads import KINDS, SCHEMA, ClientEnv, Workload, table_ddl, tab
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_DOMAIN = 99  # the heartbeat writes in its own GTID domain: not counted as missing
 SETTLE_TIMEOUT = 30.0
 EXIT_OK, EXIT_EXPECTATION, EXIT_LANGUAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 
@@ -75,6 +81,7 @@ class CellOutcome:
     operations: int = 0
     healed: list[str] = field(default_factory=list)
     reports: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the reader must know (not settled)
 
 
 @dataclass
@@ -148,6 +155,7 @@ def summary(outcome: RunOutcome) -> dict[str, Any]:
                 "operations": c.operations,
                 "timings": {k: round(v, 3) for k, v in c.timings.items()},
                 "healed": c.healed,
+                "notes": c.notes,
                 "expectations": [e.to_json() for e in c.expectations],
                 "reports": c.reports,
                 "measurements": {name: r.metrics for name, r in c.results.items()},
@@ -169,7 +177,7 @@ class CellRunner:
         self.workloads: dict[str, Workload | SysbenchWorkload] = {}
         self.started: set[str] = set()
         self.steps_done: set[str] = set()
-        self.facts: dict[str, Any] = {"primary_gtid": {}, "relay_log_bytes": {}}
+        self.facts: dict[str, Any] = {"primary_gtid_last": {}, "relay_log_bytes": {}}
         self.load_start: int | None = None
         self.load_end: int | None = None
         self.topo: Topology | None = None
@@ -309,6 +317,21 @@ class CellRunner:
             self.workloads[spec.name] = wl
         if topo.primary is not None and len(topo.nodes) > 1:
             self._wait_caught_up(SETTLE_TIMEOUT, quiet=False)
+        else:  # two primaries, Galera: the tables must exist everywhere before the load
+            self._wait_tables_everywhere()
+
+    def _wait_tables_everywhere(self) -> None:
+        topo = self.topo
+        assert topo is not None
+        want = sum(1 for spec in self.cell.workloads if table_ddl(spec)) + 1  # + heartbeat
+        from runners.mysql import wait_until
+
+        for node in topo.nodes.values():
+            if node.is_running():
+                wait_until(lambda n=node: int(n.scalar(
+                    "SELECT COUNT(*) FROM information_schema.tables "
+                    f"WHERE table_schema = '{SCHEMA}'", timeout=1) or 0) >= want,
+                    SETTLE_TIMEOUT, "holding the workload tables", node.component)
 
     @staticmethod
     def _with_defaults(spec: PlannedWorkload) -> PlannedWorkload:
@@ -427,7 +450,7 @@ class CellRunner:
         assert topo is not None and topo.primary is not None
         with contextlib.suppress(Exception):
             pos = str(topo.nodes[topo.primary].scalar("SELECT @@gtid_binlog_pos", timeout=1))
-            self.facts["primary_gtid"] = parse_gtid(pos)
+            self.facts["primary_gtid_last"] = parse_gtid(pos)
 
     def _stats(self, cursor: dict[str, int], dt: float) -> dict[str, dict[str, float]]:
         assert self.recorder is not None
@@ -485,7 +508,7 @@ class CellRunner:
                 row = cur.fetchone()
                 cur.close()
                 if row:
-                    self.facts["primary_gtid"] = parse_gtid(str(row[0]))
+                    self.facts["primary_gtid_last"] = parse_gtid(str(row[0]))
                 self._last_beat = time.monotonic()
             except Exception:  # noqa: BLE001
                 with contextlib.suppress(Exception):
@@ -542,53 +565,124 @@ class CellRunner:
     # --- after the load ---------------------------------------------------------------------------
     def _after_load(self) -> None:
         assert self.topo is not None and self.nemesis is not None
-        # Transactions missing on replicas are measured as the timeline left them, before
-        # healing (a healed primary would let them catch up and hide the lesson).
+        # Missing transactions as the timeline left them, before healing (a healed primary
+        # lets replicas catch up and would hide the relay-log lesson): ``.before_heal``.
+        self.facts["missing_before_heal"] = self._missing()
         self._facts_after()
         if not self.plan.leave_faults:
             self.view.phase("healing faults")
             self.out.healed = self.nemesis.heal_all()
         self.view.phase("letting replication settle")
         t = time.monotonic()
-        settled = self._settle()
+        settled, why = self._settle()
         self.out.timings["settle"] = time.monotonic() - t
         self.facts["settled"] = settled
+        if not settled:
+            self.out.notes.append(f"replication did not settle: {why}")
+        # after settling: the definition of missing transactions (docs/results.md)
+        self.facts["missing_transactions"] = self._missing()
+        self.facts["authority"] = self._authority()
         self.view.phase("reading the final state")
         self._final_state()
         self.view.phase("checking")
         self._check()
         self.out.status = "passed" if all_passed(self.out.expectations) else "failed"
 
-    def _settle(self) -> bool:
+    def _settle(self) -> tuple[bool, str]:
+        """Wait until every running node has what the authoritative state has; (settled, why
+        not). Two primaries whose SQL thread stopped on an error never settle: said at once."""
         topo = self.topo
         assert topo is not None
-        try:
-            if self.plan.topology == "galera":
-                from runners.mysql import wait_until
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        if self.plan.topology == "galera":
+            from runners.mysql import wait_until
 
+            try:
                 for node in topo.nodes.values():
                     if node.is_running():
                         wait_until(
-                            lambda n=node: (
-                                str(
-                                    n.sql("SHOW GLOBAL STATUS LIKE 'wsrep_local_state'", timeout=1)[
-                                        0
-                                    ]["Value"]
-                                )
-                                == "4"
-                            ),
-                            SETTLE_TIMEOUT,
-                            "synced",
-                            node.component,
-                        )
-                return True
-            if topo.primary is not None and len(topo.nodes) > 1:
-                return self._wait_caught_up(SETTLE_TIMEOUT, quiet=True)
+                            lambda n=node: str(n.sql(
+                                "SHOW GLOBAL STATUS LIKE 'wsrep_local_state'", timeout=1
+                            )[0]["Value"]) == "4",
+                            SETTLE_TIMEOUT, "synced", node.component)
+            except ComponentError as e:
+                return False, str(e)
+            return True, ""
+        if topo.primary is not None and len(topo.nodes) > 1:
+            if self._wait_caught_up(SETTLE_TIMEOUT, quiet=True):
+                return True, ""
+            return False, f"replicas not caught up with {topo.primary} after {SETTLE_TIMEOUT:g}s"
+        if self.plan.topology == "primary_primary":
+            while True:
+                stopped = self._stopped_sql_threads()
+                if stopped:
+                    return False, "SQL thread stopped on " + ", ".join(stopped)
+                missing = self._missing()
+                if missing and not any(missing.values()):
+                    return True, ""
+                if time.monotonic() > deadline:
+                    return False, f"still missing transactions after {SETTLE_TIMEOUT:g}s: " + \
+                        ", ".join(f"{n} {m}" for n, m in sorted(missing.items()))
+                time.sleep(0.1)
+        return True, ""
+
+    def _stopped_sql_threads(self) -> list[str]:
+        topo = self.topo
+        assert topo is not None
+        out: list[str] = []
+        for name, node in topo.nodes.items():
+            if not node.is_running():
+                continue
+            with contextlib.suppress(Exception):
+                for st in node.sql("SHOW SLAVE STATUS", timeout=2):
+                    if st.get("Slave_SQL_Running") != "Yes" and int(st.get("Last_SQL_Errno") or 0):
+                        out.append(f"{name} (error {st.get('Last_SQL_Errno')})")
+        return out
+
+    def _missing(self) -> dict[str, int]:
+        """Transactions each running node lacks, per topology (runners.gtid)."""
+        topo = self.topo
+        assert topo is not None
+        running = {n: node for n, node in topo.nodes.items() if node.is_running()}
+
+        def pos(node: Any, var: str) -> dict[int, int]:
+            return parse_gtid(str(node.scalar(f"SELECT @@{var}", timeout=2) or ""))
+
+        try:
+            if self.plan.topology == "galera":
+                return missing_galera({
+                    n: int(node.sql("SHOW GLOBAL STATUS LIKE 'wsrep_last_committed'",
+                                    timeout=2)[0]["Value"])
+                    for n, node in running.items()})
             if self.plan.topology == "primary_primary":
-                time.sleep(0.5)
-        except ComponentError:
-            return False
-        return True
+                return missing_multi_primary(
+                    {n: pos(node, "gtid_binlog_pos") for n, node in running.items()},
+                    {n: pos(node, "gtid_current_pos") for n, node in running.items()})
+            if topo.primary is None:
+                return {}
+            primary = dict(self.facts.get("primary_gtid_last") or {})
+            if topo.primary in running:
+                primary = pos(running[topo.primary], "gtid_binlog_pos")
+            return missing_replication(
+                primary,
+                {n: pos(node, "gtid_current_pos") for n, node in running.items()
+                 if n != topo.primary})
+        except Exception as e:  # noqa: BLE001 - unknown, not zero
+            log.warning("missing transactions: %s", e)
+            return {}
+
+    def _authority(self) -> str | None:
+        """The node whose final state is the truth for lost writes: the primary after settling;
+        on Galera a running node (they hold one state); None on two primaries (each write is
+        judged where it was acknowledged)."""
+        topo = self.topo
+        assert topo is not None
+        if self.plan.topology == "primary_primary":
+            return None
+        if topo.primary is not None:
+            return topo.primary if topo.nodes[topo.primary].is_running() else None
+        running = [n for n, node in topo.nodes.items() if node.is_running()]
+        return running[0] if running else None
 
     def _wait_caught_up(self, timeout: float, quiet: bool) -> bool:
         topo, nem = self.topo, self.nemesis
@@ -611,15 +705,10 @@ class CellRunner:
         return False
 
     def _facts_after(self) -> None:
+        """Facts as the timeline left them: what restarted replicas applied since, and the
+        replication threads' state."""
         topo = self.topo
         assert topo is not None
-        primary = dict(self.facts.get("primary_gtid") or {})
-        if topo.primary and topo.nodes[topo.primary].is_running():
-            with contextlib.suppress(Exception):
-                primary = parse_gtid(
-                    str(topo.nodes[topo.primary].scalar("SELECT @@gtid_binlog_pos", timeout=2))
-                )
-        missing: dict[str, int] = {}
         applied: dict[str, str] = {}
         for name, node in topo.nodes.items():
             if name == topo.primary or not node.is_running():
@@ -628,11 +717,6 @@ class CellRunner:
                 pos = str(node.scalar("SELECT @@gtid_slave_pos", timeout=2) or "")
                 mine = parse_gtid(pos)
                 applied[name] = pos
-                missing[name] = sum(
-                    max(0, seq - mine.get(dom, 0))
-                    for dom, seq in primary.items()
-                    if dom != HEARTBEAT_DOMAIN
-                )
                 if name in self._started_at_gtid:
                     base = self._started_at_gtid[name]
                     self.facts.setdefault("applied_since_restart", {})[name] = sum(
@@ -640,7 +724,6 @@ class CellRunner:
                         for dom, seq in mine.items()
                         if dom != HEARTBEAT_DOMAIN
                     )
-        self.facts["missing_transactions"] = missing
         repl_errors: dict[str, dict[str, Any]] = {}
         for name, node in topo.nodes.items():
             if not node.is_running():
@@ -658,7 +741,8 @@ class CellRunner:
                     }
         self.facts["replication_errors"] = repl_errors
         self.facts["replica_gtid"] = applied
-        self.facts["primary_gtid"] = {str(k): v for k, v in primary.items()}
+        self.facts["primary_gtid"] = {
+            str(k): v for k, v in (self.facts.get("primary_gtid_last") or {}).items()}
 
     def _final_state(self) -> None:
         topo = self.topo
@@ -736,20 +820,6 @@ def _label(ta: TimedAction) -> str:
     node = getattr(a, "node", None)
     verb = getattr(a, "verb", None) or a.action
     return f"{verb} {getattr(node, 'name', '')}".strip()
-
-
-def parse_gtid(pos: str) -> dict[int, int]:
-    """``0-100-5010,99-100-30`` -> {0: 5010, 99: 30} (highest seq_no per domain)."""
-    out: dict[int, int] = {}
-    for part in pos.replace(" ", "").split(","):
-        if not part:
-            continue
-        try:
-            dom, _server, seq = part.split("-")
-            out[int(dom)] = max(out.get(int(dom), 0), int(seq))
-        except ValueError:
-            continue
-    return out
 
 
 def relay_log_bytes(datadir: Path) -> int:

@@ -463,14 +463,20 @@ def _fact_per_node(inp: Inputs, name: str, node: str | None, what: str) -> dict[
 
 
 def _missing_transactions(inp: Inputs) -> Measured:
-    stat, _, _ = _stat(inp, {"count": ("count", "count"), "total": ("count", "count")}, "count")
+    stat, path, _ = _stat(inp, {"count": ("missing_transactions", "count"),
+                                "total": ("missing_transactions", "count"),
+                                "before_heal": ("missing_before_heal", "count")}, "count")
     node = inp.metric.subject or inp.metric.on
-    fact = _fact_per_node(inp, "missing_transactions", node, "missing transactions")
+    when = "before healing" if path == "missing_before_heal" else "after settling"
+    fact = _fact_per_node(inp, path, node, f"missing transactions {when}")
+    settled = inp.ctx.facts.get("settled")
+    note = when + ("" if settled is not False or path != "missing_transactions"
+                   else " (replication did not settle)")
     if node is None:
         vals = [float(v) for v in fact.values() if isinstance(v, int | float)]
-        return Measured(sum(vals), "count", stat, note=f"over {len(vals)} nodes")
+        return Measured(sum(vals), "count", stat, note=f"over {len(vals)} nodes, {note}")
     return Measured(_number(fact[node], f"no missing-transaction count for '{node}'"), "count",
-                    stat)  # fmt: skip
+                    stat, note=note)  # fmt: skip
 
 
 def _relay_log_bytes(inp: Inputs) -> Measured:
@@ -693,6 +699,101 @@ def _warmup(inp: Inputs) -> Measured:
     return Measured(value, "duration", stat, note=note)
 
 
+def _failover(inp: Inputs) -> Measured:
+    """The first promote's phases (``lab.checkers.failover``), over every writing endpoint or
+    for one workload: ``outage``, ``recovered``, ``first_failure``, ``new_writer_accepts``,
+    ``router_switch``, in seconds from the fault on the old primary."""
+    r = _result(inp, "failover")
+    stat, key, unit = _stat(
+        inp,
+        {s: (s, "duration") for s in ("outage", "recovered", "first_failure",
+                                      "new_writer_accepts", "router_switch")},
+        "outage",
+    )  # fmt: skip
+    failovers = r.metrics.get("failovers")
+    if not isinstance(failovers, list) or not failovers:
+        raise Unmeasurable("no promote in the history: failover phases are measured from a "
+                           "`promote` action that succeeded")  # fmt: skip
+    rec = failovers[0]
+    if not isinstance(rec, dict):
+        raise Unmeasurable("the failover checker gave no figures")
+    new = rec.get("new_primary")
+    ref = f"{rec.get('fault')} of {rec.get('fault_node')}" if rec.get("fault") else "the promote"
+    note = f"promote {new}, from the {ref}"
+    if len(failovers) > 1:
+        note += f"; the first of {len(failovers)} failovers"
+    scope: dict[str, Any] = rec
+    w = inp.metric.subject
+    per = rec.get("workloads")
+    per = per if isinstance(per, dict) else {}
+    if w is not None and w not in per:
+        raise Unmeasurable(f"workload '{w}' wrote nothing around the failover (writing "
+                           f"workloads: {_known_list(per)})")  # fmt: skip
+    if w is not None and key in ("outage", "recovered", "first_failure"):
+        scope = per[w]
+        if not scope.get("endpoints_counted"):
+            raise Unmeasurable(f"no endpoint of '{w}' had a successful write before the fault")
+    value = scope.get(key)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return Measured(float(value), unit, stat, note=note)
+    if key == "outage" and scope.get("open_at_end"):
+        bound = _number(scope.get("outage_lower_bound"), "the outage never ended and no write "
+                        "succeeded before it")  # fmt: skip
+        return Measured(bound, unit, stat, True, note + "; the writes never recovered")
+    if key == "recovered" and scope.get("open_at_end"):
+        bound = _number(scope.get("recovered_lower_bound"), "the writes never recovered")
+        return Measured(bound, unit, stat, True, note + "; the writes never recovered")
+    why = {
+        "outage": "no endpoint had a successful write before the fault",
+        "recovered": "no endpoint had a successful write before the fault",
+        "first_failure": "no write failed after the fault",
+        "new_writer_accepts": f"no write was answered by the new primary {new} after the fault",
+        "router_switch": (f"no operation through a router was answered by {new} after the "
+                          "fault" if rec.get("router") else "no workload used a router"),
+    }[key]  # fmt: skip
+    raise Unmeasurable(why)
+
+
+def _replication_errors(inp: Inputs) -> Measured:
+    """Replication threads stopped on an error (``lab.checkers.replication_errors``)."""
+    r = _result(inp, "replication_errors")
+    stat, key, unit = _stat(
+        inp,
+        {"count": ("count", "count"), "sql_errno": ("sql_errno", "count"),
+         "io_errno": ("io_errno", "count"), "stopped_at": ("stopped_at", "duration")},
+        "count",
+    )  # fmt: skip
+    subjects = _subjects(r)
+    if not subjects:
+        raise Unmeasurable(r.details or "no replication status samples were recorded")
+    node = inp.metric.subject or inp.metric.on
+    if node is None:
+        if key != "count":
+            raise Unmeasurable(f"replication_errors .{stat} needs a node (sampled: "
+                               f"{_known_list(subjects)})")  # fmt: skip
+        value = _number(r.metrics.get("count"), "no replication error count")
+        nodes = r.metrics.get("nodes") or []
+        return Measured(value, unit, stat, note=f"nodes: {', '.join(nodes) or 'none'}")
+    if node not in subjects:
+        raise Unmeasurable(f"no replication status samples for '{node}' (sampled: "
+                           f"{_known_list(subjects)})")  # fmt: skip
+    subj = subjects[node]
+    if not subj.get("samples") or subj.get("samples") == subj.get("unreadable"):
+        raise Unmeasurable(f"the replication status of '{node}' could never be read")
+    value = subj.get(key)
+    if key == "stopped_at" and value is None:
+        if subj.get("count"):
+            raise Unmeasurable(f"'{node}' was already stopped on an error at the first sample: "
+                               "when it stopped is unknown")  # fmt: skip
+        raise Unmeasurable(f"no replication thread of '{node}' stopped on an error")
+    note = ""
+    if key in ("sql_errno", "io_errno", "count") and subj.get("count"):
+        msg = subj.get("message")
+        errno = subj.get("sql_errno") or subj.get("io_errno")
+        note = f"error {errno}" + (f": {str(msg)[:120]}" if msg else "")
+    return Measured(_number(value, f"no {stat} for '{node}'"), unit, stat, note=note)
+
+
 METRICS: dict[str, Callable[[Inputs], Measured]] = {
     "downtime": _downtime,
     "stale_reads": _stale_reads,
@@ -706,6 +807,8 @@ METRICS: dict[str, Callable[[Inputs], Measured]] = {
     "stalls": _stalls,
     "warmup": _warmup,
     "relay_log_bytes": _relay_log_bytes,
+    "failover": _failover,
+    "replication_errors": _replication_errors,
 }
 LAST_SUPPORTED = frozenset({"throughput", "latency", "errors", "stalls", "replication_lag"})
 _COMPATIBLE: set[tuple[UnitKind, UnitKind]] = {("count", "duration")}  # stall seconds

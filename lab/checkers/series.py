@@ -1,7 +1,9 @@
 """Per-second completed operations per workload, shared by throughput, stalls and warmup.
 
 Second ``s`` is the interval [s, s+1) seconds after the start of the load. For operation-based
-workloads it counts the ``ok`` operations completed in it. For sysbench (no operations, only
+workloads it counts the ``ok`` operations completed in it: the workload's unit of work, so the
+polls of ``read_your_writes`` (how it waits for visibility) never count, and a
+``read_your_writes`` workload counts its acknowledged writes (its reads follow each write). For sysbench (no operations, only
 ``Sample(series="sysbench", subject=<workload>, values={"tps", "qps", "lat_p95", "errors",
 "reconnects"})`` rows, one per ``--report-interval=1`` line; ``lat_p95`` in seconds, errors and
 reconnects per second) it is the ``tps`` of the row whose interval ends in (s, s+1].
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from lab.checkers.base import CheckContext
-from lab.history import NS, Op, Sample
+from lab.history import NS, REREAD_FS, WRITE_FS, Op, Sample
 
 SYSBENCH = "sysbench"
 EDGE_S = 1.0
@@ -66,8 +68,11 @@ def _compute(
     node_counts: dict[tuple[str, str], list[float]] = {}
     first: dict[str, int] = {}
     last: dict[str, int] = {}
+    ryw = {w for w, info in ctx.workloads.items() if info.kind == "read_your_writes"}
     for c in ctx.paired(history).ops:
         w = c.workload
+        if c.f in REREAD_FS or (w in ryw and c.f not in WRITE_FS):
+            continue
         end = c.end
         if end is None:
             end = t1

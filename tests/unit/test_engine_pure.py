@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from lab.engine import failover_phases, parse_gtid
+from lab.engine import failover_phases
+from runners.gtid import parse_gtid
 from lab.history import NEMESIS, Op
 
 S = 1_000_000_000
