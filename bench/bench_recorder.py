@@ -1,27 +1,32 @@
 """What does recording cost the clients?
 
 1. ``record()`` cost per operation: T threads each record invoke + completion M times, with
-   SQLite streaming off (in-memory history only) and on (a temporary results database).
+   SQLite streaming on (a temporary results database) and off (in-memory history only, the
+   peer), interleaved round by round. Figures for information: no target.
 2. A simulated workload: C client threads, each operation waits ``--io-us`` microseconds
    (releasing the GIL, as a network round trip does) and is recorded as invoke + completion
-   the way runners/workloads.py does; throughput with no recording at all, in-memory only, and
-   streaming to SQLite, interleaved over several rounds (medians: the machine is shared). The
-   issue's target: recording keeps >= 90 % of the throughput measured with recording off.
+   the way runners/workloads.py does; throughput streaming to SQLite, in-memory only, and with
+   no recording at all (the peer), interleaved round by round. The issue's target: recording
+   keeps >= 90 % of the throughput measured with recording off, in the same round.
    1 ms is about a durable write's round trip to a local server; 200 µs is a read's.
 
-    .venv/bin/python bench/bench_recorder.py [--threads 8] [--ops 100000] [--seconds 5]
+Every figure is the median of ``--rounds`` rounds (else $BENCH_ROUNDS, at least 3) with its
+min–max. Exit status 1 when a target is missed.
+
+    .venv/bin/python bench/bench_recorder.py [--threads 8] [--ops 50000] [--seconds 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from harness import Bench, Target, rounds, run_rounds
 
 from lab.history import Op
 from lab.recorder import Recorder
@@ -75,7 +80,8 @@ def record_cost(stream: bool, threads: int, ops: int, tmp: Path) -> tuple[float,
 
 
 def workload(mode: str, clients: int, seconds: float, io_us: float, tmp: Path) -> float:
-    """Operations per second of ``clients`` threads, each op sleeping ``io_us``."""
+    """Operations per second of ``clients`` threads, each op sleeping ``io_us``. Streaming to
+    SQLite also leaves the writer thread's CPU per recorded op in ``WRITER_CPU[mode]``."""
     rec = None if mode == "none" else new_recorder(mode == "sqlite", tmp, f"wl-{mode}")
     stop = threading.Event()
     done = [0] * clients
@@ -114,6 +120,7 @@ def workload(mode: str, clients: int, seconds: float, io_us: float, tmp: Path) -
 
 
 WRITER_CPU: dict[str, float] = {}
+TARGET_KEEP = 0.9
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,43 +129,55 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ops", type=int, default=50_000, help="operations per thread (cost)")
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=None, help="rounds (default $BENCH_ROUNDS or 3)")
     ap.add_argument("--io-us", type=float, nargs="+", default=[1000.0, 200.0],
                     help="simulated round trips to try, µs")  # fmt: skip
     args = ap.parse_args(argv)
+    n_rounds = rounds(args.rounds)
+    b = Bench("bench_recorder")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         print(f"1. record() cost ({args.ops:,} ops in one thread; then {args.threads} threads "
-              f"x {args.ops:,} invoke + ok):")  # fmt: skip
-        for stream in (False, True):
+              f"x {args.ops:,} invoke + ok), {n_rounds} interleaved rounds:")  # fmt: skip
+
+        def cost(stream: bool) -> dict[str, float]:
             us, us_build, rate = record_cost(stream, args.threads, args.ops, tmp)
-            label = "streaming to SQLite" if stream else "in memory only     "
-            print(f"   {label}: {us:.2f} µs per record() (building the Op: {us_build:.2f} µs); "
-                  f"{args.threads} threads: {rate:,.0f} records/s, close() included")  # fmt: skip
-        ratio = 1.0
+            tag = "sqlite" if stream else "memory"
+            return {f"{tag} us": us, f"{tag} build": us_build, f"{tag} rate": rate}
+
+        s = run_rounds(n_rounds, [("streaming to SQLite", lambda: cost(True)),
+                                  ("in memory only", lambda: cost(False))])  # fmt: skip
+        b.figure("record() cost, streaming to SQLite", s["sqlite us"], "µs/op",
+                 peer="record() in memory only", peer_samples=s["memory us"])  # fmt: skip
+        b.figure("building the Op (caller's side)", s["memory build"], "µs/op")
+        b.figure(f"{args.threads} threads recording at once, streaming to SQLite "
+                 "(close() included)", s["sqlite rate"], "records/s",
+                 peer="in memory only", peer_samples=s["memory rate"])  # fmt: skip
         for io_us in args.io_us:
             print(f"2. simulated workload: {args.clients} clients, {io_us:g} µs per operation; "
-                  f"{args.rounds} interleaved rounds of {args.seconds:g} s per mode, "
-                  "medians:")  # fmt: skip
-            runs: dict[str, list[float]] = {"none": [], "memory": [], "sqlite": []}
-            for _ in range(args.rounds):
-                for m in runs:
-                    runs[m].append(workload(m, args.clients, args.seconds, io_us, tmp))
-            rates = {m: statistics.median(v) for m, v in runs.items()}
-            base = rates["none"]
-            for m, r in rates.items():
-                spread = f"{min(runs[m]):,.0f}..{max(runs[m]):,.0f}"
-                print(f"   recording {m:7s}: {r:10,.0f} ops/s  ({r / base:6.1%} of no recording; "
-                      f"rounds {spread})")  # fmt: skip
-            if "sqlite" in WRITER_CPU:
-                print(f"   the SQLite writer thread spent {WRITER_CPU['sqlite']:.2f} µs of CPU "
-                      f"per recorded op (encoding + inserting)")  # fmt: skip
-            r = rates["sqlite"] / base
-            ratio = min(ratio, r)
-            verdict = "OK" if r >= 0.9 else "BELOW TARGET"
-            print(f"   recording with SQLite streaming keeps {r:.1%} of the throughput "
-                  f"(target >= 90%): {verdict}")  # fmt: skip
-    return 0 if ratio >= 0.9 else 1
+                  f"{n_rounds} interleaved rounds of {args.seconds:g} s per mode:")  # fmt: skip
+            cpu: list[float] = []
+
+            def mode(m: str, io_us: float = io_us, cpu: list[float] = cpu) -> float:
+                WRITER_CPU.pop(m, None)
+                rate = workload(m, args.clients, args.seconds, io_us, tmp)
+                if m in WRITER_CPU:
+                    cpu.append(WRITER_CPU[m])
+                return rate
+
+            s = run_rounds(n_rounds, [("sqlite", lambda: mode("sqlite")),
+                                      ("memory", lambda: mode("memory")),
+                                      ("none", lambda: mode("none"))])  # fmt: skip
+            what = f"{args.clients} clients, {io_us:g} µs per op"
+            b.figure(f"throughput recording to SQLite ({what})", s["sqlite"], "ops/s",
+                     peer="no recording", peer_samples=s["none"],
+                     target=Target(">=", TARGET_KEEP, on="ratio",
+                                   text="ratio >= 0.9 (keeps >= 90 %)"))  # fmt: skip
+            b.figure(f"throughput recording in memory only ({what})", s["memory"], "ops/s",
+                     peer="no recording", peer_samples=s["none"])  # fmt: skip
+            if len(cpu) >= n_rounds:
+                b.figure(f"SQLite writer thread CPU per recorded op ({what})", cpu, "µs/op")
+    return b.finish()
 
 
 if __name__ == "__main__":

@@ -1,11 +1,18 @@
 """Time to ready for replication 1+2 through the lab, against `dbdeployer deploy replication
---concurrent` alone in the same run (target ratio <= 1.2); Galera 3 nodes ready (target
-<= 12 s); teardown of either (target <= 2 s). Prints the figures; exits 0."""
+--concurrent` alone measured in the same round (target: ratio <= 1.2); Galera 3 nodes ready
+(target <= 12 s); teardown of either (target <= 2 s).
+
+Each round runs the lab's replication, then dbdeployer's, then the lab's Galera; every figure is
+the median of the rounds (``--rounds``, else $BENCH_ROUNDS, at least 3) with its min–max, and
+the ratio is taken round by round. Exit status 1 when a target is missed. Starts servers.
+
+    .venv/bin/python bench/bench_topology.py [--rounds 3]
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -13,6 +20,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness import Bench, Target, rounds, run_rounds  # noqa: E402
 
 from dsl.models import Engine  # noqa: E402
 from dsl.plan import Cell, Plan, PlannedNode  # noqa: E402
@@ -93,29 +102,49 @@ def dbdeployer_once() -> float:
     return took
 
 
-def main() -> int:
-    n = int(os.environ.get("BENCH_REPEAT", "3"))
-    lab_r, dd_r, td_r, gal, td_g = [], [], [], [], []
-    for _ in range(n):
-        dd_r.append(dbdeployer_once())
+TARGET_RATIO = 1.2
+TARGET_GALERA_S = 12.0
+TARGET_TEARDOWN_S = 2.0
+DBDEPLOYER = "dbdeployer deploy replication --concurrent"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=None, help="rounds (default $BENCH_ROUNDS or 3)")
+    args = ap.parse_args(argv)
+    n = rounds(args.rounds)
+
+    def lab_replication() -> dict[str, float]:
         r, t = lab_once("replication")
-        lab_r.append(r)
-        td_r.append(t)
-    for _ in range(max(1, n - 1)):
+        return {"lab ready": r, "lab teardown": t}
+
+    def lab_galera() -> dict[str, float]:
         r, t = lab_once("galera")
-        gal.append(r)
-        td_g.append(t)
-    med = statistics.median
-    ratio = med(lab_r) / med(dd_r)
-    print(
-        f"replication 1+2 ready: lab {med(lab_r):.2f}s vs dbdeployer alone {med(dd_r):.2f}s "
-        f"-> ratio {ratio:.2f} (target <= 1.2: {'met' if ratio <= 1.2 else 'NOT met'})"
+        return {"galera ready": r, "galera teardown": t}
+
+    print(f"{n} rounds of: lab replication 1+2, {DBDEPLOYER}, lab Galera 3")
+    s = run_rounds(n, [("lab replication", lab_replication),
+                       ("dbdeployer", lambda: {"dbdeployer ready": dbdeployer_once()}),
+                       ("lab galera", lab_galera)])  # fmt: skip
+    b = Bench("bench_topology")
+    b.figure(
+        "replication 1+2 ready",
+        s["lab ready"],
+        "s",
+        peer=DBDEPLOYER,
+        peer_samples=s["dbdeployer ready"],
+        target=Target("<=", TARGET_RATIO, on="ratio", text=f"ratio <= {TARGET_RATIO:g}"),
     )
-    print(
-        f"galera 3 ready: {med(gal):.2f}s (target <= 12s: {'met' if med(gal) <= 12 else 'NOT met'})"
+    b.figure(
+        "Galera 3 ready",
+        s["galera ready"],
+        "s",
+        target=Target("<=", TARGET_GALERA_S, text=f"<= {TARGET_GALERA_S:g} s"),
     )
-    print(f"teardown: replication {med(td_r):.2f}s, galera {med(td_g):.2f}s (target <= 2s)")
-    return 0
+    teardown = Target("<=", TARGET_TEARDOWN_S, text=f"<= {TARGET_TEARDOWN_S:g} s")
+    b.figure("replication 1+2 teardown", s["lab teardown"], "s", target=teardown)
+    b.figure("Galera 3 teardown", s["galera teardown"], "s", target=teardown)
+    return b.finish()
 
 
 if __name__ == "__main__":

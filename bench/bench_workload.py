@@ -1,12 +1,20 @@
 """The lab's unique-key write workload against `sysbench oltp_insert` at the same client count
-on the same node, in the same run (target >= 50 %), and the same workload with the history
-streamed to SQLite against recording in memory only (target >= 90 %). Prints the figures."""
+on the same node, measured in the same round (target: ratio >= 0.5), and the same workload with
+the history streamed to SQLite against recording in memory only (target: ratio >= 0.9).
+
+Each round runs the lab workload streaming to SQLite, then in memory only, then sysbench; every
+figure is the median of the rounds (``--rounds``, else $BENCH_ROUNDS, at least 3) with its
+min–max, and the ratios are taken round by round. $BENCH_CLIENTS (4) and $BENCH_SECONDS (10)
+set the load. Exit status 1 when a target is missed. Starts a server.
+
+    .venv/bin/python bench/bench_workload.py [--rounds 3]
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -15,6 +23,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness import Bench, Target, rounds, run_rounds  # noqa: E402
 
 from dsl.models import Engine  # noqa: E402
 from dsl.plan import Cell, Plan, PlannedNode, PlannedWorkload  # noqa: E402
@@ -63,31 +73,62 @@ def sysbench_insert(topo: Topology) -> float:
     return float(m.group(1))
 
 
-def main() -> int:
+TARGET_VS_SYSBENCH = 0.5
+TARGET_KEEP = 0.9
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=None, help="rounds (default $BENCH_ROUNDS or 3)")
+    args = ap.parse_args(argv)
+    n = rounds(args.rounds)
     nodes = [PlannedNode(name="db1", role="single", index=1, server_id=1, port_offset=1, port=1)]
     plan = Plan(name="bench", duration=SECONDS, topology="single", engine=Engine(),
                 cells=[Cell(index=1, label="b", nodes=nodes, workloads=[])])
-    rounds = int(os.environ.get("BENCH_REPEAT", "3"))
+    print(f"{CLIENTS} clients, {SECONDS:g} s per measure; {n} rounds of: lab unique_writes "
+          "streaming to SQLite, the same in memory only, sysbench oltp_insert")
     with Run(experiment="bench") as run, tempfile.TemporaryDirectory() as tmp:
         topo = Topology.deploy(plan, plan.cells[0], run)
         try:
-            sb, lab, mem = [], [], []
-            for i in range(rounds):
-                sb.append(sysbench_insert(topo))
-                lab.append(lab_writes(topo, f"w{i}", str(Path(tmp) / f"r{i}.db")))
-                mem.append(lab_writes(topo, f"m{i}", None))
+            done = {"sqlite": 0, "memory": 0}  # each measure writes to a table of its own
+
+            def lab(mode: str) -> float:
+                k = done[mode] = done[mode] + 1
+                if mode == "sqlite":
+                    return lab_writes(topo, f"w{k}", str(Path(tmp) / f"r{k}.db"))
+                return lab_writes(topo, f"m{k}", None)
+
+            s = run_rounds(n, [("lab sqlite", lambda: lab("sqlite")),
+                               ("lab memory", lambda: lab("memory")),
+                               ("sysbench", lambda: sysbench_insert(topo))])  # fmt: skip
         finally:
             topo.teardown()
-    med = statistics.median
-    r1 = med(lab) / med(sb)
-    r2 = med(lab) / med(mem)
-    print(f"{CLIENTS} clients, {SECONDS:g} s, median of {rounds}:")
-    print(f"  sysbench oltp_insert     {med(sb):8.0f} tx/s")
-    print(f"  lab unique_writes (SQLite streaming) {med(lab):8.0f} ops/s -> "
-          f"{r1:.0%} of sysbench (target >= 50 %: {'met' if r1 >= 0.5 else 'NOT met'})")
-    print(f"  lab unique_writes (in memory only)   {med(mem):8.0f} ops/s -> streaming keeps "
-          f"{r2:.0%} (target >= 90 %: {'met' if r2 >= 0.9 else 'NOT met'})")
-    return 0
+    b = Bench("bench_workload")
+    b.figure(
+        f"lab unique_writes, SQLite streaming ({CLIENTS} clients)",
+        s["lab sqlite"],
+        "ops/s",
+        peer="sysbench oltp_insert",
+        peer_samples=s["sysbench"],
+        peer_unit="tx/s",
+        target=Target(
+            ">=",
+            TARGET_VS_SYSBENCH,
+            on="ratio",
+            text=f"ratio >= {TARGET_VS_SYSBENCH:g} (>= 50 % of sysbench)",
+        ),
+    )
+    b.figure(
+        f"lab unique_writes, SQLite streaming vs in memory only ({CLIENTS} clients)",
+        s["lab sqlite"],
+        "ops/s",
+        peer="lab unique_writes, in memory only",
+        peer_samples=s["lab memory"],
+        target=Target(
+            ">=", TARGET_KEEP, on="ratio", text=f"ratio >= {TARGET_KEEP:g} (keeps >= 90 %)"
+        ),
+    )
+    return b.finish()
 
 
 if __name__ == "__main__":
