@@ -1,5 +1,5 @@
 # replica-chaos-lab: `make demo` and `make test` are all a new user needs.
-.PHONY: bootstrap demo test test-fast test-integration lint bench clean-runs
+.PHONY: bootstrap demo test test-fast test-integration lint bench clean-runs validity
 
 VENV := .venv
 LAB := $(VENV)/bin/lab
@@ -33,3 +33,7 @@ bench: bootstrap
 
 clean-runs: bootstrap
 	$(LAB) gc
+
+# docs/validity.md: every calibration experiment run on real servers, expected vs measured
+validity: bootstrap
+	$(VENV)/bin/python tools/validity.py

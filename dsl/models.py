@@ -327,6 +327,8 @@ MetricName = Literal[
     "stalls",
     "warmup",
     "relay_log_bytes",
+    "failover",
+    "replication_errors",
 ]
 
 

@@ -30,7 +30,7 @@ from lab.expectations import (
     measure,
     metric_text,
 )
-from lab.history import NEMESIS, Op, Sample, fault_windows
+from lab.history import Op, Sample, fault_windows
 from lab.recorder import Recorder
 from lab.store import Store
 from runners.components import MissingComponent
@@ -43,6 +43,7 @@ from runners.gtid import (
     parse_gtid,
 )
 from runners.mysql import connect
+from runners.replication_watch import ReplicationWatcher
 from runners.runtime import Run
 from runners.sysbench import SysbenchWorkload
 from runners.topology import Topology
@@ -185,6 +186,7 @@ class CellRunner:
         self.recorder: Recorder | None = None
         self.bg: list[threading.Thread] = []
         self._started_at_gtid: dict[str, dict[int, int]] = {}
+        self.repl_watch: ReplicationWatcher | None = None
         self._last_beat = 0.0
 
     # --- the cell, start to end ------------------------------------------------------------
@@ -478,6 +480,13 @@ class CellRunner:
     def _start_background(self) -> None:
         topo = self.topo
         assert topo is not None
+        if self.plan.topology in ("replication", "primary_primary") and len(topo.nodes) > 1:
+            self.repl_watch = ReplicationWatcher(
+                {n: node.addr for n, node in topo.nodes.items()}, topo.admin,
+                lambda series, subject, t, values: self._sample(
+                    Sample(series, subject, t, values)),
+                0.2, self.stop)
+            self.repl_watch.start()
         if topo.primary is None or len(topo.nodes) < 2:
             return
         t1 = threading.Thread(target=self._heartbeat, daemon=True, name="heartbeat")
@@ -561,6 +570,8 @@ class CellRunner:
         for t in self.bg:
             t.join(timeout=3)
         self.bg = []
+        if self.repl_watch is not None:
+            self.repl_watch.join(timeout=3)
 
     # --- after the load ---------------------------------------------------------------------------
     def _after_load(self) -> None:
@@ -772,9 +783,8 @@ class CellRunner:
     def _check(self) -> None:
         assert self.recorder is not None
         history = self.recorder.history
-        phases = failover_phases(history, self.load_start)
-        if phases:
-            self.facts["failover"] = phases
+        if self.repl_watch is not None:
+            self.facts["replication_messages"] = self.repl_watch.messages_by_node()
         ctx = CheckContext(
             workloads={
                 w.name: WorkloadInfo(w.kind, tuple(w.targets), tuple(w.reads))
@@ -844,45 +854,3 @@ def report_figure(metric: Metric, text: str, results: dict[str, CheckResult],
         shown = f"at least {shown}"
     return {"text": text, "metric": metric_text(metric, got.stat), "value": got.value,
             "unit": got.unit, "display": shown}
-
-
-def failover_phases(history: list[Op], load_start: int | None) -> list[dict[str, Any]]:
-    """For every promote: the phases of the failover, in seconds from the fault.
-
-    fault (the kill/stop/pause of the old primary) -> detection (until the promote starts:
-    what the timeline waited) -> promotion (the promote's SQL and repointing the replicas)
-    -> routing change (the router switch, from the promote's detail) -> first successful
-    write of any workload after the promote.
-    """
-    out: list[dict[str, Any]] = []
-    t0 = load_start if load_start is not None else (history[0].time if history else 0)
-    faults = [op for op in history if op.process == NEMESIS]
-    for i, op in enumerate(faults):
-        if op.f != "promote" or op.type != "ok" or not isinstance(op.value, dict):
-            continue
-        start = next((s for s in reversed(faults[:i])
-                      if s.f == "promote" and s.type == "invoke"), None)
-        old = op.value.get("old_primary")
-        fault = next((s for s in reversed(faults[:i]) if s.type == "invoke"
-                      and s.node == old and s.f in ("kill", "stop", "pause", "partition",
-                                                     "link_down")), None)
-        first_write = next((c for c in history if c.time > op.time and c.type == "ok"
-                            and c.f in ("write", "insert") and c.process != NEMESIS), None)
-        base = fault.time if fault is not None else (start.time if start else op.time)
-
-        def rel(t: int | None) -> float | None:
-            return None if t is None else round((t - base) / 1e9, 4)
-
-        out.append({
-            "old_primary": old, "new_primary": op.value.get("new_primary"),
-            "fault": fault.f if fault is not None else None,
-            "fault_at": round((base - t0) / 1e9, 3),
-            "detection_seconds": rel(start.time if start else None),
-            "promote_seconds": op.value.get("promote_seconds"),
-            "repoint_seconds": op.value.get("repoint_seconds"),
-            "router_switch_seconds": op.value.get("router_switch_seconds"),
-            "promoted_at": rel(op.time),
-            "first_write_at": rel(first_write.time if first_write else None),
-            "first_write_workload": first_write.workload if first_write else None,
-        })
-    return out

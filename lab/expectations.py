@@ -771,9 +771,9 @@ def _replication_errors(inp: Inputs) -> Measured:
         if key != "count":
             raise Unmeasurable(f"replication_errors .{stat} needs a node (sampled: "
                                f"{_known_list(subjects)})")  # fmt: skip
-        value = _number(r.metrics.get("count"), "no replication error count")
         nodes = r.metrics.get("nodes") or []
-        return Measured(value, unit, stat, note=f"nodes: {', '.join(nodes) or 'none'}")
+        return Measured(_number(r.metrics.get("count"), "no replication error count"), unit,
+                        stat, note=f"nodes: {', '.join(nodes) or 'none'}")  # fmt: skip
     if node not in subjects:
         raise Unmeasurable(f"no replication status samples for '{node}' (sampled: "
                            f"{_known_list(subjects)})")  # fmt: skip

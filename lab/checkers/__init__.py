@@ -11,8 +11,10 @@ from lab.checkers import (
     duplicate_keys,
     errors,
     facts,
+    failover,
     latency,
     lost_writes,
+    replication_errors,
     replication_lag,
     stale_reads,
     throughput,
@@ -42,6 +44,8 @@ ALL_CHECKERS: dict[str, Checker] = {
     "errors": errors.check,
     "warmup": warmup.check,
     "facts": facts.check,
+    "failover": failover.check,
+    "replication_errors": replication_errors.check,
 }
 
 __all__ = [

@@ -18,7 +18,10 @@ from runners.topology import check_components
 
 from .conftest import ROOT, our_processes
 
-EXPERIMENTS = sorted((ROOT / "experiments").glob("*.exp"))
+# the calibration experiments (faults of known size, expectations = the physical truth within
+# a stated tolerance) run here too: docs/validity.md is generated from the same files
+EXPERIMENTS = sorted((ROOT / "experiments").glob("*.exp")) + sorted(
+    (ROOT / "experiments" / "calibration").glob("*.exp"))
 COVERED_ELSEWHERE = {"quickstart.exp"}  # tests/integration/test_run.py
 LONG = {"io-capacity-sweep.exp": "27 cells of 60 s", "steps-benchmark.exp": "about 3 minutes"}
 
@@ -38,7 +41,8 @@ def _skip_reason(path: Path) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("path", EXPERIMENTS, ids=[p.stem for p in EXPERIMENTS])
+@pytest.mark.parametrize("path", EXPERIMENTS,
+                         ids=[str(p.relative_to(ROOT / "experiments"))[:-4] for p in EXPERIMENTS])
 def test_experiment_runs_and_its_expectations_hold(path: Path, tmp_path: Path) -> None:
     reason = _skip_reason(path)
     if reason:

@@ -1,0 +1,219 @@
+"""Watch the replication threads of every node: when each one stops, and on which error.
+
+``ReplicationWatcher`` reads ``SHOW ALL SLAVES STATUS`` (MariaDB multi-source; ``SHOW SLAVE
+STATUS`` then ``SHOW REPLICA STATUS`` where that is not known) on every node every
+``interval`` seconds, each node in its own thread with its own persistent connection (a paused
+node that blocks its reads does not delay the others). Every tick it calls::
+
+    emit("replication", node, time_ns, {"io_running": 1.0 | 0.0, "sql_running": 1.0 | 0.0,
+                                        "sql_errno": float, "io_errno": float,
+                                        "seconds_behind": float (NaN: unknown),
+                                        "configured": 1.0})
+
+``configured`` is 0.0 (and the other figures 0 / NaN) when the node replicates from nothing.
+A node that cannot be read (down, paused past the read timeout, refusing connections) gives
+``{"unreadable": 1.0}`` for that tick and is reconnected on the next one. ``time_ns`` is
+``time.monotonic_ns()`` half way through the status query.
+
+An IO thread that is ``Connecting`` (its primary is gone) is not running (0.0). With several
+replication sources on one node a thread counts as running only when it runs for every source,
+and the first non-zero errno is reported. Sample values are numbers only: the error texts are
+kept in ``messages[(node, errno)]`` (recorded when a node's state changes) and given as
+``{node: {"1062": "Duplicate entry ..."}}`` by ``messages_by_node()``.
+
+Nothing here imports ``lab``: the engine passes ``emit`` (and builds its own samples).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import MySQLdb
+import MySQLdb.cursors
+
+from runners.mysql import Address, Credentials, connect, error_code
+
+log = logging.getLogger(__name__)
+
+SERIES = "replication"
+Emit = Callable[[str, str, int, dict[str, float]], None]
+STATEMENTS = ("SHOW ALL SLAVES STATUS", "SHOW SLAVE STATUS", "SHOW REPLICA STATUS")
+UNKNOWN_STATEMENT = frozenset({1064, 1149})  # syntax error: the server does not know it
+
+
+def _col(row: Mapping[str, Any], *names: str) -> Any:
+    for n in names:
+        if n in row:
+            return row[n]
+    return None
+
+
+def _int(v: Any) -> int:
+    try:
+        return int(v or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def summarize(rows: list[Mapping[str, Any]]) -> tuple[dict[str, float], dict[int, str]]:
+    """The sample values of one node's status rows, and the error text of each errno."""
+    if not rows:
+        return {"configured": 0.0, "io_running": 0.0, "sql_running": 0.0, "sql_errno": 0.0,
+                "io_errno": 0.0, "seconds_behind": math.nan}, {}  # fmt: skip
+    io_running = sql_running = True
+    sql_errno = io_errno = 0
+    behind: list[float] = []
+    texts: dict[int, str] = {}
+    for r in rows:
+        io = str(_col(r, "Slave_IO_Running", "Replica_IO_Running") or "")
+        sql = str(_col(r, "Slave_SQL_Running", "Replica_SQL_Running") or "")
+        io_running = io_running and io == "Yes"
+        sql_running = sql_running and sql == "Yes"
+        s_err = _int(_col(r, "Last_SQL_Errno"))
+        i_err = _int(_col(r, "Last_IO_Errno"))
+        if s_err:
+            sql_errno = sql_errno or s_err
+            texts.setdefault(s_err, str(_col(r, "Last_SQL_Error") or ""))
+        if i_err:
+            io_errno = io_errno or i_err
+            texts.setdefault(i_err, str(_col(r, "Last_IO_Error") or ""))
+        sb = _col(r, "Seconds_Behind_Master", "Seconds_Behind_Source")
+        if sb is not None:
+            with contextlib.suppress(TypeError, ValueError):
+                behind.append(float(sb))
+    return {
+        "configured": 1.0,
+        "io_running": 1.0 if io_running else 0.0,
+        "sql_running": 1.0 if sql_running else 0.0,
+        "sql_errno": float(sql_errno),
+        "io_errno": float(io_errno),
+        "seconds_behind": max(behind) if behind and len(behind) == len(rows) else math.nan,
+    }, texts
+
+
+class ReplicationWatcher:
+    """Samples the replication status of ``nodes`` until ``stop`` is set.
+
+    ``connect_fn(addr, creds)`` opens a connection (default: ``runners.mysql.connect`` with
+    a 1 s timeout); tests pass a fake."""
+
+    def __init__(
+        self,
+        nodes: Mapping[str, Address],
+        creds: Credentials,
+        emit: Emit,
+        interval: float = 0.2,
+        stop: threading.Event | None = None,
+        *,
+        connect_fn: Callable[[Address, Credentials], Any] | None = None,
+    ) -> None:
+        self.nodes = dict(nodes)
+        self.creds = creds
+        self.emit = emit
+        self.interval = interval
+        self.stop = stop if stop is not None else threading.Event()
+        self._connect = connect_fn or (lambda a, c: connect(a, c, timeout=1))
+        self.messages: dict[tuple[str, int], str] = {}
+        self.ticks: dict[str, int] = {}
+        self.unreadable: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    # --- lifecycle --------------------------------------------------------------------------
+    def start(self) -> None:
+        for name in self.nodes:
+            t = threading.Thread(target=self._run, args=(name,), daemon=True,
+                                 name=f"replication-watch-{name}")  # fmt: skip
+            t.start()
+            self._threads.append(t)
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the threads (set ``stop`` first); ``timeout`` bounds the whole wait."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for t in self._threads:
+            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def messages_by_node(self) -> dict[str, dict[str, str]]:
+        """``{node: {"1062": text}}``: the shape ``ctx.facts["replication_messages"]`` takes."""
+        out: dict[str, dict[str, str]] = {}
+        with self._lock:
+            for (node, errno), text in self.messages.items():
+                out.setdefault(node, {})[str(errno)] = text
+        return out
+
+    # --- one node ---------------------------------------------------------------------------
+    def _run(self, name: str) -> None:
+        addr = self.nodes[name]
+        conn: Any = None
+        statement = 0  # index in STATEMENTS: the first one this server knows
+        state: tuple[float, ...] | None = None
+        next_tick = time.monotonic()
+        while not self.stop.is_set():
+            rows: list[Mapping[str, Any]] | None = None
+            t_ns = time.monotonic_ns()
+            try:
+                if conn is None:
+                    conn = self._connect(addr, self.creds)
+                while True:
+                    try:
+                        t_ns, rows = self._read(conn, STATEMENTS[statement])
+                        break
+                    except MySQLdb.Error as e:
+                        if (error_code(e) in UNKNOWN_STATEMENT
+                                and statement + 1 < len(STATEMENTS)):  # fmt: skip
+                            statement += 1
+                            continue
+                        raise
+            except Exception as e:  # noqa: BLE001 - down, paused, refused: unreadable
+                log.debug("replication status of %s: %s", name, e)
+                if conn is not None:
+                    with contextlib.suppress(Exception):
+                        conn.close()
+                conn = None
+            if rows is None:
+                self.unreadable[name] = self.unreadable.get(name, 0) + 1
+                self._emit(name, t_ns, {"unreadable": 1.0})
+            else:
+                values, texts = summarize(rows)
+                key = (values["io_running"], values["sql_running"], values["sql_errno"],
+                       values["io_errno"])  # fmt: skip
+                if key != state:
+                    state = key
+                    with self._lock:
+                        for errno, text in texts.items():
+                            self.messages[(name, errno)] = text[:2000]
+                self._emit(name, t_ns, values)
+            self.ticks[name] = self.ticks.get(name, 0) + 1
+            next_tick += self.interval
+            now = time.monotonic()
+            if next_tick < now:  # a slow read: skip the missed ticks, keep the cadence
+                next_tick = now + self.interval - (now - next_tick) % self.interval
+            self.stop.wait(next_tick - now)
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    @staticmethod
+    def _read(conn: Any, sql: str) -> tuple[int, list[Mapping[str, Any]]]:
+        t_a = time.monotonic_ns()
+        cur = conn.cursor(MySQLdb.cursors.DictCursor)
+        try:
+            cur.execute(sql)
+            rows = list(cur.fetchall()) if cur.description else []
+        finally:
+            with contextlib.suppress(Exception):
+                cur.close()
+        t_b = time.monotonic_ns()
+        return (t_a + t_b) // 2, rows
+
+    def _emit(self, name: str, t_ns: int, values: dict[str, float]) -> None:
+        try:
+            self.emit(SERIES, name, t_ns, values)
+        except Exception:  # noqa: BLE001 - a recorder problem must not stop the watch
+            log.exception("emitting a replication sample for %s", name)
