@@ -85,10 +85,16 @@ METRICS: dict[str, MetricSpec] = {
             "unknown": "count",
             "unknown_applied": "count",
             "failed_but_present": "count",
+            "not_replicated": "count",
+            "divergent": "count",
+            "unchecked": "count",
         },
         "count",
-        "acknowledged writes that are missing at the end (all writing workloads when no "
-        "workload is named)",
+        "acknowledged writes missing from the authoritative state at the end: the writer "
+        "after settling, or on two primaries the node that acknowledged the write (all writing "
+        "workloads when no workload is named); not_replicated: acknowledged writes missing on "
+        "another node; divergent: keys whose rows differ between nodes; unchecked: writes "
+        "whose authoritative node could not be read",
         workload_kinds=WRITE_WORKLOADS,
     ),
     "missing_transactions": MetricSpec(

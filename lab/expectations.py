@@ -436,7 +436,9 @@ def _lost_writes(inp: Inputs) -> Measured:
          "ratio": ("ratio", "percent"), "unknown": ("unknown", "count"),
          "unknown_applied": ("unknown_applied", "count"),
          "failed_but_present": ("failed_but_present", "count"),
-         "acknowledged": ("acknowledged", "count")},
+         "acknowledged": ("acknowledged", "count"),
+         "not_replicated": ("not_replicated", "count"),
+         "divergent": ("divergent", "count"), "unchecked": ("unchecked", "count")},
         "count",
     )  # fmt: skip
     m = inp.metric
