@@ -800,7 +800,9 @@ class CellRunner:
         self.out.expectations = evaluate_all(self.plan.expectations, self.out.results, ctx)
         self.out.reports = [report_figure(r.metric, r.text, self.out.results, ctx)
                             for r in self.plan.reports]
-        self.out.operations = sum(1 for op in history if op.type == "invoke")
+        # the lab's own operations, plus sysbench's transactions (its per-second tps rows)
+        self.out.operations = sum(1 for op in history if op.type == "invoke") + int(round(sum(
+            s.values.get("tps", 0.0) for s in self.recorder.samples if s.series == "sysbench")))
 
     def _store(self) -> None:
         rec = self.recorder

@@ -108,6 +108,7 @@ class Client:
             with contextlib.suppress(Exception):
                 self.conn.close()
         self.conn = None
+        self.node = None  # the next connection may reach another node
 
     def op(self, f: str, sql: str, args: tuple[Any, ...] = (), key: int | None = None,
            value: Any = None, is_write: bool = True,
@@ -115,9 +116,10 @@ class Client:
         """Invoke one statement and record its outcome. Returns the completion op.
 
         Outcomes: the connection could not be opened (refused, or not within the timeout):
-        ``fail`` with its message starting ``not sent:`` (nothing reached the server); a server error: ``fail``
-        (nothing was applied); the connection lost or the timeout passed after the statement
-        was sent: ``info`` for a write (it may have been applied), ``fail`` for a read."""
+        ``fail`` with its message starting ``not sent:`` (nothing reached the server); a server
+        error: ``fail`` (nothing was applied); the connection lost or the timeout passed after
+        the statement was sent: ``info`` for a write (it may have been applied), ``fail`` for a
+        read."""
         rec = self.env.record
         rec(Op("invoke", f, self.process, time.monotonic_ns(), self.workload, self.endpoint,
                self.node, key, value))
@@ -132,25 +134,37 @@ class Client:
             return rec(Op("ok", f, self.process, time.monotonic_ns(), self.workload,
                           self.endpoint, self.node, key, out))
         except LabTimeout as e:
+            node = self.node
             self.close()
-            typ = "info" if is_write and e.sent else "fail"
-            code = None if e.sent else CONNECT_TIMEOUT
-            msg = str(e) if e.sent else NOT_SENT_PREFIX + str(e)
-            return rec(Op(typ, f, self.process, time.monotonic_ns(), self.workload,
-                          self.endpoint, self.node, key, value, code, msg))
+            self.node = node  # the node that did not answer, in the completion
+            was_sent = sent and e.sent  # a timeout while opening the connection sent nothing
+            typ = "info" if is_write and was_sent else "fail"
+            code = None if was_sent else CONNECT_TIMEOUT
+            msg = str(e) if was_sent else NOT_SENT_PREFIX + str(e)
+            op = rec(Op(typ, f, self.process, time.monotonic_ns(), self.workload,
+                        self.endpoint, self.node, key, value, code, msg))
+            self.node = None
+            return op
         except MySQLdb.Error as e:
             code = error_code(e)
             msg = str(e.args[1]) if len(e.args) > 1 else str(e)
+            if code == 0:  # mysqlclient's "connection unusable": the outcome is unknown
+                code = None
             never_sent = not sent or code in CONNECT_ERRORS
             typ = "fail"
             if is_write and not never_sent and (code in UNKNOWN_OUTCOME or code is None):
                 typ = "info"
+            node = self.node
             if code in UNKNOWN_OUTCOME or never_sent or code is None:
                 self.close()
+                self.node = node
             if never_sent:
                 msg = NOT_SENT_PREFIX + msg
-            return rec(Op(typ, f, self.process, time.monotonic_ns(), self.workload,
-                          self.endpoint, self.node, key, value, code, msg[:200]))
+            op = rec(Op(typ, f, self.process, time.monotonic_ns(), self.workload,
+                        self.endpoint, self.node, key, value, code, msg[:200]))
+            if self.conn is None:
+                self.node = None  # the next connection may reach another node
+            return op
 
 
 class Workload:
