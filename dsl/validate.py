@@ -840,12 +840,20 @@ class _Validator:
                 if self.kind != "galera"
                 else f"{m.name} is measured on a replica; galera nodes are not replicas",
             )
-        elif info is not None and spec.replica_only and info.role == "primary":
+        elif info is not None and spec.replica_only and info.role == "primary" \
+                and not self.promotes():
             self.error(
                 ref.span,
                 f"'{ref.name}' is the primary; {m.name} is measured on a replica",
                 f"use a replica: {self.replicas()}",
             )
+
+    def promotes(self) -> bool:
+        """A replica is promoted somewhere in the timeline or steps: the first primary can end
+        as a replica (it rejoins), so replica figures may name it."""
+        actions = [t.action for t in self.exp.timeline] + [
+            a for s in self.exp.steps for a in s.actions]
+        return any(isinstance(a, Promote) for a in actions)
 
     def check_on(self, m: Metric, allowed: bool, workload: Workload | None) -> None:
         on_span = m.on_span if m.on_span != NO_SPAN else m.span

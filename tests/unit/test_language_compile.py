@@ -294,3 +294,20 @@ def test_plan_ports_match_the_runtime_layout() -> None:
     assert plan.router is not None
     assert plan.router.writer_port == layout.router_writer
     assert plan.router.reader_port == layout.router_reader
+
+
+def test_the_first_primary_may_be_measured_as_a_replica_once_a_replica_is_promoted() -> None:
+    text = """
+experiment "rejoin" {
+  duration 30s
+  topology replication { primary db1  replicas db2 }
+  workload w: probe { target db1 }
+  at 5s kill db1
+  at 6s promote db2
+  at 10s start db1
+  expect missing_transactions(db1) == 0
+}
+"""
+    assert plan_text(text).expectations[0].metric.subject == "db1"
+    with pytest.raises(LanguageErrors, match="is the primary"):
+        plan_text(text.replace("  at 6s promote db2\n", ""))

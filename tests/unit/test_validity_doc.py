@@ -41,3 +41,9 @@ def test_a_failed_or_unknown_expectation_is_said() -> None:
 def test_a_run_that_could_not_complete_is_a_row() -> None:
     text = validity.render([{"experiment": "x", "cells": [], "message": "mariadbd: boom"}], INFO)
     assert "**error**" in text and "mariadbd: boom" in text
+
+
+def test_every_listed_experiment_exists() -> None:
+    paths = validity.experiments()
+    assert all(p.exists() for p in paths)
+    assert any("calibration" in str(p) for p in paths)
