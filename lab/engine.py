@@ -26,7 +26,7 @@ from lab.expectations import (
     Unmeasurable,
     all_passed,
     evaluate_all,
-    format_value,
+    format_figure,
     measure,
     metric_text,
 )
@@ -142,6 +142,7 @@ def summary(outcome: RunOutcome) -> dict[str, Any]:
         "experiment": outcome.plan.name,
         "source": outcome.plan.source,
         "status": outcome.status,
+        "topology": outcome.plan.topology,
         "exit_code": outcome.exit_code,
         "message": outcome.message,
         "cells": [
@@ -157,6 +158,7 @@ def summary(outcome: RunOutcome) -> dict[str, Any]:
                 "timings": {k: round(v, 3) for k, v in c.timings.items()},
                 "healed": c.healed,
                 "notes": c.notes,
+                "workloads": {w.name: w.kind for w in c.cell.workloads},
                 "expectations": [e.to_json() for e in c.expectations],
                 "reports": c.reports,
                 "measurements": {name: r.metrics for name, r in c.results.items()},
@@ -551,7 +553,8 @@ class CellRunner:
                     if row and int(row[0]) > 0 and beating:
                         lag = max(0.0, time.time() - int(row[0]) / 1e6)
                         self._sample(Sample("lag", name, time.monotonic_ns(), {"lag": lag}))
-                except Exception:  # noqa: BLE001
+                except Exception:  # noqa: BLE001 - an unreadable replica: unknown, not a gap
+                    self._sample(Sample("lag", name, time.monotonic_ns(), {"lag": float("nan")}))
                     c = conns.pop(name, None)
                     with contextlib.suppress(Exception):
                         if c is not None:
@@ -851,8 +854,6 @@ def report_figure(metric: Metric, text: str, results: dict[str, CheckResult],
     except Unmeasurable as e:
         return {"text": text, "metric": metric_text(metric), "value": None, "unit": None,
                 "display": f"unknown: {e}"}
-    shown = format_value(got.value, got.unit)
-    if got.lower_bound:
-        shown = f"at least {shown}"
+    shown = format_figure(got.value, got.unit, got.lower_bound, metric_text(metric, got.stat))
     return {"text": text, "metric": metric_text(metric, got.stat), "value": got.value,
             "unit": got.unit, "display": shown}

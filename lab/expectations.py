@@ -85,24 +85,100 @@ class Inputs:
 # --- formatting ------------------------------------------------------------------------------
 
 
+def _sig(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant digits in fixed notation, with thousands separators:
+    never scientific notation (2.03, 10.8, 123, 1,235, 0.0052)."""
+    if x == 0:
+        return "0"
+    r = float(f"{x:.{digits - 1}e}")  # rounded first, so that 9.996 becomes 10.0, not 10.00
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(r))))
+    return f"{r:,.{decimals}f}"
+
+
+def format_duration(seconds: float) -> str:
+    """One duration format everywhere (latency, lag, downtime, visibility): 0.52 ms, 4.9 ms,
+    497 ms, 2.03 s, 10.8 s, 123 s, 1,234 s."""
+    a = abs(seconds)
+    if a == 0:
+        return "0 s"
+    ms = seconds * 1000
+    if a * 1000 < 0.995:
+        return f"{_sig(ms, 2)} ms" if a * 1000 >= 0.000_5 else "< 0.001 ms"
+    if a * 1000 < 99.95:
+        return f"{ms:.1f} ms"
+    if a * 1000 < 999.5:
+        return f"{ms:.0f} ms"
+    if a < 999.5:
+        return f"{_sig(seconds, 3)} s"
+    return f"{seconds:,.0f} s"
+
+
 def format_value(value: float | None, unit: UnitKind) -> str:
+    """The one number formatter of the lab: expectation explanations, ``report`` lines, the
+    end-of-run tables and the live view all use it. Never scientific notation; durations as
+    ``format_duration``; counts as integers with thousands separators (47,185); rates 20.0/s
+    (3,055/s from 1,000 up); percentages 87.2%; sizes in B, KiB, MiB, GiB."""
     if value is None:
         return "unknown"
+    value = float(value)
+    if math.isnan(value):
+        return "unknown"
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
     if unit == "duration":
-        if value != 0 and abs(value) < 1:
-            return f"{value * 1000:.3g} ms"
-        return f"{value:.3g} s" if abs(value) < 100 else f"{value:.0f} s"
+        return format_duration(value)
     if unit == "percent":
-        return f"{value * 100:.3g}%"
+        p = value * 100
+        if p != 0 and abs(p) < 0.095:
+            return f"{_sig(p, 2)}%"
+        return f"{p:.1f}%"
     if unit == "rate":
-        return f"{value:.1f}/s" if value < 1e4 else f"{value:.0f}/s"
+        if value != 0 and abs(value) < 0.095:
+            return f"{_sig(value, 2)}/s"
+        return f"{value:,.1f}/s" if abs(value) < 999.95 else f"{value:,.0f}/s"
     if unit in ("size", "bandwidth"):
         suffix = "/s" if unit == "bandwidth" else ""
         for name, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-            if abs(value) >= scale:
-                return f"{value / scale:.3g} {name}{suffix}"
-        return f"{value:.0f} B{suffix}"
-    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3g}"
+            if abs(value) >= scale * 0.9995:
+                return f"{_sig(value / scale, 3)} {name}{suffix}"
+        return f"{value:,.0f} B{suffix}"
+    if value.is_integer():
+        return f"{value:,.0f}"
+    return _sig(value, 3)
+
+
+def format_count(n: float | None) -> str:
+    """A count: 47,185."""
+    return format_value(n, "count")
+
+
+# What an open-ended figure (a lower bound) means, per metric.
+LOWER_BOUND_LABELS: dict[str, str] = {
+    "downtime": "still down at end",
+    "failover": "still down at end",
+    "warmup": "not back to 90% by the end",
+}
+
+
+def format_figure(value: float | None, unit: UnitKind, lower_bound: bool = False,
+                  metric: str = "") -> str:
+    """A figure as shown in every table: ``2.03 s``, or for a lower bound ``≥ 4.20 s (still
+    down at end)`` (the label depends on the metric's name, ``downtime(w).max`` → downtime)."""
+    shown = format_value(value, unit)
+    if not lower_bound or value is None:
+        return shown
+    label = LOWER_BOUND_LABELS.get(metric.split("(", 1)[0].split(".", 1)[0], "")
+    return f"≥ {shown}" + (f" ({label})" if label else "")
+
+
+def figure_clause(name: str, value: float | None, unit: UnitKind, lower_bound: bool = False
+                  ) -> str:  # fmt: skip
+    """``downtime(w).max = 2.03 s``; a lower bound: ``downtime(w).max ≥ 4.20 s (still down at
+    end)``."""
+    shown = format_figure(value, unit, lower_bound, name)
+    if shown.startswith("≥ "):
+        return f"{name} {shown}"
+    return f"{name} = {shown}"
 
 
 def metric_text(m: Metric, stat: str | None = None) -> str:
@@ -331,7 +407,7 @@ def _downtime(inp: Inputs) -> Measured:
     else:
         lower = False
     n = int(subj.get("count", 0) or 0)
-    note = f"{n} outage window{'s' if n != 1 else ''}"
+    note = f"{format_count(n)} outage window{'s' if n != 1 else ''}"
     if lower:
         note += "; an outage was still open when the load stopped"
     return Measured(value, unit, stat, lower, note)
@@ -381,12 +457,13 @@ def _stale_reads(inp: Inputs) -> Measured:
     value = _number(raw, f"no stale_reads .{stat}")
     if path.startswith("visibility"):
         never = _get(subj, "visibility.never_seen") or 0
-        note = f"{_get(subj, 'visibility.count') or 0} writes read back"
+        note = f"{format_count(_get(subj, 'visibility.count') or 0)} writes read back"
         if never:
-            note += f", {never} never seen"
+            note += f", {format_count(never)} never seen"
         return Measured(value, unit, stat, note=note)
     n_eligible = subj.get("eligible_reads")
-    note = f"of {n_eligible:.0f} eligible reads" if isinstance(n_eligible, int | float) else ""
+    note = (f"of {format_count(n_eligible)} eligible reads" if isinstance(n_eligible, int | float)
+            else "")
     return Measured(value, unit, stat, note=note)
 
 
@@ -595,10 +672,11 @@ def _latency(inp: Inputs) -> Measured:
             raise Unmeasurable(f"no successful operation of '{w}' in the last "
                                f"{inp.metric.last:g} s")  # fmt: skip
         st = summary(lat, scale=1 / NS)
-        return Measured(float(st[path] or 0.0), unit, stat, note=f"{st['count']} ok ops")
+        return Measured(float(st[path] or 0.0), unit, stat,
+                        note=f"{format_count(st['count'])} ok ops")
     value = _number(subj.get(path), f"'{w}' has no successful operation")
-    note = f"{subj.get('count', 0)} ok ops" if subj.get("source") == "ops" else str(
-        subj.get("source"))  # fmt: skip
+    note = (f"{format_count(subj.get('count', 0))} ok ops" if subj.get("source") == "ops"
+            else str(subj.get("source")))  # fmt: skip
     return Measured(value, unit, stat, note=note)
 
 
@@ -638,12 +716,14 @@ def _errors(inp: Inputs) -> Measured:
     if path == "ratio":
         if n_ops == 0:
             raise Unmeasurable("no operations were recorded, so the error ratio is undefined")
-        return Measured(count / n_ops, unit, stat, note=f"{count:.0f} of {n_ops:.0f} operations")
+        return Measured(count / n_ops, unit, stat,
+                        note=f"{format_count(count)} of {format_count(n_ops)} operations")
     if path == "rate":
         if secs <= 0:
             raise Unmeasurable("the load has no duration, so errors per second are undefined")
-        return Measured(count / secs, unit, stat, note=f"{count:.0f} errors in {secs:.1f} s")
-    return Measured(count, unit, stat, note=f"of {n_ops:.0f} operations")
+        return Measured(count / secs, unit, stat,
+                        note=f"{format_count(count)} errors in {format_duration(secs)}")
+    return Measured(count, unit, stat, note=f"of {format_count(n_ops)} operations")
 
 
 def _stalls(inp: Inputs) -> Measured:
@@ -857,16 +937,14 @@ def evaluate(
             f"unknown: {name} is a {got.unit}, it cannot be compared with {q.text} (a {q.kind})",
             name, got.lower_bound,
         )  # fmt: skip
-    shown = format_value(got.value, got.unit)
     if got.lower_bound:
         passed = compare_lower_bound(got.value, expectation.op, q.value)
-        shown = f"at least {shown}"
     else:
         passed = compare(got.value, expectation.op, q.value)
     verdict = {True: "holds", False: "fails", None: "undecided"}[passed]
-    why = f"{name} = {shown}"
-    if got.note:
-        why += f" ({got.note})"
+    why = figure_clause(name, got.value, got.unit, got.lower_bound)
+    if got.note:  # one parenthesis: "≥ 4.20 s (still down at end; 1 outage window)"
+        why = why[:-1] + f"; {got.note})" if why.endswith(")") else why + f" ({got.note})"
     why += f"; expected {expectation.op} {q.text}: {verdict}"
     if passed is None and got.lower_bound:
         why += " (only a lower bound is known)"

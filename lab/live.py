@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.live import Live
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from dsl.plan import Cell, Plan
 from lab.engine import View
+from lab.expectations import format_value
 
 if TYPE_CHECKING:
     from lab.engine import CellOutcome
@@ -36,11 +38,13 @@ class LiveView(View):
     def _render(self) -> Group:
         table = Table(box=None, show_header=True, pad_edge=False)
         table.add_column("workload")
-        table.add_column("ops/s", justify="right")
-        table.add_column("errors/s", justify="right")
+        table.add_column("ops", justify="right")
+        table.add_column("errors", justify="right")
         for name, st in self.stats.items():
             err = st.get("errors", 0.0)
-            table.add_row(name, f"{st.get('ops', 0.0):,.0f}", f"[red]{err:,.0f}[/]" if err else "0")
+            shown = format_value(err, "rate")
+            table.add_row(escape(name), format_value(st.get("ops", 0.0), "rate"),
+                          f"[red]{shown}[/]" if err else shown)
         faults = ", ".join(self.done[-4:]) or "-"
         nxt = self.upcoming or "-"
         assert self.progress is not None
@@ -86,7 +90,8 @@ class LiveView(View):
             if now - self._last_plain >= 5:
                 self._last_plain = now
                 parts = " ".join(
-                    f"{n}={s.get('ops', 0):.0f}/s err={s.get('errors', 0):.0f}/s"
+                    f"{n}={format_value(s.get('ops', 0), 'rate')} "
+                    f"err={format_value(s.get('errors', 0), 'rate')}"
                     for n, s in stats.items()
                 )
                 print(

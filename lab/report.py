@@ -1,77 +1,478 @@
-"""The end-of-run report: measurements and expectations, side by side for every cell."""
+"""The end-of-run report: measurements and expectations, side by side for every cell.
+
+Every number goes through ``lab.expectations.format_value`` (the lab's one formatter: no
+scientific notation, one duration format, thousands separators). What the figures mean:
+
+- an outage still open at the end of the load is a lower bound: ``≥ 4.20 s (still down at
+  end)``;
+- visibility times carry their resolution (``± 10.0 ms``, the poll interval actually seen) and
+  are a lower bound (``≥``) when a write never seen there could change them;
+- figures that mean nothing for a workload or a topology are left out: stale reads and their
+  visibility only for ``read_your_writes``, duplicate keys only for inserts that can collide
+  (not the upserts of ``read_your_writes``), missing transactions not on Galera. The kinds and
+  the topology come from the summary's ``cells[].workloads`` / ``topology`` when present;
+  without them, a workload with eligible reads is taken for ``read_your_writes``;
+- cell notes (what the reader must know: replication did not settle ...) are printed under the
+  tables, in yellow.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-KEY_FIGURES: dict[str, list[str]] = {
-    "downtime": ["longest", "total", "count"],
-    "stale_reads": ["count", "rate"],
-    "duplicate_keys": ["count"],
-    "lost_writes": ["count"],
-    "latency": ["p50", "p99", "max"],
-    "throughput": ["mean"],
-    "errors": ["total"],
-    "replication_lag": ["max", "p99"],
-    "stalls": ["count", "longest"],
-    "facts": ["missing_transactions", "applied_since_restart"],
+from lab.expectations import figure_clause, format_count, format_value
+
+RYW = "read_your_writes"
+COLLIDING_INSERTS = frozenset({"unique_insert", "unique_writes"})
+STILL_DOWN = "still down at end"
+
+
+def fmt_duration(v: Any) -> str:
+    return format_value(v, "duration") if _num(v) else "unknown"
+
+
+def fmt_count(v: Any) -> str:
+    return format_count(v) if _num(v) else "unknown"
+
+
+def fmt_percent(v: Any) -> str:
+    return format_value(v, "percent") if _num(v) else "unknown"
+
+
+def fmt_rate(v: Any) -> str:
+    return format_value(v, "rate") if _num(v) else "unknown"
+
+
+def fmt_size(v: Any) -> str:
+    return format_value(v, "size") if _num(v) else "unknown"
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _float(v: Any) -> float | None:
+    return float(v) if _num(v) else None
+
+
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{format_count(n)} {word if n == 1 else (many or word + 's')}"
+
+
+# --- what a cell is: workload kinds, topology ----------------------------------------------
+
+
+@dataclass
+class CellInfo:
+    """What the report knows about a cell beyond its figures."""
+
+    kinds: dict[str, str] = field(default_factory=dict)  # workload -> kind; empty: unknown
+    topology: str | None = None
+
+    def kind(self, workload: str) -> str | None:
+        return self.kinds.get(workload)
+
+
+def cell_info(summary: dict[str, Any], cell: dict[str, Any]) -> CellInfo:
+    """Workload kinds from ``cell["workloads"]`` ({name: kind}, or {name: {"kind": ...}}),
+    the topology from ``cell["topology"]`` or ``summary["topology"]``; otherwise inferred:
+    only ``read_your_writes`` reads keys that had an acknowledged write (eligible reads)."""
+    kinds: dict[str, str] = {}
+    raw = cell.get("workloads")
+    if isinstance(raw, dict):
+        for name, v in raw.items():
+            k = v.get("kind") if isinstance(v, dict) else v
+            if isinstance(k, str):
+                kinds[str(name)] = k
+    topology = cell.get("topology") or summary.get("topology")
+    info = CellInfo(kinds, topology if isinstance(topology, str) else None)
+    if not kinds:
+        stale = _subjects(cell, "stale_reads")
+        for s, figs in stale.items():
+            if " on " in s:
+                continue
+            vis = _dict(figs.get("visibility"))
+            looked = (vis.get("seen") or 0) + (vis.get("unseen") or 0)
+            if (figs.get("eligible_reads") or 0) > 0 or looked > 0:
+                info.kinds[s] = RYW
+    return info
+
+
+def _subjects(cell: dict[str, Any], checker: str) -> dict[str, dict[str, Any]]:
+    m = (cell.get("measurements") or {}).get(checker)
+    s = m.get("subjects") if isinstance(m, dict) else None
+    if not isinstance(s, dict):
+        return {}
+    return {k: v for k, v in s.items() if isinstance(v, dict)}
+
+
+def _workload(subject: str) -> str:
+    return subject.split(" on ", 1)[0]
+
+
+# --- the measurements table ----------------------------------------------------------------
+
+
+class Rows:
+    """Rows of the measurements table, in order of first appearance. A row whose every value
+    was put with ``show=False`` (a zero nobody needs to see) is left out."""
+
+    def __init__(self, n_cells: int) -> None:
+        self.n = n_cells
+        self.values: dict[str, list[str]] = {}
+        self.shown: set[str] = set()
+
+    def put(self, name: str, ci: int, text: str, show: bool = True) -> None:
+        self.values.setdefault(name, ["-"] * self.n)[ci] = text
+        if show:
+            self.shown.add(name)
+
+    def __iter__(self) -> Iterator[tuple[str, list[str]]]:
+        return ((k, v) for k, v in self.values.items() if k in self.shown)
+
+
+Renderer = Callable[[Rows, int, dict[str, Any], CellInfo], None]
+
+
+def _downtime_longest(figs: dict[str, Any]) -> str:
+    text = fmt_duration(figs.get("longest"))
+    if figs.get("longest_open_at_end"):
+        return f"≥ {text} ({STILL_DOWN})"
+    return text + _resolution(figs)
+
+
+def _downtime_total(figs: dict[str, Any]) -> str:
+    text = fmt_duration(figs.get("total"))
+    if figs.get("open_at_end"):
+        return f"≥ {text} ({STILL_DOWN})"
+    return text
+
+
+def _resolution(figs: dict[str, Any]) -> str:
+    res = _float(figs.get("resolution"))
+    return f" ± {fmt_duration(res)}" if res is not None and res > 0 else ""
+
+
+def _windows(figs: dict[str, Any]) -> str:
+    n = int(figs.get("count") or 0)
+    if n == 0:
+        return "0"
+    text = _plural(n, "window")
+    stalls = int(figs.get("stalls") or 0)
+    if stalls:
+        text += f", {format_count(stalls)} a stall" if stalls == 1 else \
+            f", {format_count(stalls)} stalls"
+    return text
+
+
+def _downtime(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    subjects = {k: v for k, v in (m.get("subjects") or {}).items() if isinstance(v, dict)}
+    for s, figs in subjects.items():
+        rows.put(f"downtime({s}).longest", ci, _downtime_longest(figs))
+        rows.put(f"downtime({s}).total", ci, _downtime_total(figs))
+        rows.put(f"downtime({s}).count", ci, _windows(figs))
+    workloads = [s for s in subjects if " on " not in s]
+    if len(workloads) > 1 and _num(m.get("total")):
+        rows.put("downtime(any workload).total (union, not a sum)", ci, _downtime_total(m))
+
+
+def _failover(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    seen: dict[str, int] = {}
+    for rec in m.get("failovers") or []:
+        if not isinstance(rec, dict):
+            continue
+        new = str(rec.get("new_primary"))
+        seen[new] = seen.get(new, 0) + 1
+        key = new if seen[new] == 1 else f"{new}#{seen[new]}"
+        if rec.get("open_at_end") and _num(rec.get("outage_lower_bound")):
+            outage = f"≥ {fmt_duration(rec['outage_lower_bound'])} ({STILL_DOWN})"
+        elif _num(rec.get("outage")):
+            outage = fmt_duration(rec["outage"])
+        else:
+            outage = "unknown"
+        rows.put(f"failover({key}).outage", ci, outage)
+        acc = rec.get("new_writer_accepts")
+        rows.put(f"failover({key}).new_writer_accepts", ci,
+                 fmt_duration(acc) if _num(acc) else "never")  # fmt: skip
+
+
+def _visibility(figs: dict[str, Any], stat: str) -> str | None:
+    vis = figs.get("visibility")
+    if not isinstance(vis, dict) or not _num(vis.get(stat)):
+        return None
+    v = float(vis[stat])
+    text = fmt_duration(v)
+    bound = _float(vis.get("unseen_min_bound"))
+    if (vis.get("unseen") or 0) > 0 and bound is not None and bound <= v:
+        text = f"≥ {text}"
+    res = vis.get("resolution")
+    if _num(res):
+        text += f" ± {fmt_duration(res)}"
+    return text
+
+
+def _stale_reads(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    for s, figs in (m.get("subjects") or {}).items():
+        if not isinstance(figs, dict):
+            continue
+        kind = info.kind(_workload(s))
+        if kind is not None and kind != RYW:
+            continue  # only read_your_writes has reads to compare with its writes
+        if kind is None and not (figs.get("eligible_reads") or figs.get("count")):
+            continue
+        rows.put(f"stale_reads({s}).count", ci, fmt_count(figs.get("count")))
+        rate = figs.get("rate")
+        rows.put(f"stale_reads({s}).rate", ci,
+                 fmt_percent(rate) if _num(rate) else "no eligible reads")  # fmt: skip
+        for stat in ("p50", "p99"):
+            text = _visibility(figs, stat)
+            if text is not None:
+                rows.put(f"stale_reads({s}).{stat} (ack → visible)", ci, text)
+        vis = _dict(figs.get("visibility"))
+        unseen = int(vis.get("unseen") or 0)
+        looked = unseen + int(vis.get("seen") or 0)
+        if looked:
+            rows.put(f"stale_reads({s}).never seen", ci,
+                     f"{format_count(unseen)} of {_plural(looked, 'write')}", show=unseen > 0)
+
+
+def _duplicate_keys(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    for s, figs in (m.get("subjects") or {}).items():
+        if not isinstance(figs, dict):
+            continue
+        kind = info.kind(_workload(s))
+        # only inserts that can collide; not read_your_writes (an upsert: INSERT ... ON
+        # DUPLICATE KEY UPDATE) nor a probe, unless they did get duplicate-key errors
+        if kind is not None and kind not in COLLIDING_INSERTS and not figs.get("count"):
+            continue
+        rows.put(f"duplicate_keys({s}).count", ci, fmt_count(figs.get("count")))
+
+
+def _lost_writes(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    for s, figs in (m.get("subjects") or {}).items():
+        if not isinstance(figs, dict):
+            continue
+        if " on " in s:
+            text = fmt_count(figs.get("count"))
+            if figs.get("authoritative"):
+                text += " (authority)"
+            rows.put(f"lost_writes({s}).missing at end", ci, text)
+            continue
+        text = fmt_count(figs.get("count"))
+        unchecked = int(figs.get("unchecked") or 0)
+        if unchecked:
+            text += f" (+ {format_count(unchecked)} unchecked)"
+        rows.put(f"lost_writes({s}).count", ci, text)
+        for key in ("not_replicated", "divergent"):
+            n = figs.get(key) or 0
+            rows.put(f"lost_writes({s}).{key}", ci, fmt_count(n), show=bool(n))
+    for w in m.get("unchecked_workloads") or []:
+        rows.put(f"lost_writes({w}).count", ci, "unknown (no final state)")
+
+
+def _replication_lag(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    for node, figs in (m.get("subjects") or {}).items():
+        if not isinstance(figs, dict):
+            continue
+        samples = int(figs.get("samples") or 0)
+        unreadable = int(figs.get("unreadable") or 0)
+        for stat in ("max", "p99"):
+            v = figs.get(stat)
+            rows.put(f"replication_lag({node}).{stat}", ci,
+                     fmt_duration(v) + _resolution(figs) if _num(v)
+                     else "unknown (never read)")  # fmt: skip
+        total = samples + unreadable
+        if total:
+            rows.put(f"replication_lag({node}).unknown (replica unreadable)", ci,
+                     f"{format_count(unreadable)} of {_plural(total, 'sample')}",
+                     show=unreadable > 0)  # fmt: skip
+
+
+def _replication_errors(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    for node, figs in (m.get("subjects") or {}).items():
+        if not isinstance(figs, dict):
+            continue
+        parts = []
+        for th in ("sql", "io"):
+            if figs.get(f"{th}_count"):
+                at = figs.get(f"{th}_stopped_at")
+                when = f"at {fmt_duration(at)}" if _num(at) else "before the first sample"
+                parts.append(f"{th.upper()} stopped {when}, error {figs.get(f'{th}_errno')}")
+        rows.put(f"replication_errors({node})", ci, "; ".join(parts) or "none",
+                 show=bool(parts))  # fmt: skip
+
+
+def _throughput(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    # Only the mean: the minimum second is shown once, as warmup(w).min_level, relative to
+    # the level before the fault (throughput's own .min is over the whole load).
+    for s, figs in (m.get("subjects") or {}).items():
+        if isinstance(figs, dict) and " on " not in s:
+            rows.put(f"throughput({s}).mean", ci, fmt_rate(figs.get("mean")))
+
+
+def _stalls(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    for s, figs in (m.get("subjects") or {}).items():
+        if not isinstance(figs, dict) or " on " in s:
+            continue
+        n = int(figs.get("count") or 0)
+        checked = figs.get("seconds_checked")
+        text = f"{format_count(n)} s"
+        if _num(checked):
+            text += f" of {format_count(checked)} s"
+        rows.put(f"stalls({s}).count (whole seconds at 0/s)", ci, text)
+        longest = figs.get("longest")
+        rows.put(f"stalls({s}).longest", ci,
+                 f"{format_count(longest)} s" if _num(longest) else "unknown")  # fmt: skip
+
+
+def _warmup(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    if m.get("mode") != "fault":
+        return  # warmup from the start: not what the run was about
+    for s, figs in (m.get("subjects") or {}).items():
+        if not isinstance(figs, dict):
+            continue
+        name = f"warmup({s}).time (back to 90% of the level)"
+        if figs.get("unknown"):
+            rows.put(name, ci, f"unknown: {figs['unknown']}")
+            continue
+        if figs.get("recovered") is False:
+            rows.put(name, ci, f"≥ {fmt_duration(figs.get('lower_bound'))} (not back by the end)")
+        elif figs.get("dip_beyond_noise") is False:
+            rows.put(name, ci, f"{fmt_duration(figs.get('warmup'))} (no dip beyond noise)")
+        else:
+            rows.put(name, ci, fmt_duration(figs.get("warmup")))
+        rows.put(f"warmup({s}).min_level (lowest 1 s after the fault, vs before)",
+                 ci, fmt_percent(figs.get("min_level")))  # fmt: skip
+
+
+def _latency(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    for s, figs in (m.get("subjects") or {}).items():
+        if not isinstance(figs, dict) or " on " in s:
+            continue
+        sysbench = figs.get("source") not in (None, "ops")
+        for stat in ("p50", "p99", "max"):
+            if stat not in figs:
+                continue
+            # sysbench gives one p95 per second: its figures are over those
+            name = f"latency({s}).{stat}" + (" of per-second p95" if sysbench else "")
+            rows.put(name, ci, fmt_duration(figs[stat]))
+
+
+def _errors(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    for s, figs in (m.get("subjects") or {}).items():
+        if not isinstance(figs, dict):
+            continue
+        text = fmt_count(figs.get("total"))
+        ratio = figs.get("ratio")
+        if figs.get("total") and _num(ratio):
+            text += f" ({fmt_percent(ratio)} of ops)"
+        rows.put(f"errors({s}).total", ci, text)
+
+
+def _facts(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    for node, figs in (m.get("subjects") or {}).items():
+        if not isinstance(figs, dict):
+            continue
+        # Galera has no replica behind a primary: wsrep_last_committed differences are not
+        # missing transactions
+        if info.topology != "galera" and "missing_transactions" in figs:
+            rows.put(f"facts({node}).missing_transactions", ci,
+                     fmt_count(figs["missing_transactions"]))  # fmt: skip
+        if "applied_since_restart" in figs:
+            rows.put(f"facts({node}).applied_since_restart", ci,
+                     fmt_count(figs["applied_since_restart"]))  # fmt: skip
+        relay = figs.get("relay_log_bytes")
+        if isinstance(relay, dict) and (relay.get("before") is not None
+                                        or relay.get("after") is not None):
+            rows.put(f"facts({node}).relay_log_bytes (before → after the replica's start)", ci,
+                     f"{fmt_size(relay.get('before'))} → {fmt_size(relay.get('after'))}")
+        elif _num(relay):
+            rows.put(f"facts({node}).relay_log_bytes (after the replica's start)", ci,
+                     fmt_size(relay))  # fmt: skip
+
+
+RENDERERS: dict[str, Renderer] = {
+    "downtime": _downtime,
+    "failover": _failover,
+    "stale_reads": _stale_reads,
+    "duplicate_keys": _duplicate_keys,
+    "lost_writes": _lost_writes,
+    "replication_lag": _replication_lag,
+    "replication_errors": _replication_errors,
+    "throughput": _throughput,
+    "stalls": _stalls,
+    "warmup": _warmup,
+    "latency": _latency,
+    "errors": _errors,
+    "facts": _facts,
 }
 
 
-# Per-node rows ("ryw on db2") only where the node is the point of the figure.
-PER_NODE = {"downtime", "stale_reads", "errors", "lost_writes", "duplicate_keys"}
-SECONDS = {("downtime", "longest"), ("downtime", "total"), ("stalls", "longest"),
-           ("replication_lag", "max"), ("replication_lag", "p99")}
+def measurement_rows(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(figure, one text per cell) for the measurements table."""
+    cells = summary.get("cells", [])
+    rows = Rows(len(cells))
+    for checker, render in RENDERERS.items():
+        for ci, c in enumerate(cells):
+            m = (c.get("measurements") or {}).get(checker)
+            if isinstance(m, dict):
+                render(rows, ci, m, cell_info(summary, c))
+    return list(rows)
 
 
-def _fmt_figure(checker: str, key: str, v: Any) -> str:
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        if checker == "latency":
-            return f"{v * 1000:.3g} ms"
-        if (checker, key) in SECONDS:
-            return f"{v:.3g} s"
-        if checker == "stale_reads" and key == "rate":
-            return f"{v:.1%}"
-        if checker == "throughput":
-            return f"{v:,.1f}/s"
-    return _fmt(v)
+# --- expectations and report lines ---------------------------------------------------------
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
+def expectation_text(e: dict[str, Any]) -> str:
+    mark = {True: "[green]PASS[/]", False: "[red]FAIL[/]", None: "[yellow]UNKNOWN[/]"}[
+        e.get("passed")
+    ]
+    return f"{mark} {escape(str(e.get('explanation', '')))}".strip()
+
+
+def report_text(r: dict[str, Any]) -> str:
+    """A ``report`` line's figure, formatted again from its value (a summary written before
+    the formatter changed still shows the same format)."""
+    value, unit = r.get("value"), r.get("unit")
+    display = str(r.get("display", ""))
+    metric = str(r.get("metric", ""))
+    if _num(value) and isinstance(unit, str):
+        lower = display.startswith(("at least", "≥"))
+        return figure_clause(metric, float(value), unit, lower)  # type: ignore[arg-type]
+    return f"{metric}: {display}"
+
+
+def _label(c: dict[str, Any]) -> str:
+    return escape(str(c.get("label") or f"cell {c['index']}"))
 
 
 def render_summary(summary: dict[str, Any], console: Console) -> None:
     cells = summary.get("cells", [])
-    exp = Table(title=f"{summary['experiment']} — run {summary['run_id']} — {summary['status']}")
+    title = f"{summary['experiment']} — run {summary['run_id']} — {summary['status']}"
+    exp = Table(title=escape(title))
     exp.add_column("expect")
     for c in cells:
-        exp.add_column(c.get("label") or f"cell {c['index']}", overflow="fold")
+        exp.add_column(_label(c), overflow="fold")
     texts: list[str] = []
     for c in cells:
         for e in c.get("expectations", []):
             if e["text"] not in texts:
                 texts.append(e["text"])
     for t in texts:
-        row = [t]
+        row = [escape(t)]
         for c in cells:
             e = next((x for x in c.get("expectations", []) if x["text"] == t), None)
-            if e is None:
-                row.append("-")
-                continue
-            mark = {True: "[green]PASS[/]", False: "[red]FAIL[/]", None: "[yellow]UNKNOWN[/]"}[
-                e.get("passed")
-            ]
-            measured = e.get("measured")
-            row.append(
-                f"{mark} {_fmt(measured) if measured is not None else ''} "
-                f"{e.get('explanation', '')}".strip()
-            )
+            row.append("-" if e is None else expectation_text(e))
         exp.add_row(*row)
     if texts:
         console.print(exp)
@@ -84,38 +485,34 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
         rep = Table(title="reports")
         rep.add_column("report")
         for c in cells:
-            rep.add_column(c.get("label") or f"cell {c['index']}", overflow="fold")
+            rep.add_column(_label(c), overflow="fold")
         for t in rep_texts:
-            row = [t]
+            row = [escape(t)]
             for c in cells:
                 r = next((x for x in c.get("reports") or [] if x["text"] == t), None)
-                row.append(f"{r['metric']} = {r['display']}" if r else "-")
+                row.append(escape(report_text(r)) if r else "-")
             rep.add_row(*row)
         console.print(rep)
-    meas = Table(title="measurements")
-    meas.add_column("figure")
-    for c in cells:
-        meas.add_column(c.get("label") or f"cell {c['index']}", overflow="fold")
-    rows: dict[str, list[str]] = {}
-    for ci, c in enumerate(cells):
-        for checker, metrics in (c.get("measurements") or {}).items():
-            subjects = metrics.get("subjects") if isinstance(metrics, dict) else None
-            if not isinstance(subjects, dict):
-                continue
-            for subject, figs in subjects.items():
-                if not isinstance(figs, dict):
-                    continue
-                if " on " in subject and checker not in PER_NODE:
-                    continue
-                for key in KEY_FIGURES.get(checker, []):
-                    if key in figs and not isinstance(figs[key], (dict, list)):
-                        name = f"{checker}({subject}).{key}"
-                        rows.setdefault(name, ["-"] * len(cells))[ci] = _fmt_figure(
-                            checker, key, figs[key])
-    for name, vals in rows.items():
-        meas.add_row(name, *vals)
+    rows = measurement_rows(summary)
     if rows:
+        meas = Table(title="measurements")
+        meas.add_column("figure")
+        for c in cells:
+            meas.add_column(_label(c), overflow="fold")
+        for name, vals in rows:
+            meas.add_row(escape(name), *(escape(v) for v in vals))
         console.print(meas)
+    render_notes(summary, console)
+
+
+def render_notes(summary: dict[str, Any], console: Console) -> None:
+    """What the reader must know about a cell (its notes) and why a cell could not complete,
+    under the tables, in yellow / red (the text alone without colours)."""
+    cells = summary.get("cells", [])
     for c in cells:
+        who = f"cell {c.get('index')}" + (f" ({c['label']})" if c.get("label") else "")
+        for note in c.get("notes") or []:
+            console.print(f"[bold yellow]note[/] [yellow]{escape(who)}: {escape(str(note))}[/]")
         if c.get("error"):
-            console.print(f"[red]cell {c['index']} ({c.get('label')}): {c['error']}[/]")
+            console.print(f"[red]{escape(who)}: {escape(str(c['error']))}[/]")
+

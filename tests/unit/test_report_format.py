@@ -88,8 +88,9 @@ def canned_summary() -> dict[str, Any]:
                             "expected > 0: holds"},
             {"text": "expect downtime(ryw) < 10s", "passed": None, "measured": 4.2031,
              "unit": "duration", "metric": "downtime(ryw).max", "lower_bound": True,
-             "explanation": "downtime(ryw).max ≥ 4.20 s (still down at end) (1 outage "
-                            "window); expected < 10s: undecided"},
+             "explanation": "downtime(ryw).max ≥ 4.20 s (still down at end; 1 outage "
+                            "window; an outage was still open when the load stopped); "
+                            "expected < 10s: undecided (only a lower bound is known)"},
         ],
         "reports": [
             # written by an older lab: "at least", .3g
