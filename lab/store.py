@@ -524,7 +524,8 @@ class Store:
         return out
 
     def insert_samples(self, run_id: str, cell: int, samples: Iterable[Sample]) -> int:
-        rows = [(run_id, cell, s.series, s.subject, s.time, _json(s.values)) for s in samples]
+        rows = [(run_id, cell, s.series, s.subject, s.time, _json(_clean(s.values)))
+                for s in samples]  # NaN (unreadable) is stored as null
         if rows:
             with self.conn:
                 self.conn.executemany(

@@ -31,9 +31,12 @@ def test_quickstart_runs_end_to_end_and_measures(tmp_path: Path) -> None:
     exps = {e["text"]: e for e in cell["expectations"]}
     down = exps["expect downtime(writes) < 1s"]
     assert down["measured"] is not None  # the writer probe's downtime was measured
-    stale = exps["expect stale_reads(ryw) > 0"]
-    assert stale["measured"] is not None and stale["measured"] > 0  # replicas served stale reads
-    assert exps["expect lost_writes == 0"]["passed"] is True
+    # every expectation holds: a broken lab or system would fail one of them
+    assert all(e["passed"] is True for e in exps.values()), exps
+    # the healthy replica was read right after each write, and each write became visible there
+    db3 = cell["measurements"]["stale_reads"]["subjects"]["ryw on db3"]
+    assert db3["eligible_reads"] > 100 and db3["visibility"]["unseen"] == 0
+    assert 0 < db3["visibility"]["p50"] < 1
     # the killed replica shows up as an outage of the readers that read from it
     ryw = cell["measurements"]["downtime"]["subjects"]["ryw on db2"]
     assert ryw["longest"] > 5

@@ -219,3 +219,22 @@ def test_every_table_and_column_is_documented(store: Store) -> None:
             assert f"`{row[1]}`" in doc, f"column {name}.{row[1]} is not in docs/results.md"
     for m in MIGRATIONS:
         assert f"| {m.version} |" in doc, f"migration {m.version} is not in docs/results.md"
+
+
+def test_a_nan_sample_is_stored_as_unknown_and_streaming_goes_on(tmp_path: Path) -> None:
+    """An unreadable replica is a NaN lag sample; JSON has no NaN, and one such sample used to
+    make the recorder's writer fail and stop streaming for the rest of the run."""
+    from lab.history import Op, Sample
+    from lab.recorder import Recorder
+
+    st = Store(tmp_path / "r.db")
+    rid = st.create_run("x", "y")
+    st.create_cell(rid, 1, "c")
+    rec = Recorder(st.path, rid, 1)
+    rec.sample(Sample("lag", "db2", 1, {"lag": float("nan")}))
+    rec.record(Op("invoke", "write", 1, 2, "w"))
+    rec.record(Op("ok", "write", 1, 3, "w"))
+    rec.close()
+    assert rec.error is None and rec.written_ops == 2
+    (s,) = st.samples(rid, 1, "lag")
+    assert s.values == {"lag": None}
