@@ -99,10 +99,11 @@ METRICS: dict[str, MetricSpec] = {
     ),
     "missing_transactions": MetricSpec(
         "node",
-        {"count": "count", "total": "count", "before_heal": "count"},
+        {"count": "count", "total": "count", "before_heal": "count", "at_promote": "count"},
         "count",
         "transactions the authoritative state has and the node does not, after healing and "
-        "settling (before_heal: as the timeline left them, before the lab healed the faults); "
+        "settling (before_heal: as the timeline left them, before the lab healed the faults; "
+        "at_promote: what a promoted replica lacked of the old primary's binlog when promoted); "
         "replication: the primary's binlog position; two primaries: each domain's writer; "
         "Galera: the most advanced node's wsrep_last_committed",
         replica_only=True,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dsl.models import Metric, NodeAction, Quantity, TimedAction
+from dsl.models import Metric, NodeAction, Promote, Quantity, TimedAction
 from dsl.plan import Cell, Plan, PlannedWorkload
 from fault.nemesis import ActionFailed, Nemesis
 from lab.checkers import CheckContext, CheckResult, WorkloadInfo, run_checkers
@@ -37,6 +37,7 @@ from runners.components import MissingComponent
 from runners.errors import ComponentError
 from runners.gtid import (
     HEARTBEAT_DOMAIN,
+    behind,
     missing_galera,
     missing_multi_primary,
     missing_replication,
@@ -423,6 +424,15 @@ class CellRunner:
         replica's relay-log size before it starts again."""
         topo = self.topo
         assert topo is not None
+        if isinstance(a, Promote):
+            # What the new primary lacks of the old one's binlog at the moment it is promoted:
+            # with one transaction per write, the acknowledged writes a failover loses
+            # (cross-checks lost_writes, which judges the final rows).
+            with contextlib.suppress(Exception):
+                mine = parse_gtid(str(topo.nodes[a.node.name].scalar(
+                    "SELECT @@gtid_current_pos", timeout=2) or ""))
+                self.facts.setdefault("missing_at_promote", {})[a.node.name] = behind(
+                    self.facts.get("primary_gtid_last") or {}, mine)
         if isinstance(a, NodeAction):
             name = a.node.name
             if name == topo.primary and a.verb in ("kill", "stop", "restart", "cold_restart"):

@@ -544,9 +544,11 @@ def _fact_per_node(inp: Inputs, name: str, node: str | None, what: str) -> dict[
 def _missing_transactions(inp: Inputs) -> Measured:
     stat, path, _ = _stat(inp, {"count": ("missing_transactions", "count"),
                                 "total": ("missing_transactions", "count"),
-                                "before_heal": ("missing_before_heal", "count")}, "count")
+                                "before_heal": ("missing_before_heal", "count"),
+                                "at_promote": ("missing_at_promote", "count")}, "count")
     node = inp.metric.subject or inp.metric.on
-    when = "before healing" if path == "missing_before_heal" else "after settling"
+    when = {"missing_before_heal": "before healing",
+            "missing_at_promote": "when it was promoted"}.get(path, "after settling")
     fact = _fact_per_node(inp, path, node, f"missing transactions {when}")
     settled = inp.ctx.facts.get("settled")
     note = when + ("" if settled is not False or path != "missing_transactions"
