@@ -632,11 +632,9 @@ class CellRunner:
             except ComponentError as e:
                 return False, str(e)
             return True, ""
-        if topo.primary is not None and len(topo.nodes) > 1:
-            if self._wait_caught_up(SETTLE_TIMEOUT, quiet=True):
-                return True, ""
-            return False, f"replicas not caught up with {topo.primary} after {SETTLE_TIMEOUT:g}s"
-        if self.plan.topology == "primary_primary":
+        if self.plan.topology in ("replication", "primary_primary") and len(topo.nodes) > 1:
+            # settled: every running node has every transaction of the authoritative state
+            # (the same GTID arithmetic as missing_transactions)
             while True:
                 stopped = self._stopped_sql_threads()
                 if stopped:
@@ -645,8 +643,10 @@ class CellRunner:
                 if missing and not any(missing.values()):
                     return True, ""
                 if time.monotonic() > deadline:
+                    if not missing:
+                        return False, "the nodes' GTID positions could not be read"
                     return False, f"still missing transactions after {SETTLE_TIMEOUT:g}s: " + \
-                        ", ".join(f"{n} {m}" for n, m in sorted(missing.items()))
+                        ", ".join(f"{n} {m}" for n, m in sorted(missing.items()) if m)
                 time.sleep(0.1)
         return True, ""
 
@@ -717,15 +717,21 @@ class CellRunner:
             return False
         deadline = time.monotonic() + timeout
         names = [n for n, node in topo.nodes.items() if n != topo.primary and node.is_running()]
+        behind = list(names)
         while time.monotonic() < deadline:
-            try:
-                if all(nem.caught_up(n) for n in names):
-                    return True
-            except Exception:  # noqa: BLE001
-                pass
+            behind = []
+            for n in names:
+                try:
+                    if not nem.caught_up(n):
+                        behind.append(n)
+                except Exception:  # noqa: BLE001 - unreadable: not caught up
+                    behind.append(n)
+            if not behind:
+                return True
             time.sleep(0.05)
         if not quiet:
-            raise ComponentError("replication", f"replicas not caught up after {timeout:g}s")
+            raise ComponentError("replication", f"{', '.join(behind)} not caught up with "
+                                 f"{topo.primary} after {timeout:g}s")
         return False
 
     def _facts_after(self) -> None:

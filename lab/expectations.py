@@ -164,7 +164,10 @@ def format_figure(value: float | None, unit: UnitKind, lower_bound: bool = False
                   metric: str = "") -> str:
     """A figure as shown in every table: ``2.03 s``, or for a lower bound ``≥ 4.20 s (still
     down at end)`` (the label depends on the metric's name, ``downtime(w).max`` → downtime)."""
-    shown = format_value(value, unit)
+    if metric.endswith("errno") and value is not None and float(value).is_integer():
+        shown = str(int(value))  # an error code, not a count: 1062, never 1,062
+    else:
+        shown = format_value(value, unit)
     if not lower_bound or value is None:
         return shown
     label = LOWER_BOUND_LABELS.get(metric.split("(", 1)[0].split(".", 1)[0], "")
