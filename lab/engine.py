@@ -44,7 +44,7 @@ from runners.gtid import (
 )
 from runners.mysql import connect
 from runners.replication_watch import ReplicationWatcher
-from runners.runtime import Run
+from runners.runtime import Run, cell_dir_id
 from runners.sysbench import SysbenchWorkload
 from runners.topology import Topology
 from runners.workloads import KINDS, SCHEMA, ClientEnv, Workload, table_ddl, table_name
@@ -209,7 +209,11 @@ class CellRunner:
         try:
             t0 = time.monotonic()
             self.view.phase("starting the topology")
-            run = Run(experiment=self.plan.name)
+            run = Run(
+                cell_dir_id(self.run_id, cell.index),
+                experiment=self.plan.name,
+                meta={"run": self.run_id, "cell": cell.index, "db": str(store.path)},
+            )
             self.topo = Topology.deploy(self.plan, cell, run)
             self.out.timings["topology_ready"] = time.monotonic() - t0
             self.nemesis = Nemesis(self.topo, self._record)
