@@ -83,16 +83,24 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
         return 3
     signal.signal(signal.SIGTERM, _sigterm)
     view = LiveView()
-    outcome = run_plan(plan, store, view, keep=keep)
+    try:
+        outcome = run_plan(plan, store, view, keep=keep)
+    except StoreUnavailable as e:  # the run could not even be created: nothing started
+        return store_failed(db, e, writing=True)
     s = summary(outcome)
     if as_json:
         print(json.dumps(s, indent=2, default=str))
     else:
         render_summary(s, Console())
-        print(
-            f"run {outcome.run_id}: {outcome.status} (exit {outcome.exit_code}); "
-            f"details: lab show {outcome.run_id}"
-        )
+        if outcome.store_error:
+            print(f"run {outcome.run_id}: {outcome.status} (exit {outcome.exit_code})")
+        else:
+            print(
+                f"run {outcome.run_id}: {outcome.status} (exit {outcome.exit_code}); "
+                f"details: lab show {outcome.run_id}"
+            )
+    if outcome.store_error:
+        print(f"Error: {outcome.store_error}", file=sys.stderr)
     return outcome.exit_code
 
 
