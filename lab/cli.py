@@ -54,7 +54,7 @@ def _status(args: argparse.Namespace) -> int:
 def _gc(args: argparse.Namespace) -> int:
     from lab.cli_topology import cmd_gc
 
-    return cmd_gc()
+    return cmd_gc(db=args.db)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -100,16 +100,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_up)
 
     s = sub.add_parser("down", help="tear down a topology started by `lab up`")
-    s.add_argument("run", metavar="RUN", help="run id (a prefix is enough) or 'all'")
+    s.add_argument("run", metavar="RUN", help="run id (any unique prefix) or 'all'")
     s.set_defaults(func=_down)
 
     s = sub.add_parser("status", help="list topologies that are up and their endpoints")
     s.set_defaults(func=_status)
 
-    s = sub.add_parser("gc", help="stop and remove what dead runs left behind")
+    db_help = "results database (default $LAB_HOME/results.db)"
+    s = sub.add_parser(
+        "gc", help="stop and remove what dead runs left behind; mark their runs abandoned"
+    )
+    s.add_argument("--db", default=None, help=db_help)
     s.set_defaults(func=_gc)
 
-    db_help = "results database (default $LAB_HOME/results.db)"
     s = sub.add_parser("run", help="run an experiment and report")
     s.add_argument("file", metavar="FILE")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -122,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_runs)
 
     s = sub.add_parser("show", help="print one stored run")
-    s.add_argument("run", metavar="RUN")
+    s.add_argument("run", metavar="RUN", help="run id (any unique prefix)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--db", default=None, help=db_help)
     s.set_defaults(func=_show)

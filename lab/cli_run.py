@@ -1,21 +1,59 @@
-"""`lab run`, `lab runs`, `lab show`."""
+"""`lab run`, `lab runs`, `lab show`.
+
+A results database that cannot be opened, read or written ends the command with one line,
+``Error: results database <path> is unreadable: <cause>`` (or ``cannot be written``), and
+exit 3; ``lab run`` checks it before any server starts. ``lab runs`` and ``lab show`` first
+mark ``abandoned`` the runs whose lab process is gone (``Store.mark_abandoned``).
+"""
 
 from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import sys
+from pathlib import Path
 from types import FrameType
 
 from rich.console import Console
 from rich.table import Table
 
 from lab.report import render_summary
-from lab.store import RunNotFound, Store, StoreError
+from lab.store import (
+    AmbiguousRun,
+    RunNotFound,
+    Store,
+    StoreError,
+    StoreUnavailable,
+    default_db_path,
+)
+
+EXIT_USAGE, EXIT_INCOMPLETE = 2, 3
 
 
 def _sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
+
+
+def _db_path(db: str | None) -> Path:
+    return Path(db) if db else default_db_path()
+
+
+def store_failed(db: str | Path | None, e: BaseException, writing: bool = False) -> int:
+    """Print the one line saying which database failed and why; exit 3."""
+    path = db if isinstance(db, Path) else _db_path(db)
+    print(f"Error: {StoreUnavailable.of(path, e, writing)}", file=sys.stderr)
+    return EXIT_INCOMPLETE
+
+
+def _mark_abandoned(store: Store) -> None:
+    """Mark runs whose lab process is gone; a database that cannot take the write (read-only,
+    full) is still listed, with a warning."""
+    try:
+        store.mark_abandoned()
+    except (sqlite3.Error, OSError) as e:
+        print(f"warning: {StoreUnavailable.of(store.path, e, writing=True)}; runs whose lab "
+              "process is gone are not marked abandoned", file=sys.stderr)  # fmt: skip
 
 
 def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None = None) -> int:
@@ -33,33 +71,50 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
     plan = load_plan(path)
     print_warnings(plan, path)
     err = Console(stderr=True)
+    try:  # the results database, before any server starts
+        store = Store(_db_path(db))
+        store.check_room()
+    except (StoreError, sqlite3.Error, OSError) as e:
+        return store_failed(db, e)
     try:
         check_components(plan)
     except MissingComponent as e:
         err.print(f"Error: {e}")
         return 3
     signal.signal(signal.SIGTERM, _sigterm)
-    store = Store(db)
     view = LiveView()
-    outcome = run_plan(plan, store, view, keep=keep)
+    try:
+        outcome = run_plan(plan, store, view, keep=keep)
+    except StoreUnavailable as e:  # the run could not even be created: nothing started
+        return store_failed(db, e, writing=True)
     s = summary(outcome)
     if as_json:
         print(json.dumps(s, indent=2, default=str))
     else:
         render_summary(s, Console())
-        print(
-            f"run {outcome.run_id}: {outcome.status} (exit {outcome.exit_code}); "
-            f"details: lab show {outcome.run_id}"
-        )
+        if outcome.store_error:
+            print(f"run {outcome.run_id}: {outcome.status} (exit {outcome.exit_code})")
+        else:
+            print(
+                f"run {outcome.run_id}: {outcome.status} (exit {outcome.exit_code}); "
+                f"details: lab show {outcome.run_id}"
+            )
+    if outcome.store_error:
+        print(f"Error: {outcome.store_error}", file=sys.stderr)
     return outcome.exit_code
 
 
 def cmd_runs(db: str | None = None) -> int:
-    store = Store(db)
+    try:
+        store = Store(_db_path(db))
+        _mark_abandoned(store)
+        runs = store.list_runs()
+    except (StoreError, sqlite3.Error, OSError) as e:
+        return store_failed(db, e)
     table = Table(title=f"runs in {store.path}")
     for col in ("run", "experiment", "started", "status", "exit"):
         table.add_column(col)
-    for r in store.list_runs():
+    for r in runs:
         table.add_row(
             str(r["id"]),
             str(r["experiment"]),
@@ -71,13 +126,35 @@ def cmd_runs(db: str | None = None) -> int:
     return 0
 
 
+def ambiguous(store: Store, e: AmbiguousRun, shown: int = 20) -> str:
+    """The error for a prefix that matches several runs: one line per match (id, experiment,
+    start, status), most recent first."""
+    lines = [f"Error: run id '{e.ref}' is ambiguous: it matches {len(e.matches)} runs "
+             "(give more characters):"]  # fmt: skip
+    for rid in e.matches[:shown]:
+        row = store.conn.execute(
+            "select experiment, started_at, status from runs where id = ?", [rid]
+        ).fetchone()
+        exp, started, status = row or ("?", "?", "?")
+        lines.append(f"  {rid}  {exp}  {started}  {status}")
+    if len(e.matches) > shown:
+        lines.append(f"  ... and {len(e.matches) - shown} more")
+    return "\n".join(lines)
+
+
 def cmd_show(ref: str, db: str | None = None, as_json: bool = False) -> int:
-    store = Store(db)
     try:
+        store = Store(_db_path(db))
+        _mark_abandoned(store)
         s = store.summary(ref)
-    except (RunNotFound, StoreError) as e:
+    except AmbiguousRun as e:
+        print(ambiguous(store, e), file=sys.stderr)
+        return EXIT_USAGE
+    except RunNotFound as e:
         print(f"Error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except (StoreError, sqlite3.Error, OSError) as e:
+        return store_failed(db, e)
     if as_json:
         print(json.dumps(s, indent=2, default=str))
     else:

@@ -1,10 +1,17 @@
-"""`lab up`, `lab down`, `lab status`, `lab gc`: topologies kept up by hand."""
+"""`lab up`, `lab down`, `lab status`, `lab gc`: topologies kept up by hand.
+
+A run has one id everywhere (12 hex digits): `lab runs`, `lab status`, `lab down` and its run
+directory. A `lab run` of several cells has one directory per cell (``<id>``, ``<id>-2`` ...);
+`lab down` takes down every cell of the run a prefix names.
+"""
 
 from __future__ import annotations
 
 import signal
+import sqlite3
 import sys
 import time
+from pathlib import Path
 from types import FrameType
 
 from rich.console import Console
@@ -70,21 +77,33 @@ def cmd_up(path: str, cell: int = 1) -> int:
         run.close()
 
 
-def _find(prefix: str) -> list[runtime.RunInfo]:
+def find_runs(prefix: str) -> list[runtime.RunInfo]:
+    """Run directories whose run id (or directory name) starts with ``prefix``; ``all``: every
+    one."""
     runs = runtime.list_runs()
     if prefix == "all":
         return runs
-    return [r for r in runs if r.id.startswith(prefix)]
+    prefix = prefix.strip()
+    if not prefix:
+        return []
+    return [r for r in runs if r.run.startswith(prefix) or r.id.startswith(prefix)]
 
 
 def cmd_down(prefix: str) -> int:
-    found = _find(prefix)
+    found = find_runs(prefix)
     if not found:
-        err.print(f"Error: no run matches {prefix!r} (see `lab status`)")
+        print(f"Error: no run that is up matches {prefix!r} (see `lab status`)", file=sys.stderr)
         return 2
-    if len(found) > 1 and prefix != "all":
-        err.print(f"Error: {prefix!r} matches {len(found)} runs: "
-                  f"{', '.join(r.id for r in found)}")
+    runs = sorted({r.run for r in found})
+    if len(runs) > 1 and prefix != "all":
+        lines = [f"Error: run id {prefix!r} is ambiguous: it matches {len(runs)} runs "
+                 "(give more characters):"]  # fmt: skip
+        for rid in runs:
+            infos = [i for i in found if i.run == rid]
+            exp = infos[0].meta.get("experiment", "")
+            cells = ", ".join(i.id for i in infos)
+            lines.append(f"  {rid}  {exp}  ({cells})")
+        print("\n".join(lines), file=sys.stderr)
         return 2
     for info in found:
         if runtime.signal_owner(info):
@@ -106,20 +125,47 @@ def cmd_status() -> int:
         print("nothing is up")
         return 0
     table = Table(title="runs on this machine")
-    for col in ("run", "experiment", "state", "owner", "processes", "endpoints"):
+    for col in ("run", "cell", "experiment", "state", "owner", "processes", "endpoints"):
         table.add_column(col, overflow="fold")
     for info in runs:
         live = sum(1 for r in info.records if runtime.alive(r.pid, r.start_time))
         endpoints = info.meta.get("endpoints") or {}
-        eps = ", ".join(f"{k}={v}" for k, v in endpoints.items()) if isinstance(endpoints, dict) else ""
-        table.add_row(info.id, str(info.meta.get("experiment", "")), str(info.meta.get("state", "")),
+        eps = ""
+        if isinstance(endpoints, dict):
+            eps = ", ".join(f"{k}={v}" for k, v in endpoints.items())
+        table.add_row(info.run, str(info.meta.get("cell", "")),
+                      str(info.meta.get("experiment", "")), str(info.meta.get("state", "")),
                       "alive" if info.owner_alive else "dead (lab gc removes it)",
                       f"{live}/{len(info.records)}", eps)
     Console().print(table)
     return 0
 
 
-def cmd_gc() -> int:
-    removed = runtime.gc()
-    print(f"removed {len(removed)} dead run(s)" + (f": {', '.join(removed)}" if removed else ""))
+def cmd_gc(db: str | None = None) -> int:
+    """Stop and remove what dead runs left; then mark ``abandoned`` the runs whose lab process
+    is gone, in the default results database (or ``db``) and in the database each removed run
+    directory names."""
+    from lab.store import Store, StoreError, StoreUnavailable, default_db_path
+
+    removed = runtime.gc_runs()
+    ids = [i.id for i in removed]
+    print(f"removed {len(ids)} dead run(s)" + (f": {', '.join(ids)}" if ids else ""))
+    dbs = [Path(db) if db else default_db_path()]
+    for info in removed:
+        named = info.meta.get("db")
+        if isinstance(named, str) and named and Path(named) not in dbs:
+            dbs.append(Path(named))
+    for p in dbs:
+        try:
+            store = Store.open_existing(p)
+            if store is None:
+                continue
+            with store:
+                marked = store.mark_abandoned()
+        except (StoreError, sqlite3.Error, OSError) as e:
+            print(f"warning: {StoreUnavailable.of(p, e, writing=True)}; runs in it whose lab "
+                  "process is gone are not marked abandoned", file=sys.stderr)  # fmt: skip
+            continue
+        if marked:
+            print(f"marked {len(marked)} run(s) abandoned in {p}: {', '.join(marked)}")
     return 0

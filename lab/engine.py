@@ -4,12 +4,19 @@
 ``run_plan(plan, store, view)`` executes every cell of the plan's matrix one after another, each
 on a fresh topology, and returns a ``RunOutcome``. The history streams to SQLite while the run
 goes; an interrupted run keeps what was recorded and is stored as ``interrupted``.
+
+The run id of the results database names the run directory too (``runtime.cell_dir_id``).
+When the database fails mid-run (a full disk), the cell stops as ``error``, tears down, is
+checked from the history in memory, and the run ends with exit 3; what the database did not
+take goes to the fallback file next to it (``lab.store.fallback_path``), and
+``RunOutcome.store_error`` is the one line saying which file, why, and where things went.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -31,8 +38,14 @@ from lab.expectations import (
     metric_text,
 )
 from lab.history import Op, Sample, fault_windows
-from lab.recorder import Recorder
-from lab.store import Store
+from lab.recorder import Recorder, RecorderError
+from lab.store import (
+    Store,
+    StoreUnavailable,
+    append_fallback,
+    describe_failure,
+    fallback_path,
+)
 from runners.components import MissingComponent
 from runners.errors import ComponentError
 from runners.gtid import (
@@ -45,7 +58,7 @@ from runners.gtid import (
 )
 from runners.mysql import connect
 from runners.replication_watch import ReplicationWatcher
-from runners.runtime import Run
+from runners.runtime import Run, cell_dir_id
 from runners.sysbench import SysbenchWorkload
 from runners.topology import Topology
 from runners.workloads import KINDS, SCHEMA, ClientEnv, Workload, table_ddl, table_name
@@ -84,6 +97,7 @@ class CellOutcome:
     healed: list[str] = field(default_factory=list)
     reports: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the reader must know (not settled)
+    store_error: str | None = None  # the results database failed: which, why, where data went
 
 
 @dataclass
@@ -94,10 +108,19 @@ class RunOutcome:
     status: str = "running"
     exit_code: int = EXIT_INCOMPLETE
     message: str | None = None
+    store_error: str | None = None  # one line: the database, the cause, where things went
 
 
 class Interrupted(Exception):
     pass
+
+
+class StoreFailed(Exception):
+    """The recorder could not write to the results database: the cell stops."""
+
+
+STORE_ERRORS = (sqlite3.Error, OSError)
+STOPPED_FOR_STORE = "stopped: the results database failed"
 
 
 def run_plan(
@@ -108,7 +131,10 @@ def run_plan(
     on_run_id: Callable[[str], None] | None = None,
 ) -> RunOutcome:
     view = view or View()
-    run_id = store.create_run(plan.name, plan.source)
+    try:
+        run_id = store.create_run(plan.name, plan.source)
+    except STORE_ERRORS as e:  # nothing started yet
+        raise StoreUnavailable.of(store.path, e, writing=True) from e
     if on_run_id:
         on_run_id(run_id)
     outcome = RunOutcome(run_id, plan)
@@ -121,8 +147,11 @@ def run_plan(
     except KeyboardInterrupt:
         outcome.status = "interrupted"
     statuses = [c.status for c in outcome.cells]
+    outcome.store_error = next((c.store_error for c in outcome.cells if c.store_error), None)
     if outcome.status == "interrupted" or "interrupted" in statuses:
         outcome.status, outcome.exit_code = "interrupted", EXIT_INCOMPLETE
+    elif outcome.store_error:
+        outcome.status, outcome.exit_code = "error", EXIT_INCOMPLETE
     elif "error" in statuses:
         outcome.status, outcome.exit_code = "error", EXIT_INCOMPLETE
         outcome.message = next(c.error for c in outcome.cells if c.status == "error")
@@ -130,10 +159,41 @@ def run_plan(
         outcome.status, outcome.exit_code = "failed", EXIT_EXPECTATION
     else:
         outcome.status, outcome.exit_code = "passed", EXIT_OK
-    store.finish_run(
-        run_id, outcome.status, outcome.exit_code, summary=summary(outcome), message=outcome.message
-    )
+    if outcome.store_error:
+        outcome.message = outcome.store_error
+    try:
+        store.finish_run(
+            run_id, outcome.status, outcome.exit_code, summary=summary(outcome),
+            message=outcome.message,
+        )  # fmt: skip
+    except STORE_ERRORS as e:
+        _finish_without_store(outcome, store, e)
     return outcome
+
+
+def _finish_without_store(outcome: RunOutcome, store: Store, e: BaseException) -> None:
+    """The database refused the end of the run: the run is an error (exit 3); its summary goes
+    to the fallback file, and ``store_error`` says where it is (or that it is nowhere)."""
+    failed = str(StoreUnavailable.of(store.path, e, writing=True))
+    if outcome.status != "interrupted":
+        outcome.status = "error"
+    outcome.exit_code = EXIT_INCOMPLETE
+    outcome.message = outcome.store_error or failed
+    fb = fallback_path(store.path, outcome.run_id)
+    record = {"kind": "run", "run_id": outcome.run_id, "summary": summary(outcome)}
+    try:
+        append_fallback(fb, [record])
+        where = f"the run's summary is in {fb}"
+    except Exception as fe:  # noqa: BLE001 - said in the message
+        where = (
+            f"the run's summary could not be written to {fb} either "
+            f"({describe_failure(fb, fe)}): the report printed now is all that remains"
+        )
+    if outcome.store_error is None:
+        outcome.store_error = f"{failed}; {where}"
+    else:
+        outcome.store_error = f"{outcome.store_error}; {where}"
+    log.info("%s", outcome.store_error)
 
 
 def summary(outcome: RunOutcome) -> dict[str, Any]:
@@ -195,14 +255,20 @@ class CellRunner:
     # --- the cell, start to end ------------------------------------------------------------
     def run(self) -> CellOutcome:
         store, cell = self.store, self.cell
-        store.create_cell(
-            self.run_id,
-            cell.index,
-            cell.label,
-            variant=cell.variant,
-            sweep=cell.sweep,
-            repeat=cell.repeat,
-        )
+        try:
+            store.create_cell(
+                self.run_id,
+                cell.index,
+                cell.label,
+                variant=cell.variant,
+                sweep=cell.sweep,
+                repeat=cell.repeat,
+            )
+        except STORE_ERRORS as e:  # before any server of this cell starts
+            failed = StoreUnavailable.of(store.path, e, writing=True)
+            self.out.status = "error"
+            self.out.error = self.out.store_error = f"{failed}; cell {cell.index} did not start"
+            return self.out
         self.view.cell_started(self.plan, cell)
         self.recorder = Recorder(store.path, self.run_id, cell.index)
         run: Run | None = None
@@ -210,18 +276,26 @@ class CellRunner:
         try:
             t0 = time.monotonic()
             self.view.phase("starting the topology")
-            run = Run(experiment=self.plan.name)
+            run = Run(
+                cell_dir_id(self.run_id, cell.index),
+                experiment=self.plan.name,
+                meta={"run": self.run_id, "cell": cell.index, "db": str(store.path)},
+            )
             self.topo = Topology.deploy(self.plan, cell, run)
             self.out.timings["topology_ready"] = time.monotonic() - t0
             self.nemesis = Nemesis(self.topo, self._record)
             self.view.phase("preparing tables")
             self._prepare()
+            self._check_store()
             self._load_phase()
             self._after_load()
         except KeyboardInterrupt:
             interrupted = True
             self.out.status = "interrupted"
             self.out.error = "interrupted (Ctrl-C)"
+        except StoreFailed as e:  # the message is completed by _store()
+            self.out.status = "error"
+            self.out.error = str(e)
         except (ComponentError, MissingComponent, ActionFailed) as e:
             self.out.status = "error"
             self.out.error = str(e)
@@ -253,6 +327,14 @@ class CellRunner:
     def _record(self, op: Op) -> Op:
         assert self.recorder is not None
         return self.recorder.record(op)
+
+    def _check_store(self) -> None:
+        """Stop the cell when the recorder could not write to the results database."""
+        rec = self.recorder
+        if rec is not None and rec.error is not None:
+            raise StoreFailed(
+                f"{STOPPED_FOR_STORE}: {describe_failure(self.store.path, rec.error)}"
+            )
 
     # --- preparation ---------------------------------------------------------------------------
     def _writer_node(self) -> str:
@@ -402,6 +484,7 @@ class CellRunner:
             )
             if elapsed >= duration or (all_bounded_done and not timeline and self.workloads):
                 break
+            self._check_store()
             if now - last_tick >= 0.5:
                 counts = self._stats(cursor, now - last_tick)
                 last_tick = now
@@ -824,26 +907,63 @@ class CellRunner:
             s.values.get("tps", 0.0) for s in self.recorder.samples if s.series == "sysbench")))
 
     def _store(self) -> None:
+        """Write the cell's results. When the database failed (the recorder's streaming or
+        these writes), the cell ends as ``error`` with ``store_error`` naming the file, the
+        cause and where the history went; its figures stay in the run's summary."""
         rec = self.recorder
         if rec is None:
             return
-        with contextlib.suppress(Exception):
+        try:
             rec.close()
+        except RecorderError:
+            pass  # rec.failure() says it
+        except Exception:  # noqa: BLE001
+            log.exception("closing the recorder")
         st, rid, idx = self.store, self.run_id, self.cell.index
-        with contextlib.suppress(Exception):
-            st.write_faults(rid, idx, fault_windows(rec.history))
+        failures: list[BaseException] = []
+
+        def write(fn: Callable[..., Any], *args: Any) -> None:
+            try:
+                fn(*args)
+            except STORE_ERRORS as e:
+                failures.append(e)
+            except Exception:  # noqa: BLE001 - a bug: logged, the run goes on
+                log.exception("storing cell %s", idx)
+
+        if rec.error is None:
+            write(st.write_faults, rid, idx, fault_windows(rec.history))
         if self.out.results:
-            with contextlib.suppress(Exception):
-                st.write_measurements(rid, idx, self.out.results)
+            write(st.write_measurements, rid, idx, self.out.results)
         if self.out.expectations:
-            with contextlib.suppress(Exception):
-                st.write_expectations(
-                    rid, idx, self.out.expectations, [e.span.line for e in self.plan.expectations]
-                )
-        with contextlib.suppress(Exception):
-            st.finish_cell(
-                rid, idx, self.out.status, load_start_ns=self.load_start, load_end_ns=self.load_end
-            )
+            write(st.write_expectations, rid, idx, self.out.expectations,
+                  [e.span.line for e in self.plan.expectations])  # fmt: skip
+        if rec.error is not None:
+            failed = StoreUnavailable.of(st.path, rec.error, writing=True)
+            self._store_failed(f"{failed}; cell {idx}: {rec.storage_note()}")
+        elif failures:
+            failed = StoreUnavailable.of(st.path, failures[0], writing=True)
+            self._store_failed(f"{failed}; cell {idx}: its history is stored, its figures are "
+                               "in the run's summary only")  # fmt: skip
+        try:
+            st.finish_cell(rid, idx, self.out.status, load_start_ns=self.load_start,
+                           load_end_ns=self.load_end, error=self.out.error)  # fmt: skip
+        except STORE_ERRORS as e:
+            if self.out.store_error is None:
+                failed = StoreUnavailable.of(st.path, e, writing=True)
+                self._store_failed(f"{failed}; cell {idx}: its end is in the run's summary only")
+        except Exception:  # noqa: BLE001
+            log.exception("storing cell %s", idx)
+
+    def _store_failed(self, text: str) -> None:
+        """The cell ends as ``error`` (``interrupted`` stays) with ``text`` in its error."""
+        prior = self.out.error if self.out.status in ("error", "interrupted") else None
+        if prior is not None and prior.startswith(STOPPED_FOR_STORE):
+            text += "; the cell stopped early: its figures cover the load until then"
+            prior = None
+        self.out.store_error = text
+        self.out.error = f"{prior}; {text}" if prior else text
+        if self.out.status != "interrupted":
+            self.out.status = "error"
 
 
 def _label(ta: TimedAction) -> str:

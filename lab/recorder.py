@@ -7,6 +7,11 @@ pending list out under the lock and writes it to SQLite outside of it, so client
 the disk. ``close()`` flushes what is left, writes the faults table from the history and joins
 the writer.
 
+When the database fails (a full disk, a corrupt file), the recorder keeps the whole history in
+memory as always, sets ``error``, and writes what the database did not take to the fallback file
+next to it (``lab.store.fallback_path``: operations, samples and faults as JSON lines) while it
+can; ``storage_note()`` says where every operation went. The engine stops the cell and says so.
+
 Ops recorded after ``close()`` (a straggling client) stay in memory and are not written.
 With ``db_path=None`` nothing is written anywhere: the in-memory history only (for unit tests
 and for the bench that measures what streaming costs).
@@ -17,6 +22,7 @@ order is time order; ``record(op)`` keeps the time the caller put in the op.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -26,6 +32,18 @@ from types import TracebackType
 from typing import Any
 
 from lab.history import NEMESIS, Op, OpType, Sample, fault_windows
+from lab.store import (
+    OPS_PER_BATCH,
+    Store,
+    StoreUnavailable,
+    append_fallback,
+    describe_failure,
+    fallback_faults_record,
+    fallback_ops_record,
+    fallback_path,
+    fallback_samples_record,
+    now_iso,
+)
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +53,8 @@ WRITE_CHUNK = 500  # operations per JSON batch row (and per transaction)
 
 
 class RecorderError(Exception):
-    """Streaming to SQLite failed; the in-memory history is intact."""
+    """Streaming to SQLite failed; the in-memory history is intact. ``str()`` names the
+    database, the cause and where the operations went."""
 
 
 class Recorder:
@@ -48,8 +67,16 @@ class Recorder:
         batch_interval: float = DEFAULT_BATCH_INTERVAL,
         batch_size: int = DEFAULT_BATCH_SIZE,
         clock: Callable[[], int] = time.monotonic_ns,
+        fallback: str | Path | None = None,
     ) -> None:
+        """``fallback``: where to write what the database does not take (default
+        ``lab.store.fallback_path(db_path, run_id)``)."""
         self.db_path = Path(db_path) if db_path is not None else None
+        self.fallback_path: Path | None = None
+        if fallback is not None:
+            self.fallback_path = Path(fallback)
+        elif self.db_path is not None and str(self.db_path) != ":memory:":
+            self.fallback_path = fallback_path(self.db_path, run_id or "run")
         self.run_id = run_id
         self.cell = cell
         self.batch_interval = batch_interval
@@ -69,6 +96,10 @@ class Recorder:
         self.batches = 0
         self.writer_cpu_s = 0.0  # CPU time the writer thread spent encoding and writing
         self.error: BaseException | None = None
+        self.fallback_ops = 0  # operations written to the fallback file
+        self.fallback_samples = 0
+        self.fallback_error: BaseException | None = None
+        self._fallback_started = False
         self._writer: threading.Thread | None = None
         self._streaming = self.db_path is not None  # False again once closed
         if self.db_path is not None:
@@ -210,16 +241,13 @@ class Recorder:
     # --- the writer -----------------------------------------------------------------------
 
     def _write_loop(self) -> None:
-        from lab.store import Store
-
         assert self.db_path is not None
+        store: Store | None = None
         try:
             store = Store(self.db_path)
         except Exception as e:  # noqa: BLE001 - reported through self.error / close()
-            log.exception("recorder could not open %s", self.db_path)
+            log.info("recorder could not open %s: %s", self.db_path, e)
             self.error = e
-            self._drop_pending()
-            return
         try:
             while True:
                 self._wake.wait(self.batch_interval)
@@ -228,39 +256,122 @@ class Recorder:
                     ops, self._pending_ops = self._pending_ops, []
                     samples, self._pending_samples = self._pending_samples, []
                     stop = self._stop
-                if self.error is None and (ops or samples):
+                if ops or samples:
                     cpu = time.thread_time()
-                    try:
-                        # Small chunks with a yield in between: the GIL is never held long
-                        # enough to delay a client whose round trip just ended.
-                        for k in range(0, len(ops), WRITE_CHUNK):
-                            store.insert_operations(self.run_id, self.cell,
-                                                    ops[k : k + WRITE_CHUNK])  # fmt: skip
-                            self.written_ops += min(WRITE_CHUNK, len(ops) - k)
-                            time.sleep(0)
-                        store.insert_samples(self.run_id, self.cell, samples)
-                        self.written_samples += len(samples)
-                        self.batches += 1
-                    except Exception as e:  # noqa: BLE001
-                        log.exception("recorder could not write to %s", self.db_path)
-                        self.error = e
+                    if store is not None and self.error is None:
+                        ops, samples = self._write(store, ops, samples)
+                    if ops or samples:  # the database failed: what it did not take
+                        self._to_fallback(ops, samples)
                     self.writer_cpu_s += time.thread_time() - cpu
                 if stop:
                     with self._lock:
                         if not self._pending_ops and not self._pending_samples:
                             break
-            if self.error is None:
-                store.write_faults(self.run_id, self.cell, fault_windows(self._ops))
+            faults = fault_windows(self._ops)
+            if store is not None and self.error is None:
+                try:
+                    store.write_faults(self.run_id, self.cell, faults)
+                except Exception as e:  # noqa: BLE001
+                    log.info("recorder could not write the faults to %s: %s", self.db_path, e)
+                    self.error = e
+            if self.error is not None:
+                if not self._fallback_started:  # the faults were the first thing refused
+                    self._to_fallback([], [])
+                if self._fallback_started:
+                    self._append_fallback([fallback_faults_record(self.run_id, self.cell, faults)])
         except Exception as e:  # noqa: BLE001
             log.exception("recorder writer failed")
-            self.error = e
+            if self.error is None:
+                self.error = e
         finally:
-            store.close()
+            if store is not None:
+                store.close()
 
-    def _drop_pending(self) -> None:
+    def _write(
+        self, store: Store, ops: list[Op], samples: list[Sample]
+    ) -> tuple[list[Op], list[Sample]]:
+        """Write to the database; returns what it did not take (nothing when all went well;
+        ``self.error`` is set otherwise)."""
+        k = 0
+        try:
+            # Small chunks with a yield in between: the GIL is never held long
+            # enough to delay a client whose round trip just ended.
+            for k in range(0, len(ops), WRITE_CHUNK):
+                store.insert_operations(self.run_id, self.cell, ops[k : k + WRITE_CHUNK])
+                self.written_ops += min(WRITE_CHUNK, len(ops) - k)
+                time.sleep(0)
+            k = len(ops)
+            store.insert_samples(self.run_id, self.cell, samples)
+            self.written_samples += len(samples)
+            self.batches += 1
+            return [], []
+        except Exception as e:  # noqa: BLE001
+            log.info("recorder could not write to %s: %s", self.db_path, e)
+            self.error = e
+            return ops[k:], samples
+
+    def _to_fallback(self, ops: list[Op], samples: list[Sample]) -> None:
+        records: list[dict[str, Any] | str] = []
+        if not self._fallback_started:
+            records.append({
+                "kind": "store_failed", "run_id": self.run_id, "cell": self.cell,
+                "db": str(self.db_path), "at": now_iso(),
+                "error": describe_failure(self.db_path or "", self.error or Exception()),
+                "first_index": ops[0].index if ops else None,
+            })  # fmt: skip
+        for k in range(0, len(ops), OPS_PER_BATCH):
+            records.append(fallback_ops_record(self.run_id, self.cell, ops[k : k + OPS_PER_BATCH]))
+        if samples:
+            records.append(fallback_samples_record(self.run_id, self.cell, samples))
+        if self._append_fallback(records):
+            self._fallback_started = True
+            self.fallback_ops += len(ops)
+            self.fallback_samples += len(samples)
+
+    def _append_fallback(self, records: list[Any]) -> bool:
+        if self.fallback_path is None or self.fallback_error is not None:
+            return False
+        try:
+            append_fallback(self.fallback_path, records)
+        except Exception as e:  # noqa: BLE001 - said by storage_note(); history in memory
+            log.info("recorder could not write the fallback file %s: %s", self.fallback_path, e)
+            self.fallback_error = e
+            with contextlib.suppress(OSError):  # an empty file would only mislead
+                if self.fallback_path.stat().st_size == 0:
+                    self.fallback_path.unlink()
+            return False
+        return True
+
+    def storage_note(self) -> str:
+        """Where the operations went, for the message of a failed store: how many the
+        database holds, how many the fallback file, how many only this process's memory."""
         with self._lock:
-            self._pending_ops = []
-            self._pending_samples = []
+            total, n_samples = len(self._ops), len(self._samples)
+        parts = [f"{self.written_ops} of {total} operations stored in the database"]
+        if self.fallback_ops:
+            parts.append(f"{self.fallback_ops} in {self.fallback_path}")
+        lost = total - self.written_ops - self.fallback_ops
+        lost_samples = n_samples - self.written_samples - self.fallback_samples
+        if lost > 0 or lost_samples > 0:
+            where = "not stored anywhere"
+            if self.fallback_error is not None:
+                where += f" (the fallback file {self.fallback_path} failed too: " + (
+                    describe_failure(self.fallback_path or "", self.fallback_error) + ")"
+                )
+            what = f"{max(lost, 0)} operations"
+            if lost_samples > 0:
+                what += f" and {lost_samples} samples"
+            parts.append(f"{what} {where}: in this process's memory only")
+        return ", ".join(parts)
+
+    def failure(self) -> str | None:
+        """One line naming the database and the cause and where the history went, or None
+        when streaming went well."""
+        if self.error is None:
+            return None
+        assert self.db_path is not None
+        failed = StoreUnavailable.of(self.db_path, self.error, writing=True)
+        return f"{failed}; {self.storage_note()}"
 
     def flush(self, timeout: float = 30.0) -> None:
         """Wait until every op recorded so far is written (no-op when not streaming)."""
@@ -274,9 +385,7 @@ class Recorder:
                 raise RecorderError(f"flush timed out after {timeout:g}s")
             time.sleep(0.005)
         if self.error is not None:
-            raise RecorderError(f"streaming to {self.db_path} failed: {self.error}") from (
-                self.error
-            )
+            raise RecorderError(self.failure()) from self.error
 
     def close(self, timeout: float = 60.0) -> None:
         """Stop streaming, write what is pending and the faults, join the writer.
@@ -293,9 +402,7 @@ class Recorder:
             if self._writer.is_alive():
                 raise RecorderError(f"the recorder's writer did not finish in {timeout:g}s")
         if self.error is not None:
-            raise RecorderError(f"streaming to {self.db_path} failed: {self.error}") from (
-                self.error
-            )
+            raise RecorderError(self.failure()) from self.error
 
     def __enter__(self) -> Recorder:
         return self

@@ -509,6 +509,8 @@ def render_notes(summary: dict[str, Any], console: Console) -> None:
     """What the reader must know about a cell (its notes) and why a cell could not complete,
     under the tables, in yellow / red (the text alone without colours)."""
     cells = summary.get("cells", [])
+    if summary.get("status") == "abandoned" and summary.get("message"):
+        console.print(f"[red]{escape(str(summary['message']))}[/]")
     for c in cells:
         who = f"cell {c.get('index')}" + (f" ({c['label']})" if c.get("label") else "")
         for note in c.get("notes") or []:

@@ -5,17 +5,24 @@ Schema changes go through ``MIGRATIONS``: each is a function applied once, in ve
 and recorded in the ``migrations`` table; opening a ``Store`` applies what is missing. The
 database runs in WAL mode so that the recorder's writer thread (its own connection) and the
 engine can write while ``lab runs`` reads.
+
+A database that cannot be opened, read or written raises ``StoreUnavailable``, whose text is
+the one line the CLI prints (``results database <path> is unreadable: <cause>``). What a run
+could not write (the disk filled mid-run) goes to a JSON-lines file next to the database
+(``fallback_path``); a run whose ``lab`` process is gone without finishing it (``kill -9``) is
+marked ``abandoned`` by ``mark_abandoned`` (``lab runs``, ``lab gc``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import math
 import os
+import shutil
 import socket
 import sqlite3
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -26,13 +33,16 @@ from typing import TYPE_CHECKING, Any
 import sqlite_utils
 
 from lab.history import FaultWindow, Op, Sample
+from runners import runtime
 
 if TYPE_CHECKING:
     from lab.checkers.base import CheckResult
     from lab.expectations import ExpectationOutcome
 
-RUN_STATUSES = ("running", "passed", "failed", "interrupted", "error")
-CELL_STATUSES = ("running", "passed", "failed", "interrupted", "error", "skipped")
+RUN_STATUSES = ("running", "passed", "failed", "interrupted", "error", "abandoned")
+CELL_STATUSES = ("running", "passed", "failed", "interrupted", "error", "skipped", "abandoned")
+MIN_FREE_BYTES = 16 * 1024 * 1024  # room `lab run` wants next to the database before it starts
+AMBIGUOUS_SHOWN = 20  # matches an ambiguous run id lists
 
 
 def lab_home() -> Path:
@@ -46,7 +56,8 @@ def default_db_path() -> Path:
 
 
 def new_run_id() -> str:
-    return uuid.uuid4().hex[:12]
+    """12 hex digits; the same generator names run directories (one id everywhere)."""
+    return runtime.new_run_id()
 
 
 def now_iso() -> str:
@@ -73,11 +84,143 @@ class RunNotFound(StoreError):
 
 
 class AmbiguousRun(StoreError):
+    """``matches``: the ids the prefix matches, most recent first."""
+
     def __init__(self, ref: str, matches: Sequence[str]) -> None:
-        shown = ", ".join(matches[:5]) + (" ..." if len(matches) > 5 else "")
-        super().__init__(f"run id '{ref}' is ambiguous: {shown}; give more characters")
+        shown = ", ".join(matches[:AMBIGUOUS_SHOWN])
+        more = len(matches) - AMBIGUOUS_SHOWN
+        if more > 0:
+            shown += f" and {more} more"
+        super().__init__(
+            f"run id '{ref}' is ambiguous: it matches {len(matches)} runs: {shown}; "
+            "give more characters"
+        )
         self.ref = ref
         self.matches = list(matches)
+
+
+class StoreUnavailable(StoreError):
+    """The results database cannot be opened, read or written. ``str()`` is one line:
+    ``results database <path> is unreadable: <cause>`` (or ``cannot be written: <cause>``)."""
+
+    def __init__(self, path: str | Path, cause: str, verb: str = "is unreadable") -> None:
+        super().__init__(f"results database {path} {verb}: {cause}")
+        self.path = Path(path)
+        self.cause = cause
+        self.verb = verb
+
+    @classmethod
+    def of(cls, path: str | Path, e: BaseException, writing: bool = False) -> StoreUnavailable:
+        """From the exception sqlite3 or the file system raised. ``writing``: what the caller
+        was doing when the cause does not say (a corrupt file is unreadable either way, a full
+        disk is never)."""
+        if isinstance(e, StoreUnavailable):
+            return e
+        return cls(path, describe_failure(path, e), _verb(e, writing))
+
+
+_UNREADABLE = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
+_UNWRITABLE = ("SQLITE_FULL", "SQLITE_READONLY")
+
+
+def _verb(e: BaseException, writing: bool) -> str:
+    name = str(getattr(e, "sqlite_errorname", "") or "")
+    if name.startswith(_UNREADABLE):
+        return "is unreadable"
+    if name.startswith(_UNWRITABLE) or _errno(e) in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+        return "cannot be written"
+    if name.startswith("SQLITE_CANTOPEN"):
+        return "cannot be opened"
+    if isinstance(e, sqlite3.DatabaseError) and not isinstance(e, sqlite3.OperationalError):
+        return "is unreadable"
+    return "cannot be written" if writing else "cannot be opened"
+
+
+def _errno(e: BaseException) -> int | None:
+    return e.errno if isinstance(e, OSError) else None
+
+
+def describe_failure(path: str | Path, e: BaseException) -> str:
+    """The cause in a few words: sqlite3's message or the system's; a full disk says how much
+    room is left where the database lives."""
+    if isinstance(e, OSError) and e.strerror:
+        text = e.strerror + (f" ({e.filename})" if e.filename else "")
+    else:
+        text = str(e) or type(e).__name__
+    name = str(getattr(e, "sqlite_errorname", "") or "")
+    if name.startswith("SQLITE_FULL") or _errno(e) in (errno.ENOSPC, errno.EDQUOT):
+        free = free_bytes(path)
+        if free is not None:
+            text += f" ({format_bytes(free)} free on its file system)"
+    return text
+
+
+def free_bytes(path: str | Path) -> int | None:
+    """Free bytes on the file system that holds ``path`` (or its nearest existing parent)."""
+    p = Path(path)
+    for d in (p, *p.parents):
+        if d.exists():
+            try:
+                return shutil.disk_usage(d).free
+            except OSError:
+                return None
+    return None
+
+
+def format_bytes(n: int) -> str:
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
+
+
+# --- the fallback file: what could not be written to the database ---------------------------
+
+
+def fallback_path(db_path: str | Path, run_id: str) -> Path:
+    """``<db>.<run id>.fallback.jsonl`` next to the database: what a run could not write there
+    (docs/results.md, "When the results database fails")."""
+    p = Path(db_path)
+    return p.with_name(f"{p.name}.{run_id}.fallback.jsonl")
+
+
+def append_fallback(path: str | Path, records: Iterable[Mapping[str, Any] | str]) -> None:
+    """Append JSON lines (a mapping is encoded, a string is written as it is) and flush them
+    to the disk: an ``OSError`` here means they are not there."""
+    with open(path, "a", encoding="utf-8") as f:
+        for r in records:
+            f.write((r if isinstance(r, str) else json.dumps(_clean(r), default=str)) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_fallback(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a fallback file (a torn last line, from a kill, is left out)."""
+    out: list[dict[str, Any]] = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def fallback_ops_record(run_id: str, cell: int, ops: Sequence[Op]) -> str:
+    """One fallback line holding operations, in the ``operation_batches.ops`` format."""
+    head = json.dumps({"kind": "operations", "run_id": run_id, "cell": cell})
+    return head[:-1] + ', "ops": ' + encode_ops(ops) + "}"
+
+
+def fallback_samples_record(run_id: str, cell: int, samples: Sequence[Sample]) -> dict[str, Any]:
+    return {"kind": "samples", "run_id": run_id, "cell": cell,
+            "samples": [[s.series, s.subject, s.time, s.values] for s in samples]}  # fmt: skip
+
+
+def fallback_faults_record(run_id: str, cell: int, faults: Iterable[FaultWindow]) -> dict[str, Any]:
+    return {"kind": "faults", "run_id": run_id, "cell": cell,
+            "faults": [{"name": f.name, "node": f.node, "start_ns": f.start, "end_ns": f.end,
+                        "ok": f.ok, "detail": f.detail, "error_msg": f.error_msg}
+                       for f in faults]}  # fmt: skip
 
 
 # --- value encoding -----------------------------------------------------------------------
@@ -296,6 +439,12 @@ def _m4_operation_batches(db: sqlite_utils.Database) -> None:
     db.execute(_OPERATIONS_VIEW)
 
 
+@migration(5, "runs.owner_pid, runs.owner_start: the lab process that runs it (abandoned runs)")
+def _m5_run_owner(db: sqlite_utils.Database) -> None:
+    db.table("runs").add_column("owner_pid", int)
+    db.table("runs").add_column("owner_start", int)
+
+
 _OPERATIONS_VIEW = """
 create view operations as
 select b.run_id as run_id, b.cell as cell,
@@ -338,18 +487,48 @@ def migrate(db: sqlite_utils.Database) -> list[int]:
 
 
 class Store:
+    """The results database. Opening it applies the missing migrations; a file that is not a
+    database, a corrupt one, or one that cannot be created or migrated (a full disk, no
+    permission) raises ``StoreUnavailable``."""
+
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_db_path()
-        if str(self.path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(self.path), timeout=30.0)
-        conn.execute("pragma busy_timeout = 30000")
-        if str(self.path) != ":memory:":
-            conn.execute("pragma journal_mode = wal")
-        conn.execute("pragma synchronous = normal")
-        conn.execute("pragma foreign_keys = on")
-        self.db = sqlite_utils.Database(conn)
-        self.migrated = migrate(self.db)
+        conn: sqlite3.Connection | None = None
+        try:
+            if str(self.path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.path), timeout=30.0)
+            conn.execute("pragma busy_timeout = 30000")
+            if str(self.path) != ":memory:":
+                conn.execute("pragma journal_mode = wal")
+            conn.execute("pragma synchronous = normal")
+            conn.execute("pragma foreign_keys = on")
+            self.db = sqlite_utils.Database(conn)
+            self.migrated = migrate(self.db)
+        except (sqlite3.Error, OSError) as e:
+            if conn is not None:
+                conn.close()
+            raise StoreUnavailable.of(self.path, e) from e
+
+    @classmethod
+    def open_existing(cls, path: str | Path | None = None) -> Store | None:
+        """The database when its file exists (None otherwise: nothing is created)."""
+        p = Path(path) if path is not None else default_db_path()
+        return cls(p) if p.exists() else None
+
+    def check_room(self, need: int = MIN_FREE_BYTES) -> None:
+        """Raise ``StoreUnavailable`` when the file system of the database has less than
+        ``need`` bytes free: ``lab run`` checks this before any server starts."""
+        if str(self.path) == ":memory:":
+            return
+        free = free_bytes(self.path)
+        if free is not None and free < need:
+            raise StoreUnavailable(
+                self.path,
+                f"only {format_bytes(free)} free on its file system; a run needs "
+                f"{format_bytes(need)} at least",
+                "cannot be written",
+            )
 
     def close(self) -> None:
         self.db.close()
@@ -380,13 +559,18 @@ class Store:
         host: str | None = None,
         version: str | None = None,
         started_at: str | None = None,
+        owner: tuple[int, int | None] | None = None,
     ) -> str:
+        """``owner``: (pid, start time) of the lab process that runs it, this one by default:
+        when it is gone and the run is still ``running``, ``mark_abandoned`` says so."""
         rid = run_id or new_run_id()
+        pid, start = owner or runtime.owner_identity()
         with self.conn:
             self.db.table("runs").insert({
                 "id": rid, "experiment": experiment, "source": source,
                 "started_at": started_at or now_iso(), "status": "running",
                 "host": host or socket.gethostname(), "lab_version": version or lab_version(),
+                "owner_pid": pid, "owner_start": start,
             })  # fmt: skip
         return rid
 
@@ -407,6 +591,48 @@ class Store:
                 "status": status, "exit_code": exit_code, "message": message,
                 "summary": _json(_clean(summary)), "ended_at": ended_at or now_iso(),
             })  # fmt: skip
+
+    def abandoned_runs(self) -> list[tuple[str, int]]:
+        """``(run id, owner pid)`` of every run still ``running`` whose lab process is gone:
+        same host, and no process with its pid and start time. A run of another host, or one
+        stored before owners were recorded, cannot be judged and stays ``running``."""
+        host = socket.gethostname()
+        rows = self.conn.execute(
+            "select id, owner_pid, owner_start, host from runs "
+            "where status = 'running' and owner_pid is not null"
+        ).fetchall()
+        return [
+            (str(rid), int(pid))
+            for rid, pid, start, h in rows
+            if h == host and not runtime.alive(int(pid), None if start is None else int(start))
+        ]
+
+    def mark_abandoned(self) -> list[str]:
+        """Mark ``abandoned`` every run whose lab process is gone without finishing it (and
+        its cells still ``running``); what they recorded stays. Returns their ids."""
+        marked: list[str] = []
+        for rid, pid in self.abandoned_runs():
+            msg = (
+                f"abandoned: the lab process that ran it (pid {pid}) is gone without finishing "
+                f"it (killed, e.g. kill -9, or the machine stopped); noticed at {now_iso()}; "
+                "what it recorded is kept"
+            )
+            fb = fallback_path(self.path, rid)
+            if str(self.path) != ":memory:" and fb.exists():
+                msg += f"; what it could not store here is in {fb}"
+            with self.conn:
+                cur = self.conn.execute(
+                    "update runs set status = 'abandoned', message = ? "
+                    "where id = ? and status = 'running'",
+                    [msg, rid],
+                )
+                self.conn.execute(
+                    "update cells set status = 'abandoned' where run_id = ? and status = 'running'",
+                    [rid],
+                )
+            if cur.rowcount:
+                marked.append(rid)
+        return marked
 
     def list_runs(
         self, limit: int | None = 50, experiment: str | None = None

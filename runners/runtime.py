@@ -1,7 +1,9 @@
 """Where a run lives and what it started: run directories, port blocks, process bookkeeping.
 
-Every run gets a short id, a directory ``$LAB_RUNTIME/<id>`` (default ``/tmp/rcl-<uid>``: short,
-because Unix socket paths must stay under 108 bytes) and a block of 100 loopback ports claimed
+Every run gets an id of 12 hex digits (``new_run_id``: the same id in the results database, the
+run directory and every command), a directory ``$LAB_RUNTIME/<id>`` (``<id>-<cell>`` for the
+second and later cells of a matrix; default root ``/tmp/rcl-<uid>``: short, because Unix socket
+paths must stay under 108 bytes) and a block of 100 loopback ports claimed
 with an exclusive file, so two runs at once never collide. Every process the lab starts, or that
 a tool it calls (dbdeployer, mysqld_safe) starts, is recorded in ``processes.json`` with its pid,
 its start time (to survive pid reuse) and the run id. ``lab gc`` stops and removes what dead
@@ -23,7 +25,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -33,6 +35,19 @@ PORT_FIRST = 23000
 PORT_LAST = 60000
 BLOCK = 100
 PR_SET_CHILD_SUBREAPER = 36
+RUN_ID_HEX = 12  # hex digits of a run id
+
+
+def new_run_id() -> str:
+    """A fresh run id: 12 hex digits. ``lab run`` stores it in the results database and names
+    the run directory with it; ``lab up`` uses one of the same form."""
+    return secrets.token_hex(RUN_ID_HEX // 2)
+
+
+def cell_dir_id(run_id: str, cell: int) -> str:
+    """The run directory of a cell: the run id for the first cell, ``<id>-<cell>`` for the
+    others (a kept cell's directory stays while the next one starts)."""
+    return run_id if cell <= 1 else f"{run_id}-{cell}"
 
 
 def runtime_root() -> Path:
@@ -76,6 +91,13 @@ def proc_state(pid: int) -> str | None:
     except OSError:
         return None
     return data[data.rindex(")") + 2]
+
+
+def owner_identity(pid: int | None = None) -> tuple[int, int | None]:
+    """``(pid, start time)`` of a process (this one by default): what tells later whether it
+    still runs, even once the pid is reused (``alive(pid, start_time)``)."""
+    pid = os.getpid() if pid is None else pid
+    return pid, proc_start_time(pid)
 
 
 def alive(pid: int, start_time: int | None = None) -> bool:
@@ -152,16 +174,23 @@ class PortLayout:
 class Run:
     """One run's directory, ports and processes. Use as a context manager or call close()."""
 
-    def __init__(self, run_id: str | None = None, experiment: str = "") -> None:
+    def __init__(
+        self,
+        run_id: str | None = None,
+        experiment: str = "",
+        meta: Mapping[str, object] | None = None,
+    ) -> None:
+        """``meta``: more to keep in ``run.json``; the engine passes ``run`` (the results
+        database's run id), ``cell`` and ``db`` (the database's path, for ``lab gc``)."""
         become_subreaper()
-        self.id = run_id or secrets.token_hex(4)
+        self.id = run_id or new_run_id()
         self.dir = runtime_root() / self.id
         self.dir.mkdir(parents=True, exist_ok=False)
         self.experiment = experiment
         self.owner_pid = os.getpid()
         self.base_port = self._claim_ports()
         self.ports = PortLayout(self.base_port)
-        self._write_meta(state="starting")
+        self._write_meta(state="starting", **dict(meta or {}))
         self._records: list[ProcessRecord] = []
         self._lock = threading.Lock()  # nodes restart in threads: no lost records
 
@@ -317,6 +346,13 @@ class RunInfo:
     records: list[ProcessRecord]
 
     @property
+    def run(self) -> str:
+        """The run this directory belongs to: the results database's run id (``lab run``), or
+        the directory's own id (``lab up``)."""
+        r = self.meta.get("run")
+        return r if isinstance(r, str) and r else self.id
+
+    @property
     def owner_alive(self) -> bool:
         pid = self.meta.get("owner_pid")
         start = self.meta.get("owner_start")
@@ -341,7 +377,13 @@ def list_runs() -> list[RunInfo]:
 
 def gc(include_live: bool = False) -> list[str]:
     """Stop and remove runs whose owning lab process is gone. Returns the ids removed."""
-    removed: list[str] = []
+    return [info.id for info in gc_runs(include_live)]
+
+
+def gc_runs(include_live: bool = False) -> list[RunInfo]:
+    """``gc``, returning what was removed (``meta`` names the results database and run id
+    of a ``lab run``: ``lab gc`` marks that run abandoned there)."""
+    removed: list[RunInfo] = []
     for info in list_runs():
         if info.owner_alive and not include_live:
             continue
@@ -352,7 +394,7 @@ def gc(include_live: bool = False) -> list[str]:
             if json.loads(claim.read_text()).get("run_id") == info.id:
                 claim.unlink()
         shutil.rmtree(info.dir, ignore_errors=True)
-        removed.append(info.id)
+        removed.append(info)
     return removed
 
 
