@@ -33,7 +33,7 @@ def _up(tmp_path: Path) -> tuple[subprocess.Popen[str], str, str]:
         if "Stop with Ctrl-C" in line:
             break
     text = "".join(lines)
-    m = re.search(r"run ([0-9a-f]{8})", text)
+    m = re.search(r"run ([0-9a-f]{12})", text)
     assert m and "router.writer" in text, text
     return proc, m.group(1), text
 
