@@ -228,6 +228,7 @@ PROVIDER_VALUE = re.compile(r"[A-Za-z0-9_.:/+@%*~^,\-]+")
 # Keys whose value depends on the machine or the run, added by the runners (never in a plan).
 RUNTIME: dict[str, str] = {
     "user": "the OS user (mysql when the lab runs as root)",
+    "basedir": "where the server is installed (dbdeployer writes it for its sandboxes)",
     "wsrep_provider": "the Galera provider found on the machine",
     "wsrep_sst_auth": "the state-transfer credentials generated for the run",
 }
