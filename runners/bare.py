@@ -27,7 +27,7 @@ import MySQLdb
 
 from dsl.owned import NODE_DIR_PATHS, RUNTIME
 from dsl.plan import PlannedNode
-from runners.components import galera_provider, require
+from runners.components import SPEC_BY_NAME, galera_provider, require
 from runners.errors import ComponentError
 from runners.mysql import Address, Credentials, execute_all, wait_until
 from runners.node import ProcessNode
@@ -160,7 +160,7 @@ class GaleraCluster:
         provider = galera_provider()
         if provider is None:
             raise ComponentError("galera", "no Galera provider (libgalera_smm.so): "
-                                 "apt-get install -y galera-4")
+                                 + SPEC_BY_NAME["galera"].how_to_get)
         self.provider = provider
         self.mariadbd = require("mariadbd")
         require("rsync")

@@ -146,7 +146,7 @@ def sandbox_binary(engine_flavor: str, version: str | None) -> tuple[Path, str]:
     if engine_flavor != "mariadb":
         raise ComponentError(
             "dbdeployer", f"engine {engine_flavor} needs its tarball unpacked under a directory "
-            f"named by LAB_SANDBOX_BINARY (this machine has only Debian's MariaDB)")
+            f"named by LAB_SANDBOX_BINARY (without it the lab runs the system's MariaDB only)")
     root, found = debian_basedir()
     if version and not found.startswith(version):
         raise ComponentError("mariadbd", f"the experiment asks for MariaDB {version}, this "

@@ -124,7 +124,7 @@ class Topology:
                                self.repl, repl_ports)
             for node in pair.deploy():
                 self.nodes[node.name] = node
-        else:  # mongodb_replset: supported, not exercised on this machine kind
+        else:  # mongodb_replset: never run on the project's build machine (README)
             from runners.mongo import MongoReplicaSet
 
             rs = MongoReplicaSet(self.run, [n.name for n in self.cell.nodes], self.plan.engine,
@@ -293,7 +293,7 @@ class Topology:
         extra = list(self.nodes) if self.plan.topology == "replication" else \
             sorted(self.promote_targets())
         writers = list(dict.fromkeys([*r.writers, *extra]))
-        if r.kind == "proxysql":  # supported, not exercised on this machine kind
+        if r.kind == "proxysql":  # never run on the project's build machine (README)
             from runners.proxysql import mode_for, monitor_user_setup
 
             flavor = "mariadb" if self.plan.engine.flavor == "mariadb" else "mysql"
