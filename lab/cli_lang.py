@@ -302,13 +302,17 @@ def _config_table(nodes: list[PlannedNode], title: str) -> Table:
     """One row per setting, one column per node: the effective server config, and where each
     value comes from."""
     table = _table(title, "setting", "from", *(n.name for n in nodes))
+    for column in table.columns:
+        column.overflow = "fold"  # a narrow terminal wraps values, never cuts them
+    table.columns[0].no_wrap = True  # setting names stay whole
     table.caption = CONFIG_CAPTION.format(runtime=", ".join(sorted(RUNTIME)))
     table.caption_justify = "left"
     keys: dict[str, None] = {}
     for n in nodes:
         keys.update(dict.fromkeys(n.config))
     for key in keys:
-        _row(table, key, _origin(key, nodes), *(n.config.get(key, "-") for n in nodes))
+        values = (n.config.get(key, "-").replace("; ", ";\n") for n in nodes)  # Galera's
+        _row(table, key, _origin(key, nodes), *values)
     return table
 
 
