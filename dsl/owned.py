@@ -6,7 +6,7 @@ with the reason; never dropped. Every setting the lab has an opinion about is he
 
 * ``SET_BY_LAB``: the lab gives every node its value (ports, ids, paths, the Galera wiring,
   roles); a file that sets one is refused, the hint says why. ``dsl.compile`` puts the lab's
-  values into each node's effective config (``lab plan`` marks them ``(lab)``), except the
+  values into each node's effective config (``lab plan`` marks them ``lab``), except the
   few that depend on the machine or the run (``RUNTIME``: the OS user, where the server and
   the Galera provider are installed, generated credentials), which the runners add.
 * ``OUTSIDE_RUN``: settings that make the server read, write or run something on the host
