@@ -8,13 +8,19 @@ Ports (offsets from the plan's ``base_port``; the runtime picks a free base per 
     (the rest of the block of 100: toxiproxy links, Galera ports, role agents, toxiproxy
     API; the same layout as runners.runtime.PortLayout, see docs/topologies.md)
 
-Server ids are the node's index (1, 2, ...). Effective server config of a node, each layer
-overriding the one before::
+Server ids are 100 x the node's index (100, 200, ...: dbdeployer's numbering, which every
+topology uses). Effective server config of a node, each layer overriding the one before::
 
-    built-in defaults (small footprint + what the role needs)
+    the lab's defaults (small footprint + what the role needs)
     < experiment ``config { }``  < topology ``config { }``
     < per-node ``config NODE { }`` (experiment, then topology)
     < the cell's ``variant``  < the cell's ``vary config`` values
+    < the lab's own settings (``dsl.owned``: ids, ports, paths, Galera wiring; a valid file
+      never sets them; ``wsrep_provider_options`` is merged)
+
+The last layer and the defaults are merged in one place, ``for_base_port``, which the runtime
+calls again with the run's base port: the runners start what the plan says. Each value's
+origin (lab, default, file) is kept in ``PlannedNode.origins``.
 
 The matrix is variants x sweep values x repeats, in that nesting order (repeats innermost);
 a cell's label reads like ``a2 threads=4 #2``.
@@ -53,15 +59,17 @@ from dsl.models import (
     Variant,
     Workload,
 )
+from dsl.owned import PROVIDER_KEY, merge_provider_options, normal_key
 from dsl.plan import (
     DEFAULT_BASE_PORT,
     Cell,
+    Origin,
     Plan,
     PlannedNode,
     PlannedRouter,
     PlannedWorkload,
 )
-from dsl.validate import NodeInfo, normal_key, topology_nodes, validate
+from dsl.validate import NodeInfo, topology_nodes, validate
 
 NODE_PORT_STRIDE = 1
 ROUTER_WRITER_OFFSET = 90
@@ -71,6 +79,15 @@ DEFAULT_PROBE_EVERY = 0.01  # seconds between two operations of one probe client
 DEFAULT_SYSBENCH_THREADS = 1
 DEFAULT_SYSBENCH_TABLES = 1
 DEFAULT_SYSBENCH_TABLE_SIZE = 10000
+
+SERVER_ID_STEP = 100  # node i has server id 100*i: dbdeployer's numbering (runners.sandbox)
+# Ports inside the run's block (runners.runtime.PortLayout, docs/topologies.md)
+GALERA_GROUP_OFFSET = 40
+GALERA_IST_OFFSET = 50
+GALERA_SST_OFFSET = 60
+LOOPBACK = "127.0.0.1"
+BINLOG_BASENAME = "mysql-bin"
+RELAY_BASENAME = "mysql-relay"  # dbdeployer's name; the lab's two primaries use it too
 
 MYSQL_DEFAULTS: dict[str, str] = {
     "innodb_buffer_pool_size": "64M",
@@ -82,20 +99,28 @@ MYSQL_DEFAULTS: dict[str, str] = {
 MONGO_DEFAULTS: dict[str, str] = {
     "storage.wiredTiger.engineConfig.cacheSizeGB": "0.25",
 }
-# The lab owns server ids, binary/relay log names and where nodes listen (runners.topology
-# MANAGED): they are not part of the config a file can set or a plan shows.
 BINLOG_DEFAULTS: dict[str, str] = {
+    "log_bin": BINLOG_BASENAME,
     "binlog_format": "ROW",
     "log_slave_updates": "ON",
     "sync_binlog": "1",
 }
 GALERA_DEFAULTS: dict[str, str] = {
     "wsrep_on": "ON",
+    "log_bin": BINLOG_BASENAME,
     "binlog_format": "ROW",
+    "log_slave_updates": "ON",
     "innodb_autoinc_lock_mode": "2",
     "default_storage_engine": "InnoDB",
     "wsrep_sst_method": "rsync",
+    "gtid_domain_id": "1",
+    "skip_name_resolve": "ON",
 }
+SANDBOX_KINDS = ("replication", "single")  # made by dbdeployer; the others by the lab
+
+
+def server_id(index: int) -> int:
+    return SERVER_ID_STEP * index
 
 
 def _version_tuple(version: str | None) -> tuple[int, ...]:
@@ -104,35 +129,177 @@ def _version_tuple(version: str | None) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
-def builtin_config(exp: Experiment, node: NodeInfo, index: int) -> dict[str, str]:
-    """The lab's defaults for one node: small, and what its role needs."""
-    t = exp.topology
-    flavor, version = t.engine.flavor, _version_tuple(t.engine.version)
-    if t.kind == "mongodb_replset":
+def builtin_config(plan: Plan, node: PlannedNode, count: int) -> dict[str, str]:
+    """The lab's defaults for one node (a file overrides them): small, and what its role
+    needs."""
+    flavor, version = plan.engine.flavor, _version_tuple(plan.engine.version)
+    if plan.topology == "mongodb_replset":
         return dict(MONGO_DEFAULTS)
     config = dict(MYSQL_DEFAULTS)
     mysql_like = flavor in ("mysql", "percona")
-    if isinstance(t, ReplicationTopology | PrimaryPrimaryTopology):
+    if plan.topology in ("replication", "primary_primary"):
         config.update(BINLOG_DEFAULTS)
-        if mysql_like and (isinstance(t, PrimaryPrimaryTopology) or t.mode == "gtid"):
+        if mysql_like and plan.replication_mode == "gtid":
             config.update({"gtid_mode": "ON", "enforce_gtid_consistency": "ON"})
-    if isinstance(t, PrimaryPrimaryTopology):
+    if plan.topology == "primary_primary":
+        config["skip_name_resolve"] = "ON"
         if flavor == "mariadb":
-            config["gtid_domain_id"] = str(index)  # one GTID domain per writer
-        if t.auto_increment_offsets:
-            config["auto_increment_increment"] = str(len(t.nodes))
-            config["auto_increment_offset"] = str(index)
-    if isinstance(t, ReplicationTopology):
-        if t.crash_safe:
+            config["gtid_domain_id"] = str(node.index)  # one GTID domain per writer
+        if plan.auto_increment_offsets:
+            config["auto_increment_increment"] = str(count)
+            config["auto_increment_offset"] = str(node.index)
+    if plan.topology == "replication":
+        if plan.crash_safe:
             config["relay_log_recovery"] = "ON"
             if mysql_like and version < (8, 0, 23):
                 config["master_info_repository"] = "TABLE"
                 config["relay_log_info_repository"] = "TABLE"
-        if t.semi_sync:
+        if plan.semi_sync:
             config.update(_semi_sync(flavor, version, node.role))
-    if t.kind == "galera":
+    if plan.topology == "galera":
         config.update(GALERA_DEFAULTS)
+        config["wsrep_cluster_name"] = plan.name
     return config
+
+
+def lab_config(plan: Plan, node: PlannedNode, nodes: list[PlannedNode]) -> dict[str, str]:
+    """What the lab sets and a file cannot (``dsl.owned.SET_BY_LAB``), for the plan's base
+    port. Paths are relative to the node's directory in the run; the keys of
+    ``dsl.owned.RUNTIME`` (machine and run) are added by the runners."""
+    if plan.topology == "mongodb_replset":
+        return {}  # runners.mongo sets where members listen and keep their files (argv)
+    port = plan.base_port + node.port_offset
+    config = {
+        "server_id": str(server_id(node.index)),
+        "port": str(port),
+        "bind_address": LOOPBACK,
+        "loose_getopt_prefix_matching": "OFF",
+    }
+    if plan.topology in SANDBOX_KINDS:  # what dbdeployer writes into my.sandbox.cnf
+        config.update(
+            {
+                "datadir": "data",
+                "tmpdir": "tmp",
+                "socket": f"data/mysql_sandbox{port}.sock",
+                "pid_file": f"data/mysql_sandbox{port}.pid",
+                "log_error": "data/msandbox.err",
+                "report_port": str(port),
+            }
+        )
+    else:
+        config.update(
+            {
+                "datadir": "data",
+                "tmpdir": "tmp",
+                "socket": "mysqld.sock",
+                "pid_file": "mysqld.pid",
+                "log_error": "error.log",
+            }
+        )
+    if plan.topology in ("replication", "primary_primary"):
+        config["relay_log"] = RELAY_BASENAME
+        config["relay_log_index"] = RELAY_BASENAME
+    if plan.topology == "replication" and node.role == "replica":
+        config["read_only"] = "ON"
+    if plan.topology == "galera":
+        group = [f"{LOOPBACK}:{_galera_port(plan, GALERA_GROUP_OFFSET, n)}" for n in nodes]
+        config.update(
+            {
+                "wsrep_cluster_address": "gcomm://" + ",".join(group),
+                "wsrep_node_name": node.name,
+                "wsrep_node_address": f"{LOOPBACK}:{_galera_port(plan, GALERA_GROUP_OFFSET, node)}",
+                "wsrep_sst_receive_address": (
+                    f"{LOOPBACK}:{_galera_port(plan, GALERA_SST_OFFSET, node)}"
+                ),
+            }
+        )
+    return config
+
+
+def _galera_port(plan: Plan, offset: int, node: PlannedNode) -> int:
+    return plan.base_port + offset + node.index
+
+
+def provider_needed(plan: Plan, node: PlannedNode) -> dict[str, str]:
+    """The Galera provider options the lab needs (``dsl.owned.PROVIDER_NEEDED``)."""
+    if plan.topology != "galera":
+        return {}
+    return {
+        "gmcast.listen_addr": f"tcp://{LOOPBACK}:{_galera_port(plan, GALERA_GROUP_OFFSET, node)}",
+        "ist.recv_addr": f"{LOOPBACK}:{_galera_port(plan, GALERA_IST_OFFSET, node)}",
+    }
+
+
+def _find(config: Mapping[str, str], key: str, mysql: bool) -> str | None:
+    if not mysql:
+        return key if key in config else None
+    return next((k for k in config if normal_key(k) == normal_key(key)), None)
+
+
+def _with_lab_settings(plan: Plan, node: PlannedNode, nodes: list[PlannedNode]) -> PlannedNode:
+    mysql = plan.topology != "mongodb_replset"
+    own = dict(node.config)  # the file's settings, and the lab's from an earlier pass
+    origins: dict[str, Origin] = {}
+    out: dict[str, str] = {}
+    for key, value in lab_config(plan, node, nodes).items():
+        old = _find(own, key, mysql)
+        if old is not None:
+            del own[old]
+        out[key] = value
+        origins[key] = "lab"
+    for key, value in builtin_config(plan, node, len(nodes)).items():
+        old = _find(own, key, mysql)
+        if old is None:
+            out[key] = value
+            origins[key] = "default"
+        else:
+            out[old] = own.pop(old)
+            if node.origins.get(old) == "default":
+                origins[old] = "default"
+    needed = provider_needed(plan, node)
+    for key, value in own.items():
+        if needed and normal_key(key) == PROVIDER_KEY:
+            continue
+        out[key] = value
+        if key in node.origins and node.origins[key] != "lab+file":
+            origins[key] = node.origins[key]
+    if needed:
+        old = _find(node.config, PROVIDER_KEY, mysql)
+        from_file = old is not None and node.origins.get(old) in (None, "lab+file")
+        value = merge_provider_options(needed, node.config[old] if from_file and old else None)
+        out[PROVIDER_KEY] = value
+        origins[PROVIDER_KEY] = "lab+file" if from_file else "lab"
+    return node.model_copy(
+        update={
+            "server_id": server_id(node.index),
+            "port": plan.base_port + node.port_offset,
+            "config": out,
+            "origins": origins,
+        }
+    )
+
+
+def for_base_port(plan: Plan, base_port: int | None = None) -> Plan:
+    """The plan with the lab's own settings merged into every node's config, for a base port
+    (default: the plan's). The one place where the lab's settings meet the file's: the
+    compiler calls it, and the runtime calls it again with the run's base port, so that the
+    runners start exactly what the returned plan says. Applying it twice changes nothing; a
+    plan built by hand (tests, benchmarks) gets the same settings as a compiled one."""
+    base = plan.base_port if base_port is None else base_port
+    plan = plan.model_copy(update={"base_port": base})
+    cells = []
+    for cell in plan.cells:
+        nodes = [_with_lab_settings(plan, n, list(cell.nodes)) for n in cell.nodes]
+        cells.append(cell.model_copy(update={"nodes": nodes}))
+    router = plan.router
+    if router is not None:
+        router = router.model_copy(
+            update={
+                "writer_port": base + router.writer_port_offset,
+                "reader_port": base + router.reader_port_offset,
+            }
+        )
+    return plan.model_copy(update={"cells": cells, "router": router})
 
 
 def _semi_sync(flavor: str, version: tuple[int, ...], role: str) -> dict[str, str]:
@@ -177,11 +344,12 @@ def _blocks(exp: Experiment) -> list[ConfigBlock]:
 
 
 def _node_configs(exp: Experiment, infos: list[NodeInfo]) -> dict[str, dict[str, str]]:
+    """The file's settings of every node (the lab's are merged in by ``for_base_port``)."""
     mysql = exp.topology.kind != "mongodb_replset"
     blocks = _blocks(exp)
     out: dict[str, dict[str, str]] = {}
-    for index, info in enumerate(infos, start=1):
-        config = builtin_config(exp, info, index)
+    for info in infos:
+        config: dict[str, str] = {}
         for block in blocks:
             if block.node is None or block.node.name == info.name:
                 _merge(config, block.settings, mysql)
@@ -209,7 +377,7 @@ def _planned_nodes(exp: Experiment, base_port: int) -> list[PlannedNode]:
                 name=info.name,
                 role=info.role,
                 index=index,
-                server_id=index,
+                server_id=server_id(index),
                 port_offset=offset,
                 port=base_port + offset,
                 replicates_from=upstream,
@@ -347,7 +515,7 @@ def compile_experiment(exp: Experiment, base_port: int = DEFAULT_BASE_PORT) -> P
         if isinstance(t, ReplicationTopology)
         else ("gtid" if isinstance(t, PrimaryPrimaryTopology) else None)
     )
-    return Plan(
+    plan = Plan(
         name=exp.name,
         title=exp.title,
         description=exp.description,
@@ -372,6 +540,7 @@ def compile_experiment(exp: Experiment, base_port: int = DEFAULT_BASE_PORT) -> P
         leave_faults=exp.leave_faults,
         cells=_cells(exp, nodes),
     )
+    return for_base_port(plan)
 
 
 # --- warnings: faults that nothing measures -----------------------------------------------------

@@ -1,10 +1,11 @@
 """The compiled plan: what a run will execute, with every default made explicit.
 
 ``dsl.compile.compile_experiment(Experiment) -> Plan``. A plan holds one ``Cell`` per
-variant x sweep values x repeat; each cell has its nodes (with roles, port offsets and the
-effective server config) and its workloads with parameters resolved. Ports in the plan are
-computed from ``base_port``; the runtime picks a free base for each run (two runs at once
-never collide) and adds the same offsets.
+variant x sweep values x repeat; each cell has its nodes (with roles, server ids, port offsets
+and the effective server config, the lab's own settings included) and its workloads with
+parameters resolved. Ports in the plan are computed from ``base_port``; the runtime picks a
+free base for each run (two runs at once never collide) and recomputes the plan for it
+(``dsl.compile.for_base_port``): the runners start what that plan says.
 """
 
 from __future__ import annotations
@@ -30,16 +31,26 @@ NodeRole = Literal["primary", "replica", "single", "galera", "primary_primary", 
 TopologyKind = Literal["replication", "single", "galera", "primary_primary", "mongodb_replset"]
 
 
+Origin = Literal["lab", "default", "lab+file"]
+
+
 class PlannedNode(Frozen):
     name: str
     role: NodeRole
     index: int  # 1-based position in the topology
-    server_id: int
+    server_id: int  # 100 * index: dbdeployer's numbering, used by every topology
     port_offset: int  # client port = base + port_offset
     port: int  # with the plan's base port
     replicates_from: list[str] = Field(default_factory=list)
     delay: float | None = None  # MASTER_DELAY seconds
-    config: dict[str, str] = Field(default_factory=dict)  # effective server config
+    # The effective server config: exactly what the server is started with, but for the
+    # keys dsl.owned.RUNTIME (machine and run) and with paths relative to the node's
+    # directory in the run (dsl.owned.NODE_DIR_PATHS).
+    config: dict[str, str] = Field(default_factory=dict)
+    # Where a value comes from when not from the file: "lab" (the lab's, cannot be changed),
+    # "default" (the lab's default, not overridden), "lab+file" (wsrep_provider_options:
+    # the file's merged with the lab's). Keys not listed are the file's.
+    origins: dict[str, Origin] = Field(default_factory=dict)
 
 
 class PlannedRouter(Frozen):

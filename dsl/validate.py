@@ -6,7 +6,8 @@ primary, stopping replication on a primary, converting anything but a MongoDB re
 ``wait until ... synced`` outside Galera), ``$param`` without ``vary``, expectations on unknown
 workloads and with units of the wrong kind, timeline times beyond the duration, and the safety
 of every config key and value (they are written into my.cnf files and must never reach a
-shell). ``setting_problems`` is also used by the builder, which knows the exact tokens.
+shell; settings the lab owns are refused or confined, see ``dsl.owned``). ``setting_problems``
+is also used by the builder, which knows the exact tokens.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from dsl.models import (
     WaitUntil,
     Workload,
 )
+from dsl.owned import PROVIDER_KEY, normal_key, owned_problem
 from dsl.plan import NodeRole
 from dsl.units import kind_problem
 
@@ -60,50 +62,8 @@ MAX_KEY = 128
 MAX_VALUE = 1024
 VALUE_CHARS_HINT = "allowed: letters, digits, spaces and _ . , : / + @ % = * ~ ^ -"
 
-# Set by the lab for every node; a file that sets them would break ports, paths or ids.
-MANAGED_KEYS = frozenset(
-    {
-        "server_id",
-        "port",
-        "socket",
-        "datadir",
-        "basedir",
-        "bind_address",
-        "pid_file",
-        "log_error",
-        "tmpdir",
-        "user",
-        "plugin_dir",
-        "report_host",
-        "report_port",
-        "wsrep_provider",
-        "wsrep_cluster_address",
-        "wsrep_node_address",
-        "wsrep_node_name",
-        "wsrep_node_incoming_address",
-        "wsrep_sst_receive_address",
-        "mysqlx_port",
-        "admin_port",
-        "net.port",
-        "net.bindip",
-        "net.bindipall",
-        "storage.dbpath",
-        "systemlog.path",
-        "processmanagement.pidfilepath",
-        "replication.replsetname",
-        "processmanagement.fork",
-    }
-)
-
 Where = Literal["key", "value"]
 Problem = tuple[Where, str, str | None]
-
-
-def normal_key(key: str) -> str:
-    """``innodb-buffer-pool-size`` and ``loose_innodb_buffer_pool_size`` are the same option
-    as ``innodb_buffer_pool_size`` for the server."""
-    k = key.lower().replace("-", "_")
-    return k[len("loose_") :] if k.startswith("loose_") else k
 
 
 def is_safe_name(name: str) -> bool:
@@ -111,12 +71,14 @@ def is_safe_name(name: str) -> bool:
     return SAFE_NAME.fullmatch(name) is not None
 
 
-def _value_problem(value: str) -> tuple[str, str | None] | None:
+def _value_problem(value: str, key: str = "") -> tuple[str, str | None] | None:
     if len(value) > MAX_VALUE:
         return f"the value is longer than {MAX_VALUE} characters", None
     if "\n" in value or "\r" in value:
         return "a value cannot span lines", "values are written on one line of my.cnf"
-    bad = next((ch for ch in value if ch not in SAFE_VALUE_CHARS), None)
+    # Galera's options are separated by ';', which starts a comment only at the start of a line
+    allowed = SAFE_VALUE_CHARS | {";"} if normal_key(key) == PROVIDER_KEY else SAFE_VALUE_CHARS
+    bad = next((ch for ch in value if ch not in allowed), None)
     if bad is None:
         if value != value.strip():
             return "a value cannot start or end with a space", None
@@ -153,17 +115,14 @@ def setting_problems(key: str, value: str, context: str) -> list[Problem]:
                 f"a setting name starts with a letter or '_' and has {allowed}",
             )
         )
-    elif normal_key(key) in MANAGED_KEYS:
-        problems.append(
-            (
-                "key",
-                f"'{key}' is set by the lab and cannot be changed",
-                "ports, paths, ids and cluster addresses come from the plan; see `lab plan`",
-            )
-        )
-    value_problem = _value_problem(value)
+    value_problem = _value_problem(value, key)
     if value_problem:
         problems.append(("value", *value_problem))
+    elif not problems:
+        owned = owned_problem(key, value, context)
+        if owned is not None:
+            where, message, hint = owned
+            problems.append(("key" if where == "key" else "value", message, hint))
     return problems
 
 
@@ -399,6 +358,8 @@ class _Validator:
         for block in blocks:
             self.node(block.node)
             self.check_settings(block.settings, block.span)
+            if block.node is not None:
+                self.check_node_settings(block.node, block.settings, block.span)
         seen: dict[str, int] = {}
         for v in self.exp.variants:
             if v.name in seen:
@@ -408,10 +369,30 @@ class _Validator:
             seen.setdefault(v.name, v.span.line)
             self.check_settings(v.settings, v.span)
 
-    def check_settings(self, settings: dict[str, str], span: Span) -> None:
+    def check_node_settings(self, node: NodeRef, settings: dict[str, str], span: Span) -> None:
+        """Settings that must be the same on every node of the topology."""
+        for key in settings:
+            name = normal_key(key)
+            if name == "wsrep_cluster_name" and self.kind == "galera":
+                self.error(
+                    span,
+                    f"'{key}' cannot be set for one node: every node of a galera cluster "
+                    "has the same cluster name",
+                    "set it for every node: config { wsrep_cluster_name = ... }",
+                )
+            elif name == "log_bin" and self.kind == "replication":
+                self.error(
+                    span,
+                    f"'{key}' cannot be set for one node of a replication topology: renaming "
+                    f"the binary log of a node that has started ({node.name}) loses its GTID "
+                    "state",
+                    "set it for every node: config { log_bin = ... }",
+                )
+
+    def check_settings(self, settings: dict[str, str], span: Span, context: str = "config") -> None:
         """Defence in depth: the builder already left unsafe settings out."""
         for key, value in settings.items():
-            for _, message, hint in setting_problems(key, value, "config"):
+            for _, message, hint in setting_problems(key, value, context):
                 self.error(span, message, hint)
 
     # --- workloads and sweeps -------------------------------------------------------------
@@ -634,7 +615,7 @@ class _Validator:
     def check_action(self, a: Action) -> None:  # noqa: C901 - one branch per action
         if isinstance(a, NodeAction):
             self.node(a.node)
-            self.check_settings(a.options, a.span)
+            self.check_settings(a.options, a.span, "option")
         elif isinstance(a, DropCaches):
             self.node(a.node)
         elif isinstance(a, Promote):
@@ -840,8 +821,12 @@ class _Validator:
                 if self.kind != "galera"
                 else f"{m.name} is measured on a replica; galera nodes are not replicas",
             )
-        elif info is not None and spec.replica_only and info.role == "primary" \
-                and not self.promotes():
+        elif (
+            info is not None
+            and spec.replica_only
+            and info.role == "primary"
+            and not self.promotes()
+        ):
             self.error(
                 ref.span,
                 f"'{ref.name}' is the primary; {m.name} is measured on a replica",
@@ -852,7 +837,8 @@ class _Validator:
         """A replica is promoted somewhere in the timeline or steps: the first primary can end
         as a replica (it rejoins), so replica figures may name it."""
         actions = [t.action for t in self.exp.timeline] + [
-            a for s in self.exp.steps for a in s.actions]
+            a for s in self.exp.steps for a in s.actions
+        ]
         return any(isinstance(a, Promote) for a in actions)
 
     def check_on(self, m: Metric, allowed: bool, workload: Workload | None) -> None:

@@ -33,6 +33,7 @@ from dsl.models import (
     Sleep,
     WaitUntil,
 )
+from dsl.owned import RUNTIME
 from dsl.plan import Cell, Plan, PlannedNode, PlannedWorkload
 
 EXIT_OK = 0
@@ -276,14 +277,42 @@ def _node_table(nodes: list[PlannedNode]) -> Table:
     return table
 
 
+ORIGIN_LABELS = {"lab": "lab", "default": "lab default", "lab+file": "file + lab"}
+CONFIG_CAPTION = (
+    "lab: set by the lab, a file cannot change it; lab default: a file may override it; "
+    "file + lab: the file's merged with the lab's. Paths are inside the node's directory of "
+    "the run, ports use the base port above. Added when the node starts: {runtime}."
+)
+
+
+def _origin(key: str, nodes: list[PlannedNode]) -> str:
+    """Where a setting's value comes from, e.g. ``lab default`` or
+    ``lab default; file on db2``."""
+    groups: dict[str, list[str]] = {}
+    for n in nodes:
+        if key in n.config:
+            label = ORIGIN_LABELS.get(n.origins.get(key, ""), "file")
+            groups.setdefault(label, []).append(n.name)
+    if len(groups) == 1:
+        return next(iter(groups))
+    return "; ".join(f"{label} on {', '.join(names)}" for label, names in groups.items())
+
+
 def _config_table(nodes: list[PlannedNode], title: str) -> Table:
-    """One row per setting, one column per node: the effective server config."""
-    table = _table(title, "setting", *(n.name for n in nodes))
+    """One row per setting, one column per node: the effective server config, and where each
+    value comes from."""
+    table = _table(title, "setting", "from", *(n.name for n in nodes))
+    for column in table.columns:
+        column.overflow = "fold"  # a narrow terminal wraps values, never cuts them
+    table.columns[0].no_wrap = True  # setting names stay whole
+    table.caption = CONFIG_CAPTION.format(runtime=", ".join(sorted(RUNTIME)))
+    table.caption_justify = "left"
     keys: dict[str, None] = {}
     for n in nodes:
         keys.update(dict.fromkeys(n.config))
     for key in keys:
-        _row(table, key, *(n.config.get(key, "-") for n in nodes))
+        values = (n.config.get(key, "-").replace("; ", ";\n") for n in nodes)  # Galera's
+        _row(table, key, _origin(key, nodes), *values)
     return table
 
 

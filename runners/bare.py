@@ -6,6 +6,10 @@ each), every node starts from a copy of one freshly installed data directory and
 ``grastate.dat`` carrying the same cluster UUID at seqno 0, so joiners need no transfer at all.
 Running as root, the nodes run as the ``mysql`` user and their directories are chowned to it,
 because the rsync state-transfer daemon drops privileges.
+
+Every node's ``my.cnf`` is the plan's effective config (``dsl.compile.for_base_port`` for the
+run's ports) with the lab's paths made absolute in the node's directory, plus the settings of
+``dsl.owned.RUNTIME``: the OS user, the Galera provider found, the state-transfer credentials.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from pathlib import Path
 
 import MySQLdb
 
-from runners.components import galera_provider, require
+from dsl.owned import NODE_DIR_PATHS, RUNTIME
+from dsl.plan import PlannedNode
+from runners.components import SPEC_BY_NAME, galera_provider, require
 from runners.errors import ComponentError
 from runners.mysql import Address, Credentials, execute_all, wait_until
 from runners.node import ProcessNode
@@ -65,40 +71,37 @@ def cnf_text(sections: dict[str, dict[str, str]]) -> str:
     for section, values in sections.items():
         out.append(f"[{section}]")
         for k, v in values.items():
-            if "\n" in k or "\n" in v:
-                raise ValueError(f"newline in config {k!r}")
+            if "\n" in k or "\n" in v or '"' in v:
+                raise ValueError(f"newline or quote in config {k!r}")
+            if ";" in v:  # Galera's options: quoted, as the server's own examples write them
+                v = f'"{v}"'
             out.append(f"{k}={v}" if v != "" else k)
         out.append("")
     return "\n".join(out)
 
 
-def base_server_config(node_dir: Path, port: int, server_id: int) -> dict[str, str]:
-    data = node_dir / "data"
-    cfg = {
-        "datadir": str(data),
-        "socket": str(node_dir / "mysqld.sock"),
-        "pid-file": str(node_dir / "mysqld.pid"),
-        "log-error": str(node_dir / "error.log"),
-        "port": str(port),
-        "bind-address": "127.0.0.1",
-        "server-id": str(server_id),
-        "log-bin": "mysql-bin",
-        "log-slave-updates": "ON",
-        "binlog_format": "ROW",
-        "skip-name-resolve": "ON",
-        "innodb_log_file_size": "32M",
-        "innodb_buffer_pool_size": "64M",
-        "tmpdir": str(node_dir / "tmp"),
-    }
+def node_config(planned: PlannedNode, node_dir: Path, runtime: dict[str, str]) -> dict[str, str]:
+    """The my.cnf settings of a node: the plan's effective config with the lab's paths made
+    absolute inside the node's directory, and the settings that depend on the machine and
+    the run (``dsl.owned.RUNTIME``). Nothing else is decided here."""
+    unexpected = set(runtime) - set(RUNTIME)
+    if unexpected:
+        raise ValueError(f"not run-time settings: {sorted(unexpected)}")
+    cfg = {k: (str(node_dir / v) if k in NODE_DIR_PATHS else v) for k, v in planned.config.items()}
+    missing = NODE_DIR_PATHS - set(cfg)
+    if missing:
+        raise ValueError(f"the plan of {planned.name} has no {sorted(missing)}")
+    return {**cfg, **runtime}
+
+
+def server_runtime() -> dict[str, str]:
     user = _server_user()
-    if user:
-        cfg["user"] = user
-    return cfg
+    return {"user": user} if user else {}
 
 
-def install_datadir(node_dir: Path, cnf: Path) -> None:
-    (node_dir / "data").mkdir(parents=True, exist_ok=True)
-    (node_dir / "tmp").mkdir(parents=True, exist_ok=True)
+def install_datadir(cfg: dict[str, str], cnf: Path, node_dir: Path) -> None:
+    Path(cfg["datadir"]).mkdir(parents=True, exist_ok=True)
+    Path(cfg["tmpdir"]).mkdir(parents=True, exist_ok=True)
     user = _server_user()
     if user and user != "root":
         _chown_tree(node_dir, user)
@@ -109,7 +112,7 @@ def install_datadir(node_dir: Path, cnf: Path) -> None:
         cmd[0] = shutil.which("mariadb-install-db") or "mariadb-install-db"
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
-        server_log = node_dir / "error.log"
+        server_log = Path(cfg["log_error"])
         extra = server_log.read_text(errors="replace") if server_log.exists() else ""
         (node_dir / "install.log").write_text(out.stdout + out.stderr + extra)
         raise ComponentError(f"mariadb-install-db ({node_dir.name})",
@@ -149,65 +152,47 @@ def user_statements(admin: Credentials, app: Credentials, repl: Credentials) -> 
 
 
 class GaleraCluster:
-    def __init__(self, run: Run, names: list[str], configs: dict[str, dict[str, str]],
-                 admin: Credentials, app: Credentials, repl: Credentials) -> None:
+    def __init__(self, run: Run, planned: list[PlannedNode], admin: Credentials,
+                 app: Credentials, repl: Credentials) -> None:
         self.run = run
-        self.names = names
-        self.configs = configs
+        self.planned = planned
         self.admin, self.app, self.repl = admin, app, repl
         provider = galera_provider()
         if provider is None:
             raise ComponentError("galera", "no Galera provider (libgalera_smm.so): "
-                                 "apt-get install -y galera-4")
+                                 + SPEC_BY_NAME["galera"].how_to_get)
         self.provider = provider
         self.mariadbd = require("mariadbd")
         require("rsync")
         self.nodes: list[ProcessNode] = []
+        self.configs: dict[str, dict[str, str]] = {}
 
-    def _cnf(self, i: int, name: str, node_dir: Path) -> dict[str, str]:
-        ports = self.run.ports
-        n = len(self.names)
-        group = ",".join(f"127.0.0.1:{ports.galera_group(k)}" for k in range(1, n + 1))
-        cfg = base_server_config(node_dir, ports.node(i), i)
-        cfg.update({
-            "wsrep_on": "ON",
-            "wsrep_provider": self.provider,
-            "wsrep_cluster_name": f"lab_{self.run.id}",
-            "wsrep_cluster_address": f"gcomm://{group}",
-            "wsrep_node_name": name,
-            "wsrep_node_address": f"127.0.0.1:{ports.galera_group(i)}",
-            "wsrep_provider_options": (
-                f'"gmcast.listen_addr=tcp://127.0.0.1:{ports.galera_group(i)};'
-                f"ist.recv_addr=127.0.0.1:{ports.galera_ist(i)};"
-                f'evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;gcache.size=64M"'
-            ),
-            "wsrep_sst_method": "rsync",
-            "wsrep_sst_receive_address": f"127.0.0.1:{ports.galera_sst(i)}",
-            "wsrep_sst_auth": f"{self.admin.user}:{self.admin.password}",
-            "innodb_autoinc_lock_mode": "2",
-            "log-bin": "mysql-bin",
-            "gtid_domain_id": "1",
-        })
-        cfg.update(self.configs.get(name, {}))
-        return cfg
+    def _cnf(self, planned: PlannedNode, node_dir: Path) -> dict[str, str]:
+        return node_config(planned, node_dir, {
+            **server_runtime(), "wsrep_provider": self.provider,
+            "wsrep_sst_auth": f"{self.admin.user}:{self.admin.password}"})
 
     def deploy(self) -> list[ProcessNode]:
-        for i, name in enumerate(self.names, start=1):
-            node_dir = self.run.dir / name
+        for p in self.planned:
+            node_dir = self.run.dir / p.name
             node_dir.mkdir()
-            cfg = self._cnf(i, name, node_dir)
+            cfg = self._cnf(p, node_dir)
+            self.configs[p.name] = cfg
             (node_dir / "my.cnf").write_text(cnf_text({"mysqld": cfg}))
-            self.nodes.append(ProcessNode(self.run, name, "galera", i, self.run.ports.node(i),
-                                          node_dir, self.admin, self.mariadbd))
+            self.nodes.append(ProcessNode(self.run, p.name, "galera", p.index, p.port, node_dir,
+                                          self.admin, self.mariadbd,
+                                          datadir=Path(cfg["datadir"]),
+                                          error_log=Path(cfg["log_error"])))
         # Node 1 bootstraps a one-node cluster (which creates the wsrep schema and users),
         # stops cleanly, and its data directory is copied to the others: they then join at
         # the same position and need no state transfer.
         first = self.nodes[0]
+        first_cfg = self.configs[first.name]
         t0 = time.monotonic()
-        install_datadir(first.node_dir, first.cnf)
+        install_datadir(first_cfg, first.cnf, first.node_dir)
         first.extra_args = ["--wsrep-new-cluster"]
         first.start(wait=False)
-        sock = first.node_dir / "mysqld.sock"
+        sock = Path(first_cfg["socket"])
         proc = first.proc
         wait_until(lambda: sock.exists() and _socket_ok(sock), 60, "answering on its socket",
                    first.component, first.error_log,
@@ -218,13 +203,14 @@ class GaleraCluster:
         log.info("galera: node 1 stopped at %.2fs", time.monotonic() - t0)
         user = _server_user()
         for node in self.nodes[1:]:
+            cfg = self.configs[node.name]
             shutil.copytree(first.datadir, node.datadir, symlinks=True)
-            (node.node_dir / "tmp").mkdir(exist_ok=True)
+            Path(cfg["tmpdir"]).mkdir(parents=True, exist_ok=True)
             state = (node.datadir / "grastate.dat").read_text()
             (node.datadir / "grastate.dat").write_text(
                 state.replace("safe_to_bootstrap: 1", "safe_to_bootstrap: 0"))
-            for f in ("mysqld.sock", "mysqld.pid"):
-                (node.node_dir / f).unlink(missing_ok=True)
+            for f in (cfg["socket"], cfg["pid_file"]):
+                Path(f).unlink(missing_ok=True)
             if user and user != "root":
                 _chown_tree(node.node_dir, user)
         log.info("galera: copies made at %.2fs", time.monotonic() - t0)
@@ -257,42 +243,37 @@ def _socket_ok(sock: Path) -> bool:
 
 
 class PrimaryPair:
-    """Two primaries replicating from each other, one GTID domain per node."""
+    """Two primaries replicating from each other, one GTID domain per node (the plan's)."""
 
-    def __init__(self, run: Run, names: list[str], configs: dict[str, dict[str, str]],
-                 auto_increment_offsets: bool, admin: Credentials, app: Credentials,
-                 repl: Credentials, replication_port: dict[str, int] | None = None) -> None:
+    def __init__(self, run: Run, planned: list[PlannedNode], admin: Credentials,
+                 app: Credentials, repl: Credentials,
+                 replication_port: dict[str, int] | None = None) -> None:
         self.run = run
-        self.names = names
-        self.configs = configs
-        self.offsets = auto_increment_offsets
+        self.planned = planned
         self.admin, self.app, self.repl = admin, app, repl
         self.mariadbd = require("mariadbd")
         self.replication_port = replication_port or {}
         self.nodes: list[ProcessNode] = []
+        self.configs: dict[str, dict[str, str]] = {}
 
     def deploy(self) -> list[ProcessNode]:
-        n = len(self.names)
-        for i, name in enumerate(self.names, start=1):
-            node_dir = self.run.dir / name
+        for p in self.planned:
+            node_dir = self.run.dir / p.name
             node_dir.mkdir()
-            cfg = base_server_config(node_dir, self.run.ports.node(i), i)
-            cfg["gtid_domain_id"] = str(i)
-            if self.offsets:
-                cfg["auto_increment_increment"] = str(n)
-                cfg["auto_increment_offset"] = str(i)
-            cfg.update(self.configs.get(name, {}))
+            cfg = node_config(p, node_dir, server_runtime())
+            self.configs[p.name] = cfg
             (node_dir / "my.cnf").write_text(cnf_text({"mysqld": cfg}))
-            node = ProcessNode(self.run, name, "primary_primary", i, self.run.ports.node(i),
-                               node_dir, self.admin, self.mariadbd)
+            node = ProcessNode(self.run, p.name, "primary_primary", p.index, p.port, node_dir,
+                               self.admin, self.mariadbd, datadir=Path(cfg["datadir"]),
+                               error_log=Path(cfg["log_error"]))
             self.nodes.append(node)
         for node in self.nodes:
-            install_datadir(node.node_dir, node.cnf)
+            install_datadir(self.configs[node.name], node.cnf, node.node_dir)
         for node in self.nodes:
             node.extra_args = ["--skip-slave-start"]
             node.start(wait=False)
         for node in self.nodes:
-            sock = node.node_dir / "mysqld.sock"
+            sock = Path(self.configs[node.name]["socket"])
             proc = node.proc
             wait_until(lambda s=sock: s.exists() and _socket_ok(s), 60, "answering on its socket",
                        node.component, node.error_log,

@@ -1,4 +1,5 @@
-"""Finding the real programs the lab drives, and saying how to get the missing ones.
+"""Finding the real programs the lab drives, and saying how to get the missing ones: from the
+package manager found on the machine when it has them, and where their vendors ship them.
 
 Programs are looked up in, in order: directories in ``$LAB_BIN_PATH`` (colon-separated: where a
 user keeps proxysql, mongod or unpacked server tarballs), the project's ``.tools/bin`` (built by
@@ -38,49 +39,85 @@ class ComponentSpec:
     name: str
     binaries: tuple[str, ...]
     version_args: tuple[str, ...]
-    how_to_get: str
+    vendor: str  # where its makers ship it (one line)
     needed_by_default: bool
     purpose: str
-    exercised_here: bool = True  # False: supported, but never run against the real binary here
+    packages: tuple[tuple[str, str], ...] = ()  # (package manager, package name)
+
+    @property
+    def how_to_get(self) -> str:
+        """One line: the package for the package manager found on this machine, if there is
+        one, and where the vendor ships it."""
+        manager = package_manager()
+        pkg = dict(self.packages).get(manager[0]) if manager else None
+        if manager and pkg:
+            return f"{manager[1]} {pkg} ({self.vendor})"
+        return self.vendor
+
+
+# Package managers the lab knows how to name a package for: (program, install command).
+PACKAGE_MANAGERS = (("apt-get", "apt-get install -y"), ("dnf", "dnf install -y"),
+                    ("yum", "yum install -y"), ("zypper", "zypper install -y"),
+                    ("brew", "brew install"))
+
+
+def package_manager() -> tuple[str, str] | None:
+    for program, install in PACKAGE_MANAGERS:
+        if shutil.which(program):
+            return program, install
+    return None
+
+
+def _same(name: str) -> tuple[tuple[str, str], ...]:
+    """The same package name for every package manager."""
+    return tuple((m, name) for m, _ in PACKAGE_MANAGERS)
 
 
 SPECS: tuple[ComponentSpec, ...] = (
     ComponentSpec("mariadbd", ("mariadbd", "mysqld"), ("--version",),
-                  "apt-get install -y mariadb-server (or `make bootstrap`)", True,
-                  "database server for every MySQL-family topology"),
-    ComponentSpec("galera", (), (), "apt-get install -y galera-4 (or `make bootstrap`)", True,
-                  "Galera provider for `topology galera`"),
-    ComponentSpec("haproxy", ("haproxy",), ("-v",),
-                  "apt-get install -y haproxy (or `make bootstrap`)", True, "router haproxy"),
+                  "MariaDB's packages: mariadb.org/download; Debian: `make bootstrap`", True,
+                  "database server for every MySQL-family topology",
+                  (("apt-get", "mariadb-server"), ("dnf", "mariadb-server"),
+                   ("yum", "mariadb-server"), ("zypper", "mariadb"), ("brew", "mariadb"))),
+    ComponentSpec("galera", (), (),
+                  "Galera 4 from MariaDB's packages (mariadb.org/download), or set "
+                  "LAB_GALERA_PROVIDER to its libgalera_smm.so", True,
+                  "Galera provider for `topology galera`",
+                  tuple((m, "galera-4") for m, _ in PACKAGE_MANAGERS if m != "brew")),
+    ComponentSpec("haproxy", ("haproxy",), ("-v",), "HAProxy's packages: haproxy.org", True,
+                  "router haproxy", _same("haproxy")),
     ComponentSpec("toxiproxy", ("toxiproxy-server",), ("-version",),
-                  "`make bootstrap` builds toxiproxy v2.12.0 into .tools/bin", True,
+                  "`make bootstrap` builds toxiproxy v2.12.0 into .tools/bin, or put a release "
+                  "of github.com/Shopify/toxiproxy in LAB_BIN_PATH", True,
                   "network faults: latency, bandwidth, partition, link down"),
     ComponentSpec("dbdeployer", ("dbdeployer",), ("--version",),
-                  "`make bootstrap` builds dbdeployer v1.73.0 into .tools/bin", True,
+                  "`make bootstrap` builds dbdeployer v1.73.0 into .tools/bin, or put a release "
+                  "of github.com/datacharmer/dbdeployer in LAB_BIN_PATH", True,
                   "replication and single sandboxes"),
     ComponentSpec("sysbench", ("sysbench",), ("--version",),
-                  "apt-get install -y sysbench (or `make bootstrap`)", True,
-                  "workload sysbench (steady load)"),
+                  "sysbench's packages: github.com/akopytov/sysbench", True,
+                  "workload sysbench (steady load)",
+                  _same("sysbench")),
     ComponentSpec("percona-toolkit", ("pt-heartbeat",), ("--version",),
-                  "apt-get install -y percona-toolkit (or `make bootstrap`)", False,
-                  "optional helpers (pt-heartbeat, pt-table-checksum)"),
-    ComponentSpec("rsync", ("rsync",), ("--version",),
-                  "apt-get install -y rsync (or `make bootstrap`)", True,
-                  "Galera state transfer"),
-    ComponentSpec("socat", ("socat",), ("-V",),
-                  "apt-get install -y socat (or `make bootstrap`)", False,
-                  "talking to haproxy's admin socket by hand"),
-    ComponentSpec("iptables", ("iptables",), ("--version",),
-                  "apt-get install -y iptables (or `make bootstrap`)", False,
-                  "partitioning Galera group traffic (needs root)"),
+                  "Percona's packages: percona.com/downloads", False,
+                  "optional helpers (pt-heartbeat, pt-table-checksum)",
+                  _same("percona-toolkit")),
+    ComponentSpec("rsync", ("rsync",), ("--version",), "the system's rsync package", True,
+                  "Galera state transfer", _same("rsync")),
+    ComponentSpec("socat", ("socat",), ("-V",), "the system's socat package", False,
+                  "talking to haproxy's admin socket by hand",
+                  _same("socat")),
+    ComponentSpec("iptables", ("iptables",), ("--version",), "the system's iptables package",
+                  False, "partitioning Galera group traffic (needs root)",
+                  tuple((m, "iptables") for m, _ in PACKAGE_MANAGERS if m != "brew")),
     ComponentSpec("proxysql", ("proxysql",), ("--version",),
-                  "no package registry here ships it: install ProxySQL 2.x from proxysql.com "
-                  "and put its directory in LAB_BIN_PATH", False, "router proxysql",
-                  exercised_here=False),
+                  "ProxySQL 2.x from ProxySQL's packages (repo.proxysql.com, or releases at "
+                  "github.com/sysown/proxysql); put its directory in LAB_BIN_PATH if it is not "
+                  "on PATH", False, "router proxysql"),
     ComponentSpec("mongod", ("mongod",), ("--version",),
-                  "no package registry here ships it: install Percona Server for MongoDB or "
-                  "MongoDB and put its bin directory in LAB_BIN_PATH", False,
-                  "topology mongodb_replset", exercised_here=False),
+                  "MongoDB's packages (mongodb.com/try/download) or Percona Server for MongoDB "
+                  "(percona.com/downloads); put its bin directory in LAB_BIN_PATH if it is not "
+                  "on PATH", False, "topology mongodb_replset"),
 )
 SPEC_BY_NAME = {s.name: s for s in SPECS}
 
@@ -119,11 +156,7 @@ class Found:
 
     @property
     def status(self) -> str:
-        if not self.ok:
-            return "missing"
-        if not self.spec.exercised_here:
-            return "found (not exercised here)"
-        return "ok"
+        return "ok" if self.ok else "missing"
 
 
 def _version(path: str, args: tuple[str, ...]) -> str | None:

@@ -213,9 +213,10 @@ class ProcessNode(Node):
     """A bare mariadbd started by the lab with its own my.cnf."""
 
     def __init__(self, run: Run, name: str, role: str, index: int, port: int, node_dir: Path,
-                 admin: Credentials, mariadbd: str) -> None:
-        super().__init__(run, name, role, index, port, node_dir / "data", node_dir / "error.log",
-                         admin)
+                 admin: Credentials, mariadbd: str, datadir: Path | None = None,
+                 error_log: Path | None = None) -> None:
+        super().__init__(run, name, role, index, port, datadir or node_dir / "data",
+                         error_log or node_dir / "error.log", admin)
         self.node_dir = node_dir
         self.cnf = node_dir / "my.cnf"
         self.mariadbd = mariadbd

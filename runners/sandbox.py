@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsl.owned import normal_key
+from dsl.plan import PlannedNode
 from runners.components import PROJECT_ROOT, require
 from runners.errors import ComponentError
 from runners.mysql import Credentials
@@ -74,6 +76,54 @@ def debian_basedir() -> tuple[Path, str]:
     return root, version
 
 
+# What dbdeployer itself writes into every node's my.sandbox.cnf (its single/my_cnf and
+# replication_options templates, with the options the lab passes: --socket-in-datadir,
+# --bind-address, --skip-report-host). The plan holds the same values (dsl.compile.lab_config;
+# a unit test compares them with ``dbdeployer_settings``): the lab does not pass them again.
+DBDEPLOYER_WRITES = frozenset({"server_id", "port", "bind_address", "datadir", "tmpdir",
+                               "socket", "pid_file", "log_error", "report_port", "relay_log",
+                               "relay_log_index"})
+# Settings applied only once dbdeployer has made its users (its grant script connects to
+# 'localhost', which skip_name_resolve breaks): appended to my.sandbox.cnf, node restarted.
+AFTER_GRANTS = frozenset({"skip_name_resolve"})
+
+
+def dbdeployer_server_id(kind: str, index: int) -> int:
+    """dbdeployer's server id for node ``index`` (1 = primary): ``setServerId`` with
+    --base-server-id 0 gives 100, 200, ...; a single sandbox gets what --server-id says,
+    and the lab passes the same numbering."""
+    return 100 * index
+
+
+def dbdeployer_settings(kind: str, base_port: int, index: int) -> dict[str, str]:
+    """The settings dbdeployer writes for node ``index``, with paths relative to the
+    sandbox directory."""
+    port = base_port + index
+    out = {"server_id": str(dbdeployer_server_id(kind, index)), "port": str(port),
+           "bind_address": "127.0.0.1", "datadir": "data", "tmpdir": "tmp",
+           "socket": f"data/mysql_sandbox{port}.sock",
+           "pid_file": f"data/mysql_sandbox{port}.pid", "log_error": "data/msandbox.err",
+           "report_port": str(port)}
+    if kind == "replication":
+        out.update({"log_bin": "mysql-bin", "relay_log": "mysql-relay",
+                    "relay_log_index": "mysql-relay"})
+    return out
+
+
+def split_config(configs: dict[str, dict[str, str]], order: list[str]
+                 ) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """The plan's node configs -> (settings passed to dbdeployer with -c, because every node
+    has them; per-node settings appended to that node's my.sandbox.cnf after deploy). What
+    dbdeployer writes itself is left out; AFTER_GRANTS settings are always per node."""
+    own = {name: {k: v for k, v in cfg.items() if normal_key(k) not in DBDEPLOYER_WRITES}
+           for name, cfg in configs.items()}
+    first = own[order[0]]
+    common = {k: v for k, v in first.items() if normal_key(k) not in AFTER_GRANTS
+              and all(own[n].get(k) == v for n in order)}
+    per_node = {n: {k: v for k, v in own[n].items() if common.get(k) != v} for n in order}
+    return common, per_node
+
+
 @dataclass
 class SandboxRequest:
     kind: str  # "replication" or "single"
@@ -96,7 +146,7 @@ def sandbox_binary(engine_flavor: str, version: str | None) -> tuple[Path, str]:
     if engine_flavor != "mariadb":
         raise ComponentError(
             "dbdeployer", f"engine {engine_flavor} needs its tarball unpacked under a directory "
-            f"named by LAB_SANDBOX_BINARY (this machine has only Debian's MariaDB)")
+            f"named by LAB_SANDBOX_BINARY (without it the lab runs the system's MariaDB only)")
     root, found = debian_basedir()
     if version and not found.startswith(version):
         raise ComponentError("mariadbd", f"the experiment asks for MariaDB {version}, this "
@@ -124,7 +174,8 @@ def deploy(run: Run, req: SandboxRequest, names: list[str], roles: list[str],
         if req.semi_sync:
             cmd.append("--semi-sync")
     else:
-        cmd += [f"--port={req.base_port + 1}"]
+        cmd += [f"--port={req.base_port + 1}",
+                f"--server-id={dbdeployer_server_id(req.kind, 1)}"]
     for k, v in req.common_config.items():
         cmd += ["-c", f"{k}={v}"]
     for stmt in req.post_grants:
@@ -156,3 +207,16 @@ def deploy(run: Run, req: SandboxRequest, names: list[str], roles: list[str],
         n.wait_ready()
     run.set_state("deployed", deploy_seconds=time.monotonic() - t0)
     return nodes
+
+
+def check_identity(nodes: list[SandboxNode], planned: dict[str, PlannedNode]) -> None:
+    """The sandboxes run with the plan's server ids and ports (dbdeployer chose them: a
+    dbdeployer that numbers otherwise must not make the plan a lie)."""
+    for node in nodes:
+        row = node.sql("SELECT @@server_id AS id, @@port AS port")[0]
+        want = planned[node.name]
+        if (int(row["id"]), int(row["port"])) != (want.server_id, want.port):
+            raise ComponentError(
+                "dbdeployer", f"{node.name} runs with server id {row['id']} on port "
+                f"{row['port']}, the plan says {want.server_id} on {want.port}",
+                node.error_log)

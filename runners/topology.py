@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsl.compile import for_base_port
 from dsl.models import NetworkFault, Promote
 from dsl.plan import Cell, Plan, PlannedNode
 from runners import components
@@ -22,29 +23,11 @@ from runners.mysql import Address, Credentials, execute_all, query
 from runners.node import Node, SandboxNode
 from runners.proxysql import ProxySQL
 from runners.runtime import Run
-from runners.sandbox import SandboxRequest
+from runners.sandbox import SandboxRequest, check_identity, split_config
 from runners.sandbox import deploy as deploy_sandbox
 from runners.toxiproxy import Toxiproxy
 
 log = logging.getLogger(__name__)
-
-LAB_DEFAULTS = {"innodb_buffer_pool_size": "64M"}
-
-# Settings the lab itself owns for every node: where it listens and keeps its files, its
-# identity in replication, binary/relay log names. A plan's value for one of these is ignored
-# (a wrong one would break the wiring, not test the server).
-MANAGED = {"port", "socket", "datadir", "basedir", "tmpdir", "pid_file", "log_error",
-           "bind_address", "server_id", "log_bin", "relay_log", "relay_log_index",
-           "skip_slave_start", "user", "report_host", "report_port", "wsrep_provider",
-           "wsrep_cluster_address", "wsrep_node_address", "wsrep_provider_options",
-           "wsrep_sst_receive_address", "wsrep_node_name", "wsrep_cluster_name",
-           # dbdeployer's grant script fails under skip_name_resolve (it grants to 'localhost')
-           "skip_name_resolve"}
-
-
-def lab_config(config: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in config.items() if k.replace("-", "_").lower() not in MANAGED}
-
 
 def password(n: int = 20) -> str:
     alphabet = string.ascii_letters + string.digits
@@ -99,6 +82,9 @@ class Topology:
     @classmethod
     def deploy(cls, plan: Plan, cell: Cell, run: Run) -> Topology:
         check_components(plan)
+        # The plan for this run's ports: what the runners start, exactly (dsl.compile).
+        plan = for_base_port(plan, run.ports.base)
+        cell = next(c for c in plan.cells if c.index == cell.index)
         topo = cls(run, plan, cell, Credentials("lab_admin", password()),
                    Credentials("lab_app", password()), Credentials("lab_repl", password()))
         topo.planned = {n.name: n for n in cell.nodes}
@@ -121,9 +107,8 @@ class Topology:
         if kind in ("replication", "single"):
             self._deploy_sandboxes()
         elif kind == "galera":
-            names = [n.name for n in self.cell.nodes]
-            cluster = GaleraCluster(self.run, names, self._node_configs(), self.admin,
-                                    self.app, self.repl)
+            cluster = GaleraCluster(self.run, list(self.cell.nodes), self.admin, self.app,
+                                    self.repl)
             for node in cluster.deploy():
                 self.nodes[node.name] = node
         elif kind == "primary_primary":
@@ -135,12 +120,11 @@ class Topology:
                     self.toxi.add_link(name, "replication", self.run.ports.replication_proxy(i),
                                        self.run.ports.node(other))
                     repl_ports[name] = self.run.ports.replication_proxy(i)
-            pair = PrimaryPair(self.run, names, self._node_configs(),
-                               bool(self.plan.auto_increment_offsets), self.admin, self.app,
+            pair = PrimaryPair(self.run, list(self.cell.nodes), self.admin, self.app,
                                self.repl, repl_ports)
             for node in pair.deploy():
                 self.nodes[node.name] = node
-        else:  # mongodb_replset: supported, not exercised on this machine kind
+        else:  # mongodb_replset: never run on the project's build machine (README)
             from runners.mongo import MongoReplicaSet
 
             rs = MongoReplicaSet(self.run, [n.name for n in self.cell.nodes], self.plan.engine,
@@ -157,20 +141,11 @@ class Topology:
         self.timings["ready"] = time.monotonic() - t0
         self.run.set_state("up", endpoints=self.endpoints(), nodes=self.describe_nodes())
 
-    def _node_configs(self) -> dict[str, dict[str, str]]:
-        return {n.name: {**LAB_DEFAULTS, **lab_config(n.config)} for n in self.cell.nodes}
-
     def _deploy_sandboxes(self) -> None:
-        configs = self._node_configs()
+        configs = {n.name: dict(n.config) for n in self.cell.nodes}
         ordered = sorted(self.cell.nodes, key=lambda n: (n.role != "primary", n.index))
         names = [n.name for n in ordered]
-        common = {k: v for k, v in configs[names[0]].items()
-                  if all(configs[n].get(k) == v for n in names)}
-        if self.plan.crash_safe:
-            common.setdefault("relay_log_recovery", "ON")
-            common.setdefault("sync_binlog", "1")
-            common.setdefault("innodb_flush_log_at_trx_commit", "1")
-        common.setdefault("log-slave-updates", "ON")
+        common, per_node = split_config(configs, names)
         req = SandboxRequest(
             kind="replication" if self.plan.topology == "replication" else "single",
             replicas=len(names) - 1, base_port=self.run.ports.base,
@@ -186,10 +161,9 @@ class Topology:
         # Per-node settings that differ from the common ones: into that node's my.sandbox.cnf,
         # then a restart so they are in force.
         to_restart: list[SandboxNode] = []
+        check_identity(nodes, self.planned)
         for node in nodes:
-            extra = {k: v for k, v in configs[node.name].items() if common.get(k) != v}
-            if node.role == "replica":
-                extra.setdefault("read_only", "ON")
+            extra = per_node[node.name]
             if extra and isinstance(node, SandboxNode):
                 with open(node.sandbox_dir / "my.sandbox.cnf", "a") as f:
                     f.write("\n# per-node settings from the experiment\n")
@@ -319,7 +293,7 @@ class Topology:
         extra = list(self.nodes) if self.plan.topology == "replication" else \
             sorted(self.promote_targets())
         writers = list(dict.fromkeys([*r.writers, *extra]))
-        if r.kind == "proxysql":  # supported, not exercised on this machine kind
+        if r.kind == "proxysql":  # never run on the project's build machine (README)
             from runners.proxysql import mode_for, monitor_user_setup
 
             flavor = "mariadb" if self.plan.engine.flavor == "mariadb" else "mysql"

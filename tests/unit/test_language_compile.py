@@ -38,9 +38,9 @@ def test_ports_ids_and_roles() -> None:
     plan = plan_text(REPLICATION)
     nodes = plan.cells[0].nodes
     assert [(n.name, n.role, n.index, n.server_id) for n in nodes] == [
-        ("db1", "primary", 1, 1),
-        ("db2", "replica", 2, 2),
-        ("db3", "replica", 3, 3),
+        ("db1", "primary", 1, 100),
+        ("db2", "replica", 2, 200),
+        ("db3", "replica", 3, 300),
     ]
     assert [n.port_offset for n in nodes] == [1, 2, 3]  # runners.runtime.PortLayout
     assert [n.port for n in nodes] == [DEFAULT_BASE_PORT + NODE_PORT_STRIDE * i for i in (1, 2, 3)]
@@ -49,7 +49,8 @@ def test_ports_ids_and_roles() -> None:
     assert plan.router is not None
     assert plan.router.writer_port == DEFAULT_BASE_PORT + ROUTER_WRITER_OFFSET == 23090
     assert plan.router.reader_port == DEFAULT_BASE_PORT + ROUTER_READER_OFFSET == 23091
-    assert "server_id" not in nodes_by_name(plan)["db2"]  # the lab owns it (PlannedNode.server_id)
+    db2 = plan.cells[0].nodes[1]
+    assert db2.config["server_id"] == "200" and db2.origins["server_id"] == "lab"
 
 
 def test_a_different_base_port_moves_every_port() -> None:
@@ -93,7 +94,7 @@ def test_builtin_defaults_are_small_and_explicit() -> None:
     plan = plan_text('experiment "d" { topology single { node db1 } }')
     config = nodes_by_name(plan)["db1"]
     assert config["innodb_buffer_pool_size"] == "64M"
-    assert "server_id" not in config  # the lab owns server ids
+    assert config["server_id"] == "100"  # the lab's (dbdeployer's numbering)
     assert "log_bin" not in config  # a single server needs no binlog
 
 
@@ -294,6 +295,16 @@ def test_plan_ports_match_the_runtime_layout() -> None:
     assert plan.router is not None
     assert plan.router.writer_port == layout.router_writer
     assert plan.router.reader_port == layout.router_reader
+
+
+@pytest.mark.parametrize("kind", ["replication", "single"])
+def test_plan_server_ids_are_the_ones_dbdeployer_gives(kind: str) -> None:
+    from runners.sandbox import dbdeployer_server_id
+
+    text = REPLICATION if kind == "replication" else 'experiment "s" { topology single { node a } }'
+    nodes = plan_text(text).cells[0].nodes
+    assert [n.server_id for n in nodes] == [dbdeployer_server_id(kind, n.index) for n in nodes]
+    assert [n.config["server_id"] for n in nodes] == [str(n.server_id) for n in nodes]
 
 
 def test_the_first_primary_may_be_measured_as_a_replica_once_a_replica_is_promoted() -> None:
