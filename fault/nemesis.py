@@ -33,10 +33,10 @@ from dsl.models import (
     Sleep,
     WaitUntil,
 )
-from lab.history import NEMESIS, Op
 from runners.errors import ComponentError
 from runners.mysql import connect, execute_all, wait_until
 from runners.node import Node
+from runners.ops import NEMESIS, Op
 from runners.topology import Topology
 
 log = logging.getLogger(__name__)
