@@ -33,6 +33,7 @@ from dsl.models import (
     Sleep,
     WaitUntil,
 )
+from runners import replication
 from runners.errors import ComponentError
 from runners.mysql import connect, execute_all, wait_until
 from runners.node import Node
@@ -231,8 +232,7 @@ class Nemesis:
         topo = self.topo
         t0 = time.monotonic()
         new = self.node(name)
-        execute_all(new.addr, new.admin, ["STOP SLAVE", "RESET SLAVE ALL",
-                                          "SET GLOBAL read_only=OFF"])
+        execute_all(new.addr, new.admin, list(replication.PROMOTE_STATEMENTS))
         t_promoted = time.monotonic()
         others = [n for n in topo.nodes.values()
                   if n.name not in (name, topo.primary) and n.name not in self.down]
@@ -241,13 +241,7 @@ class Nemesis:
             if topo.toxi and f"{other.name}.replication" in topo.toxi.links:
                 topo.toxi.set_upstream(f"{other.name}.replication", new.port)
                 port = topo.toxi.links[f"{other.name}.replication"].listen
-            execute_all(other.addr, other.admin, [
-                "STOP SLAVE",
-                f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, "
-                f"MASTER_USER='{topo.repl.user}', MASTER_PASSWORD='{topo.repl.password}', "
-                "MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
-                "START SLAVE",
-            ])
+            execute_all(other.addr, other.admin, replication.repoint(port, topo.repl))
         t_repointed = time.monotonic()
         switch = 0.0
         if topo.router is not None:
@@ -274,13 +268,8 @@ class Nemesis:
         if topo.toxi and link in topo.toxi.links:
             topo.toxi.set_upstream(link, primary.port)
             port = topo.toxi.links[link].listen
-        execute_all(n.addr, n.admin, [
-            "SET GLOBAL read_only=ON", "STOP SLAVE",
-            f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, "
-            f"MASTER_USER='{topo.repl.user}', MASTER_PASSWORD='{topo.repl.password}', "
-            "MASTER_USE_GTID=current_pos, MASTER_CONNECT_RETRY=1",
-            "START SLAVE",
-        ])
+        execute_all(n.addr, n.admin, replication.repoint(port, topo.repl, "current_pos",
+                                                          read_only=True))
         self.former_primaries.discard(name)
         return topo.primary
 
@@ -393,9 +382,7 @@ class Nemesis:
             check = lambda: self.downloaded(name)  # noqa: E731
         elif cond == "synced":
             names = [name] if name else list(self.topo.nodes)
-            check = lambda: all(str(self.node(n).sql(  # noqa: E731
-                "SHOW GLOBAL STATUS LIKE 'wsrep_local_state'", timeout=1)[0]["Value"]) == "4"
-                for n in names)
+            check = lambda: all(replication.synced(self.node(n)) for n in names)  # noqa: E731
         elif cond == "primary_elected":
             check = self._primary_elected
         elif cond == "up":
@@ -431,33 +418,16 @@ class Nemesis:
                     return True
         return False
 
-    def slave_status(self, name: str) -> dict[str, Any]:
-        rows = self.node(name).sql("SHOW SLAVE STATUS", timeout=2)
-        return rows[0] if rows else {}
-
-    def primary_position(self) -> tuple[str, int, str]:
-        assert self.topo.primary is not None
-        p = self.node(self.topo.primary)
-        rows = p.sql("SHOW MASTER STATUS", timeout=2)
-        gtid = str(p.scalar("SELECT @@gtid_binlog_pos", timeout=2) or "")
-        return str(rows[0]["File"]), int(rows[0]["Position"]), gtid
-
     def caught_up(self, name: str) -> bool:
-        st = self.slave_status(name)
-        if not st or st.get("Slave_SQL_Running") != "Yes":
-            return False
-        if self.topo.primary in self.down or self.topo.primary is None:
-            return st.get("Read_Master_Log_Pos") == st.get("Exec_Master_Log_Pos") and \
-                st.get("Relay_Master_Log_File") == st.get("Master_Log_File")
-        f, pos, _ = self.primary_position()
-        return st.get("Relay_Master_Log_File") == f and int(st.get("Exec_Master_Log_Pos", 0)) == pos
+        """The replica has applied everything of the running primary (or, with the primary
+        down, everything it downloaded)."""
+        primary = self.topo.primary
+        up = None if primary is None or primary in self.down else self.node(primary)
+        return replication.caught_up(self.node(name), up)
 
     def downloaded(self, name: str) -> bool:
-        st = self.slave_status(name)
-        if not st:
-            return False
-        f, pos, _ = self.primary_position()
-        return st.get("Master_Log_File") == f and int(st.get("Read_Master_Log_Pos", 0)) == pos
+        assert self.topo.primary is not None
+        return replication.downloaded(self.node(name), self.node(self.topo.primary))
 
     # --- healing -----------------------------------------------------------------------------------
     def heal_all(self) -> list[str]:

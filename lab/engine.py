@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,17 +47,12 @@ from lab.store import (
     describe_failure,
     fallback_path,
 )
+from runners import replication
 from runners.components import MissingComponent
 from runners.errors import ComponentError
-from runners.gtid import (
-    HEARTBEAT_DOMAIN,
-    behind,
-    missing_galera,
-    missing_multi_primary,
-    missing_replication,
-    parse_gtid,
-)
-from runners.mysql import connect
+from runners.gtid import HEARTBEAT_DOMAIN, behind, parse_gtid
+from runners.mysql import Address, connect, wait_until
+from runners.replication import HeartbeatWriter, LagSampler
 from runners.replication_watch import ReplicationWatcher
 from runners.runtime import Run, cell_dir_id
 from runners.sysbench import SysbenchWorkload
@@ -247,10 +243,9 @@ class CellRunner:
         self.topo: Topology | None = None
         self.nemesis: Nemesis | None = None
         self.recorder: Recorder | None = None
-        self.bg: list[threading.Thread] = []
+        self.bg: list[HeartbeatWriter | LagSampler] = []
         self._started_at_gtid: dict[str, dict[int, int]] = {}
         self.repl_watch: ReplicationWatcher | None = None
-        self._last_beat = 0.0
 
     # --- the cell, start to end ------------------------------------------------------------
     def run(self) -> CellOutcome:
@@ -352,12 +347,7 @@ class CellRunner:
                     "downtime) but not workloads")
             return
         w = topo.nodes[self._writer_node()]
-        stmts = [
-            f"CREATE DATABASE IF NOT EXISTS `{SCHEMA}`",
-            f"CREATE TABLE IF NOT EXISTS `{SCHEMA}`.heartbeat (id INT PRIMARY KEY, "
-            "ts BIGINT NOT NULL) ENGINE=InnoDB",
-            f"REPLACE INTO `{SCHEMA}`.heartbeat VALUES (1, 0)",
-        ]
+        stmts = replication.heartbeat_statements(SCHEMA)
         for spec in self.cell.workloads:
             stmts += table_ddl(spec)
         needs_sbtest = any(s.kind == "sysbench" for s in self.cell.workloads)
@@ -366,7 +356,7 @@ class CellRunner:
         conn = connect(w.addr, topo.admin, timeout=30)
         try:
             cur = conn.cursor()
-            cur.execute(f"SET SESSION gtid_domain_id = {HEARTBEAT_DOMAIN}")
+            cur.execute(replication.HEARTBEAT_SESSION)
             for s in stmts:
                 cur.execute(s)
             cur.close()
@@ -403,7 +393,7 @@ class CellRunner:
                 first_process += 100_000
             self.workloads[spec.name] = wl
         if topo.primary is not None and len(topo.nodes) > 1:
-            self._wait_caught_up(SETTLE_TIMEOUT, quiet=False)
+            self._wait_caught_up(SETTLE_TIMEOUT)
         else:  # two primaries, Galera: the tables must exist everywhere before the load
             self._wait_tables_everywhere()
 
@@ -411,14 +401,7 @@ class CellRunner:
         topo = self.topo
         assert topo is not None
         want = sum(1 for spec in self.cell.workloads if table_ddl(spec)) + 1  # + heartbeat
-        from runners.mysql import wait_until
-
-        for node in topo.nodes.values():
-            if node.is_running():
-                wait_until(lambda n=node: int(n.scalar(
-                    "SELECT COUNT(*) FROM information_schema.tables "
-                    f"WHERE table_schema = '{SCHEMA}'", timeout=1) or 0) >= want,
-                    SETTLE_TIMEOUT, "holding the workload tables", node.component)
+        replication.wait_tables(list(topo.nodes.values()), SCHEMA, want, SETTLE_TIMEOUT)
 
     @staticmethod
     def _with_defaults(spec: PlannedWorkload) -> PlannedWorkload:
@@ -512,8 +495,7 @@ class CellRunner:
             # with one transaction per write, the acknowledged writes a failover loses
             # (cross-checks lost_writes, which judges the final rows).
             with contextlib.suppress(Exception):
-                mine = parse_gtid(str(topo.nodes[a.node.name].scalar(
-                    "SELECT @@gtid_current_pos", timeout=2) or ""))
+                mine = replication.gtid(topo.nodes[a.node.name], "gtid_current_pos")
                 self.facts.setdefault("missing_at_promote", {})[a.node.name] = behind(
                     self.facts.get("primary_gtid_last") or {}, mine)
         if isinstance(a, NodeAction):
@@ -524,9 +506,8 @@ class CellRunner:
                 # What the replica had applied when it went down: "applied since" counts
                 # from here (a replica may start its threads by itself when it starts).
                 with contextlib.suppress(Exception):
-                    self._started_at_gtid[name] = parse_gtid(
-                        str(topo.nodes[name].scalar("SELECT @@gtid_slave_pos", timeout=2) or "")
-                    )
+                    self._started_at_gtid[name] = replication.gtid(topo.nodes[name],
+                                                                   "gtid_slave_pos")
             if a.verb in ("start", "restart", "cold_restart") and name != topo.primary:
                 self.facts["relay_log_bytes"].setdefault(name, {})["before"] = relay_log_bytes(
                     topo.nodes[name].datadir
@@ -546,8 +527,8 @@ class CellRunner:
         topo = self.topo
         assert topo is not None and topo.primary is not None
         with contextlib.suppress(Exception):
-            pos = str(topo.nodes[topo.primary].scalar("SELECT @@gtid_binlog_pos", timeout=1))
-            self.facts["primary_gtid_last"] = parse_gtid(pos)
+            self.facts["primary_gtid_last"] = replication.gtid(topo.nodes[topo.primary],
+                                                               "gtid_binlog_pos", timeout=1)
 
     def _stats(self, cursor: dict[str, int], dt: float) -> dict[str, dict[str, float]]:
         assert self.recorder is not None
@@ -577,85 +558,27 @@ class CellRunner:
         assert topo is not None
         if self.plan.topology in ("replication", "primary_primary") and len(topo.nodes) > 1:
             self.repl_watch = ReplicationWatcher(
-                {n: node.addr for n, node in topo.nodes.items()}, topo.admin,
-                lambda series, subject, t, values: self._sample(
-                    Sample(series, subject, t, values)),
+                {n: node.addr for n, node in topo.nodes.items()}, topo.admin, self._emit,
                 0.2, self.stop)
             self.repl_watch.start()
         if topo.primary is None or len(topo.nodes) < 2:
             return
-        t1 = threading.Thread(target=self._heartbeat, daemon=True, name="heartbeat")
-        t2 = threading.Thread(target=self._lag_sampler, daemon=True, name="lag")
-        t1.start()
-        t2.start()
-        self.bg += [t1, t2]
 
-    def _heartbeat(self) -> None:
-        """Writes the wall-clock time on the primary every 50 ms (own GTID domain)."""
-        topo = self.topo
-        assert topo is not None
-        conn = None
-        current = None
-        while not self.stop.is_set():
-            try:
-                if conn is None or current != topo.primary:
-                    current = topo.primary
-                    assert current is not None
-                    conn = connect(topo.nodes[current].addr, topo.admin, timeout=1)
-                    conn.cursor().execute(f"SET SESSION gtid_domain_id = {HEARTBEAT_DOMAIN}")
-                cur = conn.cursor()
-                cur.execute(
-                    f"UPDATE `{SCHEMA}`.heartbeat SET ts = %s WHERE id = 1",
-                    (time.time_ns() // 1000,),
-                )
-                cur.execute("SELECT @@gtid_binlog_pos")
-                row = cur.fetchone()
-                cur.close()
-                if row:
-                    self.facts["primary_gtid_last"] = parse_gtid(str(row[0]))
-                self._last_beat = time.monotonic()
-            except Exception:  # noqa: BLE001
-                with contextlib.suppress(Exception):
-                    if conn is not None:
-                        conn.close()
-                conn = None
-            self.stop.wait(0.05)
-        with contextlib.suppress(Exception):
-            if conn is not None:
-                conn.close()
+        def primary_addr() -> Address | None:
+            return topo.nodes[topo.primary].addr if topo.primary is not None else None
 
-    def _lag_sampler(self) -> None:
-        """Reads the heartbeat on every replica every 100 ms: replication lag samples."""
-        topo = self.topo
-        assert topo is not None
-        conns: dict[str, Any] = {}
-        while not self.stop.is_set():
-            for name, node in topo.nodes.items():
-                if name == topo.primary:
-                    continue
-                try:
-                    if name not in conns:
-                        conns[name] = connect(node.addr, topo.admin, timeout=1)
-                    cur = conns[name].cursor()
-                    cur.execute(f"SELECT ts FROM `{SCHEMA}`.heartbeat WHERE id = 1")
-                    row = cur.fetchone()
-                    cur.close()
-                    # Lag is only defined while the primary takes heartbeats: when it is
-                    # down (before a promote) the replicas are not behind anything.
-                    beating = time.monotonic() - self._last_beat < 0.5
-                    if row and int(row[0]) > 0 and beating:
-                        lag = max(0.0, time.time() - int(row[0]) / 1e6)
-                        self._sample(Sample("lag", name, time.monotonic_ns(), {"lag": lag}))
-                except Exception:  # noqa: BLE001 - an unreadable replica: unknown, not a gap
-                    self._sample(Sample("lag", name, time.monotonic_ns(), {"lag": float("nan")}))
-                    c = conns.pop(name, None)
-                    with contextlib.suppress(Exception):
-                        if c is not None:
-                            c.close()
-            self.stop.wait(0.1)
-        for c in conns.values():
-            with contextlib.suppress(Exception):
-                c.close()
+        def replicas() -> dict[str, Address]:
+            return {n: node.addr for n, node in topo.nodes.items() if n != topo.primary}
+
+        beat = HeartbeatWriter(primary_addr, topo.admin, self.stop,
+                               lambda pos: self.facts.__setitem__("primary_gtid_last", pos))
+        lag = LagSampler(replicas, topo.admin, self._emit, beat.beating, self.stop)
+        beat.start()
+        lag.start()
+        self.bg += [beat, lag]
+
+    def _emit(self, series: str, subject: str, t: int, values: dict[str, float]) -> None:
+        self._sample(Sample(series, subject, t, values))
 
     def _stop_workloads(self) -> None:
         for wl in self.workloads.values():
@@ -702,16 +625,11 @@ class CellRunner:
         assert topo is not None
         deadline = time.monotonic() + SETTLE_TIMEOUT
         if self.plan.topology == "galera":
-            from runners.mysql import wait_until
-
             try:
                 for node in topo.nodes.values():
                     if node.is_running():
-                        wait_until(
-                            lambda n=node: str(n.sql(
-                                "SHOW GLOBAL STATUS LIKE 'wsrep_local_state'", timeout=1
-                            )[0]["Value"]) == "4",
-                            SETTLE_TIMEOUT, "synced", node.component)
+                        wait_until(partial(replication.synced, node), SETTLE_TIMEOUT,
+                                   "synced", node.component)
             except ComponentError as e:
                 return False, str(e)
             return True, ""
@@ -719,7 +637,7 @@ class CellRunner:
             # settled: every running node has every transaction of the authoritative state
             # (the same GTID arithmetic as missing_transactions)
             while True:
-                stopped = self._stopped_sql_threads()
+                stopped = replication.stopped_sql_threads(topo.nodes)
                 if stopped:
                     return False, "SQL thread stopped on " + ", ".join(stopped)
                 missing = self._missing()
@@ -733,50 +651,13 @@ class CellRunner:
                 time.sleep(0.1)
         return True, ""
 
-    def _stopped_sql_threads(self) -> list[str]:
-        topo = self.topo
-        assert topo is not None
-        out: list[str] = []
-        for name, node in topo.nodes.items():
-            if not node.is_running():
-                continue
-            with contextlib.suppress(Exception):
-                for st in node.sql("SHOW SLAVE STATUS", timeout=2):
-                    if st.get("Slave_SQL_Running") != "Yes" and int(st.get("Last_SQL_Errno") or 0):
-                        out.append(f"{name} (error {st.get('Last_SQL_Errno')})")
-        return out
-
     def _missing(self) -> dict[str, int]:
-        """Transactions each running node lacks, per topology (runners.gtid)."""
+        """Transactions each running node lacks, per topology (runners.replication)."""
         topo = self.topo
         assert topo is not None
         running = {n: node for n, node in topo.nodes.items() if node.is_running()}
-
-        def pos(node: Any, var: str) -> dict[int, int]:
-            return parse_gtid(str(node.scalar(f"SELECT @@{var}", timeout=2) or ""))
-
-        try:
-            if self.plan.topology == "galera":
-                return missing_galera({
-                    n: int(node.sql("SHOW GLOBAL STATUS LIKE 'wsrep_last_committed'",
-                                    timeout=2)[0]["Value"])
-                    for n, node in running.items()})
-            if self.plan.topology == "primary_primary":
-                return missing_multi_primary(
-                    {n: pos(node, "gtid_binlog_pos") for n, node in running.items()},
-                    {n: pos(node, "gtid_current_pos") for n, node in running.items()})
-            if topo.primary is None:
-                return {}
-            primary = dict(self.facts.get("primary_gtid_last") or {})
-            if topo.primary in running:
-                primary = pos(running[topo.primary], "gtid_binlog_pos")
-            return missing_replication(
-                primary,
-                {n: pos(node, "gtid_current_pos") for n, node in running.items()
-                 if n != topo.primary})
-        except Exception as e:  # noqa: BLE001 - unknown, not zero
-            log.warning("missing transactions: %s", e)
-            return {}
+        return replication.missing_transactions(
+            self.plan.topology, running, topo.primary, self.facts.get("primary_gtid_last") or {})
 
     def _authority(self) -> str | None:
         """The node whose final state is the truth for lost writes: the primary after settling;
@@ -791,31 +672,17 @@ class CellRunner:
         running = [n for n, node in topo.nodes.items() if node.is_running()]
         return running[0] if running else None
 
-    def _wait_caught_up(self, timeout: float, quiet: bool) -> bool:
-        topo, nem = self.topo, self.nemesis
+    def _wait_caught_up(self, timeout: float) -> None:
+        """Every running replica has applied everything of the running primary."""
+        topo = self.topo
         assert topo is not None
-        if nem is None:
-            nem = Nemesis(topo, lambda op: op)
         if topo.primary is None or not topo.nodes[topo.primary].is_running():
-            return False
-        deadline = time.monotonic() + timeout
-        names = [n for n, node in topo.nodes.items() if n != topo.primary and node.is_running()]
-        behind = list(names)
-        while time.monotonic() < deadline:
-            behind = []
-            for n in names:
-                try:
-                    if not nem.caught_up(n):
-                        behind.append(n)
-                except Exception:  # noqa: BLE001 - unreadable: not caught up
-                    behind.append(n)
-            if not behind:
-                return True
-            time.sleep(0.05)
-        if not quiet:
-            raise ComponentError("replication", f"{', '.join(behind)} not caught up with "
-                                 f"{topo.primary} after {timeout:g}s")
-        return False
+            return
+        replicas = {n: node for n, node in topo.nodes.items()
+                    if n != topo.primary and node.is_running()}
+        behind = replication.wait_caught_up(replicas, topo.nodes[topo.primary], timeout)
+        if behind:
+            raise replication.caught_up_error(behind, topo.primary, timeout)
 
     def _facts_after(self) -> None:
         """Facts as the timeline left them: what restarted replicas applied since, and the
@@ -827,7 +694,7 @@ class CellRunner:
             if name == topo.primary or not node.is_running():
                 continue
             with contextlib.suppress(Exception):
-                pos = str(node.scalar("SELECT @@gtid_slave_pos", timeout=2) or "")
+                pos = replication.read_gtid(node, "gtid_slave_pos")
                 mine = parse_gtid(pos)
                 applied[name] = pos
                 if name in self._started_at_gtid:
@@ -842,16 +709,9 @@ class CellRunner:
             if not node.is_running():
                 continue
             with contextlib.suppress(Exception):
-                rows = node.sql("SHOW SLAVE STATUS", timeout=2)
-                if rows:
-                    st = rows[0]
-                    repl_errors[name] = {
-                        "sql_errno": int(st.get("Last_SQL_Errno") or 0),
-                        "io_errno": int(st.get("Last_IO_Errno") or 0),
-                        "sql_error": str(st.get("Last_SQL_Error") or "")[:300],
-                        "io_running": st.get("Slave_IO_Running"),
-                        "sql_running": st.get("Slave_SQL_Running"),
-                    }
+                st = replication.slave_status(node)
+                if st:
+                    repl_errors[name] = replication.thread_errors(st)
         self.facts["replication_errors"] = repl_errors
         self.facts["replica_gtid"] = applied
         self.facts["primary_gtid"] = {

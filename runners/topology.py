@@ -11,17 +11,19 @@ import secrets
 import string
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from dsl.compile import for_base_port
 from dsl.models import NetworkFault, Promote
 from dsl.plan import Cell, Plan, PlannedNode
-from runners import components
+from runners import components, replication
 from runners.bare import GaleraCluster, PrimaryPair
 from runners.haproxy import Backend, HAProxy
-from runners.mysql import Address, Credentials, execute_all, query
+from runners.mysql import Address, Credentials, execute_all, wait_until
 from runners.node import Node, SandboxNode
 from runners.proxysql import ProxySQL
+from runners.replication import change_master
 from runners.runtime import Run
 from runners.sandbox import SandboxRequest, check_identity, split_config
 from runners.sandbox import deploy as deploy_sandbox
@@ -225,54 +227,31 @@ class Topology:
                 port = link.listen
             if not self.toxi and self.plan.replication_mode != "file_position" and \
                     not planned.delay:
-                # dbdeployer's wiring is what we want, but for the retry interval: replicas
-                # reconnect every second, so that recovery times measure the servers and not
-                # a 60-second retry timer.
+                # dbdeployer's wiring is what we want, but for the retry interval.
                 execute_all(node.addr, self.admin, [
-                    "SET GLOBAL read_only=ON", "STOP SLAVE",
-                    "CHANGE MASTER TO MASTER_CONNECT_RETRY=1", "START SLAVE"])
+                    "SET GLOBAL read_only=ON", "STOP SLAVE", change_master(), "START SLAVE"])
                 continue
             stmts = ["STOP SLAVE", "SET GLOBAL read_only=ON"]
-            opts = ["MASTER_HOST='127.0.0.1'", f"MASTER_PORT={port}",
-                    "MASTER_CONNECT_RETRY=1"]
             if self.plan.replication_mode == "file_position":
                 # Explicit coordinates: after a restart with relay_log_recovery the replica
                 # may not know its file name, and an empty one never advances. The replica
                 # has applied everything first, so the primary's position is its own.
-                self._wait_same_gtid(node, primary)
-                pos = primary.sql("SHOW MASTER STATUS")[0]
-                opts += ["MASTER_USE_GTID=no", f"MASTER_LOG_FILE='{pos['File']}'",
-                         f"MASTER_LOG_POS={int(pos['Position'])}"]
-            if planned.delay:
-                opts.append(f"MASTER_DELAY={int(round(planned.delay))}")
-            stmts.append("CHANGE MASTER TO " + ", ".join(opts))
+                replication.wait_same_gtid(node, primary)
+                log_file, log_pos = replication.binlog_position(primary, timeout=5.0)
+                stmts.append(change_master(port, use_gtid="no", log_file=log_file,
+                                           log_pos=log_pos, delay=planned.delay))
+            else:
+                stmts.append(change_master(port, delay=planned.delay))
             stmts.append("START SLAVE")
             execute_all(node.addr, self.admin, stmts)
         self.wait_replication_running()
 
-    def _wait_same_gtid(self, replica: Node, primary: Node, timeout: float = 30.0) -> None:
-        from runners.mysql import wait_until
-
-        def same() -> bool:
-            want = primary.scalar("SELECT @@gtid_binlog_pos")
-            return bool(replica.scalar("SELECT @@gtid_slave_pos") == want)
-
-        wait_until(same, timeout, "caught up with the primary", replica.component,
-                   replica.error_log)
-
     def wait_replication_running(self, timeout: float = 30.0) -> None:
-        from runners.mysql import wait_until
-
         for name, node in self.nodes.items():
             if name == self.primary:
                 continue
-
-            def running(n: Node = node) -> bool:
-                rows = n.sql("SHOW SLAVE STATUS")
-                return bool(rows) and rows[0]["Slave_IO_Running"] == "Yes" and \
-                    rows[0]["Slave_SQL_Running"] == "Yes"
-
-            wait_until(running, timeout, "replicating", node.component, node.error_log)
+            wait_until(partial(replication.replicating, node), timeout, "replicating",
+                       node.component, node.error_log)
 
     def promote_targets(self) -> set[str]:
         return {a.node.name for a in self.plan.actions() if isinstance(a, Promote)}
@@ -308,23 +287,13 @@ class Topology:
         self.router.start(self.writer_ok, self.reader_ok)
 
     # --- roles, as the agent checks see them ---------------------------------------------------
-    def _status(self, name: str) -> dict[str, Any]:
-        node = self.nodes[name]
-        rows = query(node.addr, self.admin,
-                     "SELECT @@read_only AS ro, (SELECT VARIABLE_VALUE FROM "
-                     "information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME="
-                     "'WSREP_LOCAL_STATE') AS wsrep", timeout=1)
-        return rows[0]
-
     def writer_ok(self, name: str) -> bool:
-        st = self._status(name)
-        if int(st["ro"]) != 0:
-            return False
-        return self.plan.topology != "galera" or str(st["wsrep"]) == "4"
+        read_only, synced = replication.role_state(self.nodes[name].addr, self.admin)
+        return not read_only and (self.plan.topology != "galera" or synced)
 
     def reader_ok(self, name: str) -> bool:
-        st = self._status(name)
-        return self.plan.topology != "galera" or str(st["wsrep"]) == "4"
+        _, synced = replication.role_state(self.nodes[name].addr, self.admin)
+        return self.plan.topology != "galera" or synced
 
     # --- endpoints -------------------------------------------------------------------------------
     def address(self, endpoint: str) -> Address:
