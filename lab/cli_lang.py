@@ -35,9 +35,9 @@ from dsl.models import (
 )
 from dsl.owned import RUNTIME
 from dsl.plan import Cell, Plan, PlannedNode, PlannedWorkload
+from lab.exits import EXIT_LANGUAGE, EXIT_OK
 
-EXIT_OK = 0
-EXIT_LANGUAGE_ERROR = 2
+EXIT_LANGUAGE_ERROR = EXIT_LANGUAGE
 
 log = logging.getLogger(__name__)
 
