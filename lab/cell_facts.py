@@ -19,6 +19,7 @@ from typing import Any
 
 from dsl.models import Action, NodeAction, Promote
 from dsl.plan import Plan, PlannedWorkload
+from fault.process import COMES_UP, GOES_DOWN
 from runners import replication
 from runners.errors import ComponentError
 from runners.gtid import HEARTBEAT_DOMAIN, behind, parse_gtid
@@ -29,8 +30,6 @@ from runners.workloads import table_ddl, table_name
 log = logging.getLogger(__name__)
 
 SETTLE_TIMEOUT = 30.0
-GOES_DOWN = frozenset({"kill", "stop", "restart", "cold_restart"})  # the node stops answering
-COMES_UP = frozenset({"start", "restart", "cold_restart"})  # the node starts again
 
 
 def relay_log_bytes(datadir: Path) -> int:

@@ -227,8 +227,7 @@ class CellRunner:
             if self.cell.workloads:
                 raise ComponentError(
                     "workloads", "the lab's workloads speak MySQL only so far; a MongoDB "
-                    "experiment can run its timeline (convert to standalone measures its own "
-                    "downtime) but not "
+                    "experiment can run its timeline (its faults are in the history) but not "
                     "workloads")
             return
         self.load.prepare()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dsl.actions import label
 from dsl.models import Metric, Quantity, TimedAction
 from lab.checkers import CheckContext, CheckResult
 from lab.expectations import Unmeasurable, format_figure, measure, metric_text
@@ -58,7 +59,4 @@ def report_figure(metric: Metric, text: str, results: dict[str, CheckResult],
 
 def action_label(ta: TimedAction) -> str:
     """``kill db2``: a timed action as the live view lists it."""
-    a = ta.action
-    node = getattr(a, "node", None)
-    verb = getattr(a, "verb", None) or a.action
-    return f"{verb} {getattr(node, 'name', '')}".strip()
+    return label(ta.action)

@@ -1,5 +1,6 @@
 """MongoDB without mongod: argv, the settings allow-list, replica set documents, the
-system.replset warning, downtime arithmetic and the checks made before touching a server."""
+system.replset warning, the conversion's phases and the history windows of its downtime, and
+the checks made before touching a server."""
 
 from __future__ import annotations
 
@@ -11,19 +12,16 @@ from typing import Any
 import pytest
 
 from dsl.models import Engine
-from fault.mongo_actions import convert_standalone
+from fault.mongo import _Phases, convert_standalone, convert_to_standalone
 from runners.components import MissingComponent, find
 from runners.errors import ComponentError
 from runners.mongo import (
     ALLOWED_SETTINGS,
     MongoNode,
     MongoReplicaSet,
-    _Phases,
     check_version,
     config_without,
-    convert_to_standalone,
     initiate_document,
-    longest_and_total_gaps,
     mongod_argv,
     replset_name,
     setting_args,
@@ -190,26 +188,7 @@ def test_warning_detection() -> None:
     assert not warning_in("")
 
 
-# --- downtime, phases -----------------------------------------------------------------------------
-
-def test_gaps_between_successful_writes() -> None:
-    # writes every 10 ms, then nothing for 1.0 s, then again; the window ends 0.05 s later
-    ok = [0.00, 0.01, 0.02, 1.02, 1.03]
-    longest, total = longest_and_total_gaps(ok, 0.0, 1.08, threshold=0.1)
-    assert longest == pytest.approx(1.0)
-    assert total == pytest.approx(1.0)
-
-
-def test_two_outages_add_up() -> None:
-    ok = [0.0, 0.5, 0.51, 1.5]
-    longest, total = longest_and_total_gaps(ok, 0.0, 1.5, threshold=0.1)
-    assert longest == pytest.approx(0.99)
-    assert total == pytest.approx(0.5 + 0.99)
-
-
-def test_no_successful_write_is_all_downtime() -> None:
-    assert longest_and_total_gaps([], 2.0, 5.0, threshold=0.1) == (3.0, 3.0)
-
+# --- phases -------------------------------------------------------------------------------------
 
 def test_phases_are_timed_and_reported() -> None:
     seen: list[tuple[str, float]] = []
