@@ -12,14 +12,8 @@ rule, model, row in ``dsl.actions`` and docs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from fault import cache, mongo, network, process, replication, sql, waits
-from fault.context import ActionFailed, Context, Detail
-
-Handler = Callable[[Context, Any], Detail]
-Healer = Callable[[Context], list[str]]
+from fault.context import ActionFailed, Context, Detail, Handler, Healer
 
 HANDLERS: dict[type, Handler] = {
     **process.HANDLERS,

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from dsl.models import DropCaches
-from fault.context import ActionFailed, Context, Detail
+from fault.context import ActionFailed, Context, Detail, Handler
 
 DROP_WAIT = 2.0  # seconds the timeline waits for the kernel to finish dropping the page cache
 
@@ -48,7 +48,7 @@ def drop_caches(ctx: Context, a: DropCaches) -> Detail:
             "resident_after": resident_bytes(n.datadir)}
 
 
-HANDLERS = {DropCaches: drop_caches}
+HANDLERS: dict[type, Handler] = {DropCaches: drop_caches}
 
 
 # --- page cache helpers ----------------------------------------------------------------------

@@ -44,7 +44,7 @@ class Context:
         got = self._states.get(kind)
         if got is None:
             got = self._states[kind] = kind()
-        return got  # type: ignore[no-any-return]
+        return got
 
     @contextlib.contextmanager
     def fault(self, name: str, node: str | None) -> Iterator[dict[str, Any]]:
@@ -60,3 +60,7 @@ class Context:
             raise
         self.record(Op("ok", name, NEMESIS, time.monotonic_ns(), "nemesis", "", node,
                        value=detail or None))
+
+
+Handler = Callable[[Context, Any], Detail]  # applies one action; its detail goes to the history
+Healer = Callable[[Context], list[str]]  # undoes a family's faults still in force; what it did

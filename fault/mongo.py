@@ -21,7 +21,7 @@ from typing import Any
 from pymongo.errors import PyMongoError
 
 from dsl.models import ConvertStandalone
-from fault.context import ActionFailed, Context, Detail
+from fault.context import ActionFailed, Context, Detail, Handler
 from runners.errors import ComponentError
 from runners.mongo import (
     MongoNode,
@@ -192,4 +192,4 @@ def _is_primary(m: MongoNode) -> bool:
         return False
 
 
-HANDLERS = {ConvertStandalone: convert}
+HANDLERS: dict[type, Handler] = {ConvertStandalone: convert}

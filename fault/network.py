@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from dsl.models import NetworkFault
-from fault.context import ActionFailed, Context, Detail
+from fault.context import ActionFailed, Context, Detail, Handler
 
 
 @dataclass
@@ -105,4 +105,4 @@ def heal(ctx: Context) -> list[str]:
     return done
 
 
-HANDLERS = {NetworkFault: network}
+HANDLERS: dict[type, Handler] = {NetworkFault: network}

@@ -15,7 +15,7 @@ from typing import Any
 from dsl.models import NodeAction
 from fault import replication
 from fault.cache import evict_files
-from fault.context import Context, Detail
+from fault.context import Context, Detail, Handler
 
 log = logging.getLogger(__name__)
 
@@ -29,43 +29,44 @@ class ProcessState:
 
 
 def node_action(ctx: Context, a: NodeAction) -> Detail:
-    n = ctx.node(a.node.name)
+    """The topology's process primitives (``Topology.kill`` ...), remembered for healing."""
+    topo, name = ctx.topo, a.node.name
     verb = a.verb
     opts = dict(a.options)
     paused = ctx.state(ProcessState).paused
     if verb == "kill":
-        n.kill()
-        ctx.down.add(n.name)
+        topo.kill(name)
+        ctx.down.add(name)
     elif verb == "pause":
-        n.pause()
-        paused.add(n.name)
+        topo.pause(name)
+        paused.add(name)
     elif verb == "resume":
-        n.resume()
-        paused.discard(n.name)
+        topo.resume(name)
+        paused.discard(name)
     elif verb == "stop":
-        n.stop()
-        ctx.down.add(n.name)
+        topo.stop(name)
+        ctx.down.add(name)
     elif verb in ("start", "restart"):
         t0 = time.monotonic()
         if verb == "start":
-            n.start(opts)
+            topo.start(name, opts)
         else:
-            n.restart(opts)
-        ctx.down.discard(n.name)
+            topo.restart(name, opts)
+        ctx.down.discard(name)
         out: dict[str, Any] = {"ready_seconds": round(time.monotonic() - t0, 3),
                                "options": opts}
-        if replication.was_primary(ctx, n.name):
-            out["rejoined_as_replica_of"] = replication.rejoin(ctx, n.name)
+        if replication.was_primary(ctx, name):
+            out["rejoined_as_replica_of"] = replication.rejoin(ctx, name)
         return out
     elif verb == "cold_restart":
         # The buffer pool is not reloaded and the node's files are evicted from the cache.
-        n.stop()
-        evicted = evict_files(n.datadir)
+        topo.stop(name)
+        evicted = evict_files(ctx.node(name).datadir)
         opts.setdefault("innodb_buffer_pool_load_at_startup", "OFF")
         t0 = time.monotonic()
-        n.start(opts)
+        topo.start(name, opts)
         return {"evicted_bytes": evicted, "ready_seconds": round(time.monotonic() - t0, 3)}
-    return {"pid": n.pid()}
+    return {"pid": ctx.node(name).pid()}
 
 
 def heal_paused(ctx: Context) -> list[str]:
@@ -74,7 +75,7 @@ def heal_paused(ctx: Context) -> list[str]:
     st = ctx.state(ProcessState)
     for name in sorted(st.paused):
         with contextlib.suppress(Exception):
-            ctx.node(name).resume()
+            ctx.topo.resume(name)
             done.append(f"resume {name}")
     st.paused.clear()
     return done
@@ -85,7 +86,7 @@ def heal_down(ctx: Context) -> list[str]:
     done: list[str] = []
     for name in sorted(ctx.down):
         try:
-            ctx.node(name).start()
+            ctx.topo.start(name)
             done.append(f"start {name}")
             if replication.was_primary(ctx, name):
                 replication.rejoin(ctx, name)
@@ -96,4 +97,4 @@ def heal_down(ctx: Context) -> list[str]:
     return done
 
 
-HANDLERS = {NodeAction: node_action}
+HANDLERS: dict[type, Handler] = {NodeAction: node_action}

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from dsl.models import Promote, ReplicationControl
-from fault.context import Context, Detail
+from fault.context import Context, Detail, Handler
 from runners import replication as repl
 from runners.mysql import execute_all
 
@@ -118,4 +118,4 @@ def heal(ctx: Context) -> list[str]:
     return done
 
 
-HANDLERS = {ReplicationControl: control, Promote: promote}
+HANDLERS: dict[type, Handler] = {ReplicationControl: control, Promote: promote}

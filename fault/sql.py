@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from dsl.models import RunSql, SetGlobal
-from fault.context import ActionFailed, Context, Detail
+from fault.context import ActionFailed, Context, Detail, Handler
 from runners.mysql import connect, execute_all
 
 NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
@@ -54,4 +54,4 @@ def run_sql(ctx: Context, a: RunSql) -> Detail:
     return {"statement": a.statement[:200]}
 
 
-HANDLERS = {SetGlobal: set_global, RunSql: run_sql}
+HANDLERS: dict[type, Handler] = {SetGlobal: set_global, RunSql: run_sql}

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from dsl.models import Sleep, WaitUntil
 from fault import mongo, replication
-from fault.context import ActionFailed, Context, Detail
+from fault.context import ActionFailed, Context, Detail, Handler
 from runners import replication as repl
 from runners.errors import ComponentError
 from runners.mysql import wait_until as poll
@@ -94,4 +94,4 @@ def sleep(ctx: Context, a: Sleep) -> Detail:
     return None
 
 
-HANDLERS = {WaitUntil: wait_until, Sleep: sleep}
+HANDLERS: dict[type, Handler] = {WaitUntil: wait_until, Sleep: sleep}

@@ -35,7 +35,7 @@ def _on_term(signum: int, frame: FrameType | None) -> None:
 
 def cmd_up(path: str, cell: int = 1) -> int:
     from dsl.api import check_file, format_errors, load_plan
-    from runners.topology import Topology
+    from runners.topology import NativeTopology
 
     errors = check_file(path)
     if errors:
@@ -53,7 +53,7 @@ def cmd_up(path: str, cell: int = 1) -> int:
     try:
         out.print(f"[bold]run {run.id}[/]: bringing up {plan.topology} "
                   f"({', '.join(n.name for n in the_cell.nodes)}) for {plan.name}")
-        topo = Topology.deploy(plan, the_cell, run)
+        topo = NativeTopology.deploy(plan, the_cell, run)
         table = Table(title=f"run {run.id} is up in {topo.timings['ready']:.1f}s")
         table.add_column("endpoint")
         table.add_column("address")

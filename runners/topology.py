@@ -1,7 +1,12 @@
 """A compiled plan's cell made real: nodes, replication wiring, links, router.
 
-``Topology.deploy(plan, cell)`` returns a running topology or raises ``ComponentError`` after
-tearing down whatever it had started. ``teardown()`` always stops everything recorded.
+``Topology`` is what the engine, the load and the faults need of a running topology (its
+nodes and endpoints, the writer and the replicas, the process primitives kill, pause, stop,
+start, restart, teardown); ``NativeTopology`` implements it with processes on this machine.
+A second back-end (containers) is one more implementation, chosen in ``Topology.deploy``.
+
+``Topology.deploy(plan, cell, run)`` returns a running topology or raises ``ComponentError``
+after tearing down whatever it had started. ``teardown()`` always stops everything recorded.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import string
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from dsl.compile import for_base_port
 from dsl.models import NetworkFault, Promote
@@ -24,6 +29,7 @@ from runners.mysql import Address, Credentials, execute_all, wait_until
 from runners.node import Node, SandboxNode
 from runners.proxysql import ProxySQL
 from runners.replication import change_master
+from runners.router import Router
 from runners.runtime import Run
 from runners.sandbox import SandboxRequest, check_identity, split_config
 from runners.sandbox import deploy as deploy_sandbox
@@ -64,8 +70,48 @@ def check_components(plan: Plan) -> None:
         components.require(name)
 
 
+class Topology(Protocol):
+    plan: Plan
+    run: Run
+    admin: Credentials  # the lab's own user (every privilege)
+    app: Credentials  # the workloads' user
+    repl: Credentials  # the replication user
+    nodes: dict[str, Node]
+    primary: str | None  # the current writer of a replication topology; changes on promote
+    router: Router | None
+    toxi: Toxiproxy | None  # the network links, when the experiment has network faults
+    timings: dict[str, float]
+
+    @classmethod
+    def deploy(cls, plan: Plan, cell: Cell, run: Run) -> Topology:
+        """The cell's topology, running (the native one: processes on this machine)."""
+        return NativeTopology.deploy(plan, cell, run)
+
+    def writer(self) -> str | None:
+        """The node that takes the writes (the primary; None with several writers)."""
+
+    def replicas(self) -> list[str]:
+        """The nodes that replicate from the writer."""
+
+    def address(self, endpoint: str) -> Address:
+        """Where a client connects: a node or ``router.writer`` / ``router.reader``."""
+
+    def node_by_port(self, port: int) -> str | None: ...
+    def endpoints(self) -> dict[str, str]: ...
+    def kill(self, name: str) -> None: ...
+    def pause(self, name: str) -> None: ...
+    def resume(self, name: str) -> None: ...
+    def stop(self, name: str) -> None: ...
+    def start(self, name: str, options: dict[str, str] | None = None) -> None: ...
+    def restart(self, name: str, options: dict[str, str] | None = None) -> None: ...
+    def teardown(self) -> float: ...
+
+
 @dataclass
-class Topology:
+class NativeTopology:
+    """Servers as processes of this machine: dbdeployer sandboxes, bare mariadbd (Galera,
+    two primaries), mongod; HAProxy or ProxySQL; toxiproxy links."""
+
     run: Run
     plan: Plan
     cell: Cell
@@ -74,7 +120,7 @@ class Topology:
     repl: Credentials
     nodes: dict[str, Node] = field(default_factory=dict)
     planned: dict[str, PlannedNode] = field(default_factory=dict)
-    router: HAProxy | ProxySQL | None = None
+    router: Router | None = None
     monitor: Credentials = field(default_factory=lambda: Credentials("lab_monitor", password()))
     toxi: Toxiproxy | None = None
     primary: str | None = None  # current primary (replication); changes on promote
@@ -82,7 +128,7 @@ class Topology:
 
     # --- building ------------------------------------------------------------------------------
     @classmethod
-    def deploy(cls, plan: Plan, cell: Cell, run: Run) -> Topology:
+    def deploy(cls, plan: Plan, cell: Cell, run: Run) -> NativeTopology:
         check_components(plan)
         # The plan for this run's ports: what the runners start, exactly (dsl.compile).
         plan = for_base_port(plan, run.ports.base)
@@ -294,6 +340,33 @@ class Topology:
     def reader_ok(self, name: str) -> bool:
         _, synced = replication.role_state(self.nodes[name].addr, self.admin)
         return self.plan.topology != "galera" or synced
+
+    # --- roles and process primitives ------------------------------------------------------------
+    def writer(self) -> str | None:
+        return self.primary
+
+    def replicas(self) -> list[str]:
+        if self.primary is None:
+            return []
+        return [n for n in self.nodes if n != self.primary]
+
+    def kill(self, name: str) -> None:
+        self.nodes[name].kill()
+
+    def pause(self, name: str) -> None:
+        self.nodes[name].pause()
+
+    def resume(self, name: str) -> None:
+        self.nodes[name].resume()
+
+    def stop(self, name: str) -> None:
+        self.nodes[name].stop()
+
+    def start(self, name: str, options: dict[str, str] | None = None) -> None:
+        self.nodes[name].start(options)
+
+    def restart(self, name: str, options: dict[str, str] | None = None) -> None:
+        self.nodes[name].restart(options)
 
     # --- endpoints -------------------------------------------------------------------------------
     def address(self, endpoint: str) -> Address:
