@@ -235,3 +235,41 @@ def test_nemesis_action_needs_a_member(tmp_path: Path) -> None:
                                 plan=SimpleNamespace(topology="mongodb_replset"))
     with pytest.raises(ComponentError, match="m2 is not a replica set member"):
         convert_standalone(topo, "m2")
+
+
+def test_the_conversions_downtime_is_in_the_history(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both restarts are fault windows on the node, in order with the other phases; no probe."""
+    from fault import mongo
+    from fault.context import Context
+    from runners.ops import NEMESIS, Op
+
+    calls: list[str] = []
+    for name in ("ensure_primary", "write_marker"):
+        monkeypatch.setattr(mongo, name, lambda n, name=name: calls.append(name))
+    monkeypatch.setattr(mongo, "collection_counts", lambda n: {"app.items": 5})
+    monkeypatch.setattr(mongo, "remove_member", lambda n, host: calls.append(f"remove {host}"))
+    monkeypatch.setattr(mongo, "wait_until", lambda *a, **k: 0.0)
+    monkeypatch.setattr(mongo, "restart_member",
+                        lambda n, rs: calls.append(f"restart {n.name}") or 0)
+    monkeypatch.setattr(mongo, "saw_warning", lambda n, offset, wait: calls.count("clean") == 0)
+    monkeypatch.setattr(mongo, "clean_system_replset", lambda n: calls.append("clean") or 1)
+    members = [node(tmp_path, "m1", 1), node(tmp_path, "m2", 2)]
+    monkeypatch.setattr(MongoNode, "stop", lambda self, timeout=60.0: calls.append(
+        f"stop {self.name}"))
+    history: list[Op] = []
+    ctx = Context(SimpleNamespace(nodes={}), lambda op: history.append(op) or op)  # type: ignore[arg-type]
+
+    def window(name: str, n: str | None) -> Any:
+        calls.append(f"window {n}")
+        return ctx.fault(name, n)
+
+    out = convert_to_standalone(members, "m1", window)
+    assert calls == ["ensure_primary", "write_marker", "remove 127.0.0.1:23002", "stop m2",
+                     "window m1", "restart m1", "clean", "window m1", "restart m1"]
+    assert [(o.type, o.f, o.node, o.process) for o in history] == [
+        ("invoke", mongo.DOWN_WINDOW, "m1", NEMESIS), ("ok", mongo.DOWN_WINDOW, "m1", NEMESIS),
+    ] * 2
+    assert out["data_intact"] and out["removed_members"] == ["m2"]
+    assert out["warning_after_first_restart"] and not out["warning_after_final_restart"]
+    assert "downtime_seconds" not in out and "restart_standalone" in out["phases"]
