@@ -161,7 +161,6 @@ ROLE_OF_KIND: dict[str, NodeRole] = {
     "primary_primary": "primary_primary",
     "mongodb_replset": "member",
 }
-MYSQL_FLAVORS = frozenset({"mariadb", "mysql", "percona"})
 MONGO_FLAVORS = frozenset({"psmdb", "mongodb"})
 
 

@@ -29,7 +29,7 @@ from dsl.owned import NODE_DIR_PATHS, RUNTIME
 from dsl.plan import PlannedNode
 from runners.components import SPEC_BY_NAME, galera_provider, require
 from runners.errors import ComponentError
-from runners.mysql import Address, Credentials, execute_all, wait_until
+from runners.mysql import Credentials, execute_all, wait_until
 from runners.node import ProcessNode
 from runners.replication import change_master, synced
 from runners.runtime import Run
@@ -287,7 +287,3 @@ class PrimaryPair:
             execute_all(node.addr, self.admin, [
                 change_master(port, creds=self.repl, use_gtid="slave_pos"), "START SLAVE"])
         return self.nodes
-
-
-def addresses(nodes: list[ProcessNode]) -> list[Address]:
-    return [n.addr for n in nodes]
