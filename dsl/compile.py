@@ -36,25 +36,18 @@ import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from dsl.actions import is_fault
 from dsl.errors import LanguageError, LanguageErrors
 from dsl.metrics import resolve_stat
 from dsl.models import (
-    Action,
     ConfigBlock,
-    ConvertStandalone,
-    DropCaches,
     Expectation,
     Experiment,
     IntOrParam,
-    NetworkFault,
-    NodeAction,
     ParamRef,
     PrimaryPrimaryTopology,
-    Promote,
-    ReplicationControl,
     ReplicationTopology,
     Report,
-    SetGlobal,
     Span,
     Variant,
     Workload,
@@ -546,20 +539,6 @@ def compile_experiment(exp: Experiment, base_port: int = DEFAULT_BASE_PORT) -> P
 # --- warnings: faults that nothing measures -----------------------------------------------------
 
 NEAR_END = 1.0  # seconds: a fault closer than this to the end of every workload is unmeasured
-
-
-def is_fault(a: Action) -> bool:
-    """An action whose effect a workload should observe: kill, pause, stop, restart, cold
-    restart, promote, stop replication, a network fault, drop caches, set global, convert.
-    Recoveries (start, resume, start replication, network heal), waits and ``execute`` are
-    not faults."""
-    if isinstance(a, NodeAction):
-        return a.verb not in ("start", "resume")
-    if isinstance(a, ReplicationControl):
-        return a.verb == "stop"
-    if isinstance(a, NetworkFault):
-        return a.verb != "heal"
-    return isinstance(a, DropCaches | Promote | SetGlobal | ConvertStandalone)
 
 
 def _s(seconds: float) -> str:

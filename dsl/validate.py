@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from dsl.errors import LanguageError, sorted_errors
 from dsl.metrics import METRICS, resolve_stat
@@ -161,7 +161,6 @@ ROLE_OF_KIND: dict[str, NodeRole] = {
     "primary_primary": "primary_primary",
     "mongodb_replset": "member",
 }
-MYSQL_FLAVORS = frozenset({"mariadb", "mysql", "percona"})
 MONGO_FLAVORS = frozenset({"psmdb", "mongodb"})
 
 
@@ -612,53 +611,57 @@ class _Validator:
                 )
             self.check_action(timed.action)
 
-    def check_action(self, a: Action) -> None:  # noqa: C901 - one branch per action
-        if isinstance(a, NodeAction):
-            self.node(a.node)
-            self.check_settings(a.options, a.span, "option")
-        elif isinstance(a, DropCaches):
-            self.node(a.node)
-        elif isinstance(a, Promote):
-            self.check_promote(a)
-        elif isinstance(a, ReplicationControl):
-            info = self.node(a.node)
-            if self.kind not in ("replication", "primary_primary"):
-                self.error(
-                    a.span,
-                    f"'{a.verb} replication' controls asynchronous replication, "
-                    f"which a {self.kind} topology does not have",
-                )
-            elif info is not None and info.role == "primary":
-                self.error(
-                    a.node.span,
-                    f"'{a.node.name}' is the primary: it does not replicate from anyone",
-                    f"use a replica: {self.replicas()}",
-                )
-        elif isinstance(a, NetworkFault):
-            self.check_network(a)
-        elif isinstance(a, SetGlobal):
-            for ref in a.nodes:
-                self.node(ref)
-            if self.kind == "mongodb_replset":
-                self.error(
-                    a.span,
-                    "'set global' changes a MySQL-family server variable; "
-                    "this topology runs MongoDB",
-                )
-        elif isinstance(a, ConvertStandalone):
-            self.node(a.node)
-            if self.kind != "mongodb_replset":
-                self.error(
-                    a.span,
-                    f"'convert ... to standalone' turns a MongoDB replica set "
-                    f"member into a standalone server; this topology is {self.kind}",
-                )
-        elif isinstance(a, WaitUntil):
-            self.check_wait(a)
-        elif isinstance(a, RunSql):
-            self.endpoint(a.node)
-            if self.kind == "mongodb_replset":
-                self.error(a.span, "'execute' runs SQL; this topology runs MongoDB")
+    def check_action(self, a: Action) -> None:
+        """Each action's own checks (``ACTION_CHECKS``: one row per action)."""
+        check = ACTION_CHECKS.get(type(a))
+        if check is not None:
+            check(self, a)
+
+    def check_node_action(self, a: NodeAction) -> None:
+        self.node(a.node)
+        self.check_settings(a.options, a.span, "option")
+
+    def check_drop_caches(self, a: DropCaches) -> None:
+        self.node(a.node)
+
+    def check_replication_control(self, a: ReplicationControl) -> None:
+        info = self.node(a.node)
+        if self.kind not in ("replication", "primary_primary"):
+            self.error(
+                a.span,
+                f"'{a.verb} replication' controls asynchronous replication, "
+                f"which a {self.kind} topology does not have",
+            )
+        elif info is not None and info.role == "primary":
+            self.error(
+                a.node.span,
+                f"'{a.node.name}' is the primary: it does not replicate from anyone",
+                f"use a replica: {self.replicas()}",
+            )
+
+    def check_set_global(self, a: SetGlobal) -> None:
+        for ref in a.nodes:
+            self.node(ref)
+        if self.kind == "mongodb_replset":
+            self.error(
+                a.span,
+                "'set global' changes a MySQL-family server variable; "
+                "this topology runs MongoDB",
+            )
+
+    def check_convert(self, a: ConvertStandalone) -> None:
+        self.node(a.node)
+        if self.kind != "mongodb_replset":
+            self.error(
+                a.span,
+                f"'convert ... to standalone' turns a MongoDB replica set "
+                f"member into a standalone server; this topology is {self.kind}",
+            )
+
+    def check_sql(self, a: RunSql) -> None:
+        self.endpoint(a.node)
+        if self.kind == "mongodb_replset":
+            self.error(a.span, "'execute' runs SQL; this topology runs MongoDB")
 
     def replicas(self) -> str:
         return listing(n.name for n in self.node_list if n.role == "replica")
@@ -858,6 +861,20 @@ class _Validator:
                 f"'{info.name}' is not one of the nodes of workload "
                 f"'{workload.name}' ({listing(endpoints)})",
             )
+
+
+# What validation checks of each action (``Sleep`` has nothing to check).
+ACTION_CHECKS: dict[type, Callable[[_Validator, Any], None]] = {
+    NodeAction: _Validator.check_node_action,
+    DropCaches: _Validator.check_drop_caches,
+    Promote: _Validator.check_promote,
+    ReplicationControl: _Validator.check_replication_control,
+    NetworkFault: _Validator.check_network,
+    SetGlobal: _Validator.check_set_global,
+    ConvertStandalone: _Validator.check_convert,
+    WaitUntil: _Validator.check_wait,
+    RunSql: _Validator.check_sql,
+}
 
 
 def validate(exp: Experiment, path: str | None = None) -> list[LanguageError]:

@@ -1,0 +1,35 @@
+"""Faults ("nemeses") and the other actions of an experiment, one file per family.
+
+``HANDLERS`` maps each action model (``dsl.models``) to its handler, ``handler(ctx, action) ->
+detail``; ``HEALERS`` is the one heal registry: each family's heal, in the order healing runs
+(resume paused nodes, heal the network, start the nodes that are down, start replication).
+Each family keeps what it must undo in its own state (``ctx.state(...)``). ``fault.nemesis.
+Nemesis`` applies actions and records each one in the history.
+
+A new fault family is one file here (its handlers, its state, its heal) plus its grammar
+rule, model, row in ``dsl.actions`` and docs.
+"""
+
+from __future__ import annotations
+
+from fault import cache, mongo, network, process, replication, sql, waits
+from fault.context import ActionFailed, Context, Detail, Handler, Healer
+
+HANDLERS: dict[type, Handler] = {
+    **process.HANDLERS,
+    **cache.HANDLERS,
+    **replication.HANDLERS,
+    **network.HANDLERS,
+    **waits.HANDLERS,
+    **sql.HANDLERS,
+    **mongo.HANDLERS,
+}
+
+HEALERS: list[tuple[str, Healer]] = [
+    ("process: resume paused nodes", process.heal_paused),
+    ("network: heal links and partitions", network.heal),
+    ("process: start nodes that are down", process.heal_down),
+    ("replication: start stopped replication", replication.heal),
+]
+
+__all__ = ["HANDLERS", "HEALERS", "ActionFailed", "Context", "Detail", "Handler", "Healer"]

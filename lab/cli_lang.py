@@ -11,33 +11,21 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from dsl.actions import describe, seconds
 from dsl.api import check_file, format_errors, load_plan
 from dsl.compile import plan_warnings
 from dsl.errors import LanguageError, LanguageErrors
-from dsl.models import (
-    Action,
-    ConvertStandalone,
-    DropCaches,
-    NetworkFault,
-    NodeAction,
-    Promote,
-    ReplicationControl,
-    RunSql,
-    SetGlobal,
-    Sleep,
-    WaitUntil,
-)
+from dsl.models import Action
 from dsl.owned import RUNTIME
 from dsl.plan import Cell, Plan, PlannedNode, PlannedWorkload
+from lab.exits import EXIT_LANGUAGE, EXIT_OK
 
-EXIT_OK = 0
-EXIT_LANGUAGE_ERROR = 2
+EXIT_LANGUAGE_ERROR = EXIT_LANGUAGE
 
 log = logging.getLogger(__name__)
 
@@ -124,70 +112,9 @@ def cmd_plan(path: str, as_json: bool) -> int:
     return EXIT_OK
 
 
-def seconds(value: float | None) -> str:
-    """``0.5`` -> ``500ms``, ``90`` -> ``1m30s``."""
-    if value is None:
-        return "-"
-    if value < 1 and value != 0:
-        ms = value * 1000
-        return f"{ms:g}ms" if ms >= 1 else f"{value * 1e6:g}us"
-    whole = int(value)
-    if whole != value or whole < 60:
-        return f"{value:g}s"
-    minutes, secs = divmod(whole, 60)
-    hours, minutes = divmod(minutes, 60)
-    out = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "")
-    return out + (f"{secs}s" if secs else "")
-
-
-def size(value: float | None) -> str:
-    if value is None:
-        return "-"
-    for unit, factor in (("T", 1024.0**4), ("G", 1024.0**3), ("M", 1024.0**2), ("K", 1024.0)):
-        if value >= factor:
-            return f"{value / factor:g}{unit}"
-    return f"{value:g}B"
-
-
-def _nodes(refs: Iterable[object]) -> str:
-    return ", ".join(getattr(r, "name", str(r)) for r in refs)
-
-
 def describe_action(a: Action) -> str:
-    """An action in the language's own words."""
-    if isinstance(a, NodeAction):
-        verb = "cold restart" if a.verb == "cold_restart" else a.verb
-        opts = ", ".join(f"{k} = {v}" for k, v in a.options.items())
-        return f"{verb} {a.node.name}" + (f" with {opts}" if opts else "")
-    if isinstance(a, DropCaches):
-        return "drop caches" + (f" on {a.node.name}" if a.node else " (whole OS)")
-    if isinstance(a, Promote):
-        return f"promote {a.node.name}"
-    if isinstance(a, ReplicationControl):
-        threads = {"io": " io_only", "sql": " sql_only"}.get(a.threads, "")
-        return f"{a.verb} replication {a.node.name}{threads}"
-    if isinstance(a, NetworkFault):
-        out = f"network {a.verb}" + (f" {a.node.name}" if a.node else " (all nodes)")
-        if a.latency is not None:
-            out += f" {seconds(a.latency)}"
-        if a.jitter is not None:
-            out += f" jitter {seconds(a.jitter)}"
-        if a.bandwidth is not None:
-            out += f" {size(a.bandwidth)}/s"
-        return out + f" on {a.link}"
-    if isinstance(a, SetGlobal):
-        on = f" on {_nodes(a.nodes)}" if a.nodes else " on every node"
-        return f"set global {a.name} = {a.value}{on}"
-    if isinstance(a, ConvertStandalone):
-        return f"convert {a.node.name} to standalone"
-    if isinstance(a, WaitUntil):
-        node = f"{a.node.name} " if a.node else ""
-        return f"wait until {node}{a.condition} timeout {seconds(a.timeout)}"
-    if isinstance(a, Sleep):
-        return f"wait {seconds(a.seconds)}"
-    if isinstance(a, RunSql):
-        return f'execute "{a.statement}" on {a.node.name}'
-    return str(a)  # pragma: no cover - every action is handled above
+    """An action in the language's own words (``dsl.actions``)."""
+    return describe(a)
 
 
 def _table(title: str, *columns: str) -> Table:

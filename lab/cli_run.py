@@ -18,6 +18,7 @@ from types import FrameType
 from rich.console import Console
 from rich.table import Table
 
+from lab.exits import EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK, EXIT_USAGE
 from lab.report import render_summary
 from lab.store import (
     AmbiguousRun,
@@ -27,8 +28,6 @@ from lab.store import (
     StoreUnavailable,
     default_db_path,
 )
-
-EXIT_USAGE, EXIT_INCOMPLETE = 2, 3
 
 
 def _sigterm(signum: int, frame: FrameType | None) -> None:
@@ -59,15 +58,16 @@ def _mark_abandoned(store: Store) -> None:
 def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None = None) -> int:
     from dsl.api import check_file, format_errors, load_plan
     from lab.cli_lang import print_warnings
-    from lab.engine import run_plan, summary
+    from lab.engine import run_plan
     from lab.live import LiveView
+    from lab.summary import summary
     from runners.components import MissingComponent
     from runners.topology import check_components
 
     errors = check_file(path)
     if errors:
         print(format_errors(errors), file=sys.stderr)
-        return 2
+        return EXIT_LANGUAGE
     plan = load_plan(path)
     print_warnings(plan, path)
     err = Console(stderr=True)
@@ -80,7 +80,7 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
         check_components(plan)
     except MissingComponent as e:
         err.print(f"Error: {e}")
-        return 3
+        return EXIT_INCOMPLETE
     signal.signal(signal.SIGTERM, _sigterm)
     view = LiveView()
     try:
@@ -123,7 +123,7 @@ def cmd_runs(db: str | None = None) -> int:
             str(r.get("exit_code")),
         )
     Console().print(table)
-    return 0
+    return EXIT_OK
 
 
 def ambiguous(store: Store, e: AmbiguousRun, shown: int = 20) -> str:
@@ -159,4 +159,4 @@ def cmd_show(ref: str, db: str | None = None, as_json: bool = False) -> int:
         print(json.dumps(s, indent=2, default=str))
     else:
         render_summary(s, Console())
-    return 0
+    return EXIT_OK

@@ -17,6 +17,7 @@ from types import FrameType
 from rich.console import Console
 from rich.table import Table
 
+from lab.exits import EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK, EXIT_USAGE
 from runners import runtime
 from runners.components import MissingComponent
 from runners.errors import ComponentError
@@ -34,16 +35,16 @@ def _on_term(signum: int, frame: FrameType | None) -> None:
 
 def cmd_up(path: str, cell: int = 1) -> int:
     from dsl.api import check_file, format_errors, load_plan
-    from runners.topology import Topology
+    from runners.topology import NativeTopology
 
     errors = check_file(path)
     if errors:
         print(format_errors(errors), file=sys.stderr)
-        return 2
+        return EXIT_LANGUAGE
     plan = load_plan(path)
     if not 1 <= cell <= len(plan.cells):
         err.print(f"Error: --cell must be between 1 and {len(plan.cells)}")
-        return 2
+        return EXIT_USAGE
     the_cell = plan.cells[cell - 1]
     out = Console()
     signal.signal(signal.SIGTERM, _on_term)
@@ -52,7 +53,7 @@ def cmd_up(path: str, cell: int = 1) -> int:
     try:
         out.print(f"[bold]run {run.id}[/]: bringing up {plan.topology} "
                   f"({', '.join(n.name for n in the_cell.nodes)}) for {plan.name}")
-        topo = Topology.deploy(plan, the_cell, run)
+        topo = NativeTopology.deploy(plan, the_cell, run)
         table = Table(title=f"run {run.id} is up in {topo.timings['ready']:.1f}s")
         table.add_column("endpoint")
         table.add_column("address")
@@ -67,10 +68,10 @@ def cmd_up(path: str, cell: int = 1) -> int:
             time.sleep(3600)
     except (KeyboardInterrupt, Terminated):
         out.print("stopping ...")
-        return 0
+        return EXIT_OK
     except (ComponentError, MissingComponent) as e:
         err.print(f"Error: {e}")
-        return 3
+        return EXIT_INCOMPLETE
     finally:
         if topo is not None:
             topo.teardown()
@@ -93,7 +94,7 @@ def cmd_down(prefix: str) -> int:
     found = find_runs(prefix)
     if not found:
         print(f"Error: no run that is up matches {prefix!r} (see `lab status`)", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     runs = sorted({r.run for r in found})
     if len(runs) > 1 and prefix != "all":
         lines = [f"Error: run id {prefix!r} is ambiguous: it matches {len(runs)} runs "
@@ -104,7 +105,7 @@ def cmd_down(prefix: str) -> int:
             cells = ", ".join(i.id for i in infos)
             lines.append(f"  {rid}  {exp}  ({cells})")
         print("\n".join(lines), file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     for info in found:
         if runtime.signal_owner(info):
             deadline = time.monotonic() + 30
@@ -116,14 +117,14 @@ def cmd_down(prefix: str) -> int:
 
             shutil.rmtree(info.dir, ignore_errors=True)
         print(f"run {info.id} is down")
-    return 0
+    return EXIT_OK
 
 
 def cmd_status() -> int:
     runs = runtime.list_runs()
     if not runs:
         print("nothing is up")
-        return 0
+        return EXIT_OK
     table = Table(title="runs on this machine")
     for col in ("run", "cell", "experiment", "state", "owner", "processes", "endpoints"):
         table.add_column(col, overflow="fold")
@@ -138,7 +139,7 @@ def cmd_status() -> int:
                       "alive" if info.owner_alive else "dead (lab gc removes it)",
                       f"{live}/{len(info.records)}", eps)
     Console().print(table)
-    return 0
+    return EXIT_OK
 
 
 def cmd_gc(db: str | None = None) -> int:
@@ -168,4 +169,4 @@ def cmd_gc(db: str | None = None) -> int:
             continue
         if marked:
             print(f"marked {len(marked)} run(s) abandoned in {p}: {', '.join(marked)}")
-    return 0
+    return EXIT_OK

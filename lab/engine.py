@@ -5,122 +5,55 @@
 on a fresh topology, and returns a ``RunOutcome``. The history streams to SQLite while the run
 goes; an interrupted run keeps what was recorded and is stored as ``interrupted``.
 
-The run id of the results database names the run directory too (``runtime.cell_dir_id``).
-When the database fails mid-run (a full disk), the cell stops as ``error``, tears down, is
-checked from the history in memory, and the run ends with exit 3; what the database did not
-take goes to the fallback file next to it (``lab.store.fallback_path``), and
-``RunOutcome.store_error`` is the one line saying which file, why, and where things went.
+The engine is the lifecycle only; the pieces are beside it: ``lab.load`` (workloads, timeline,
+samplers), ``lab.cell_facts`` (what is read from the servers for the checkers),
+``lab.cell_store`` (storing, and what happens when the results database fails: exit 3 and the
+fallback file), ``lab.summary`` (the JSON summary), ``lab.outcome`` (outcomes, exit codes,
+the view). The run id of the results database names the run directory too
+(``runtime.cell_dir_id``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from dsl.models import Metric, NodeAction, Promote, Quantity, TimedAction
-from dsl.plan import Cell, Plan, PlannedWorkload
+from dsl.models import Action
+from dsl.plan import Cell, Plan
 from fault.nemesis import ActionFailed, Nemesis
-from lab.checkers import CheckContext, CheckResult, WorkloadInfo, run_checkers
-from lab.expectations import (
-    ExpectationOutcome,
-    Unmeasurable,
-    all_passed,
-    evaluate_all,
-    format_figure,
-    measure,
-    metric_text,
+from lab.cell_facts import SETTLE_TIMEOUT, CellFacts, relay_log_bytes
+from lab.cell_store import (
+    STOPPED_FOR_STORE,
+    STORE_ERRORS,
+    StoreFailed,
+    check_recorder,
+    finish_without_store,
+    store_cell,
 )
-from lab.history import Op, Sample, fault_windows
-from lab.recorder import Recorder, RecorderError
-from lab.store import (
-    Store,
-    StoreUnavailable,
-    append_fallback,
-    describe_failure,
-    fallback_path,
-)
+from lab.checkers import CheckContext, WorkloadInfo, run_checkers
+from lab.exits import EXIT_EXPECTATION, EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK
+from lab.expectations import all_passed, evaluate_all
+from lab.load import Load
+from lab.outcome import CellOutcome, RunOutcome, View
+from lab.recorder import Recorder
+from lab.store import Store, StoreUnavailable
+from lab.summary import report_figure, summary
 from runners.components import MissingComponent
 from runners.errors import ComponentError
-from runners.gtid import (
-    HEARTBEAT_DOMAIN,
-    behind,
-    missing_galera,
-    missing_multi_primary,
-    missing_replication,
-    parse_gtid,
-)
-from runners.mysql import connect
-from runners.replication_watch import ReplicationWatcher
+from runners.ops import Op
 from runners.runtime import Run, cell_dir_id
-from runners.sysbench import SysbenchWorkload
 from runners.topology import Topology
-from runners.workloads import KINDS, SCHEMA, ClientEnv, Workload, table_ddl, table_name
+
+__all__ = [
+    "EXIT_EXPECTATION", "EXIT_INCOMPLETE", "EXIT_LANGUAGE", "EXIT_OK", "SETTLE_TIMEOUT",
+    "STOPPED_FOR_STORE", "STORE_ERRORS", "CellOutcome", "CellRunner", "RunOutcome",
+    "StoreFailed", "View", "relay_log_bytes", "report_figure", "run_plan", "summary",
+]
 
 log = logging.getLogger(__name__)
-
-SETTLE_TIMEOUT = 30.0
-EXIT_OK, EXIT_EXPECTATION, EXIT_LANGUAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
-
-
-class View:
-    """Progress of a run; this base shows nothing. lab.live.LiveView draws it."""
-
-    def phase(self, text: str) -> None: ...
-    def cell_started(self, plan: Plan, cell: Cell) -> None: ...
-    def tick(
-        self,
-        elapsed: float,
-        duration: float,
-        stats: dict[str, dict[str, float]],
-        done: list[str],
-        upcoming: str | None,
-    ) -> None: ...
-    def cell_finished(self, outcome: CellOutcome) -> None: ...
-
-
-@dataclass
-class CellOutcome:
-    cell: Cell
-    status: str = "running"  # passed, failed, error, interrupted
-    results: dict[str, CheckResult] = field(default_factory=dict)
-    expectations: list[ExpectationOutcome] = field(default_factory=list)
-    error: str | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-    operations: int = 0
-    healed: list[str] = field(default_factory=list)
-    reports: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # what the reader must know (not settled)
-    store_error: str | None = None  # the results database failed: which, why, where data went
-
-
-@dataclass
-class RunOutcome:
-    run_id: str
-    plan: Plan
-    cells: list[CellOutcome] = field(default_factory=list)
-    status: str = "running"
-    exit_code: int = EXIT_INCOMPLETE
-    message: str | None = None
-    store_error: str | None = None  # one line: the database, the cause, where things went
-
-
-class Interrupted(Exception):
-    pass
-
-
-class StoreFailed(Exception):
-    """The recorder could not write to the results database: the cell stops."""
-
-
-STORE_ERRORS = (sqlite3.Error, OSError)
-STOPPED_FOR_STORE = "stopped: the results database failed"
 
 
 def run_plan(
@@ -167,69 +100,14 @@ def run_plan(
             message=outcome.message,
         )  # fmt: skip
     except STORE_ERRORS as e:
-        _finish_without_store(outcome, store, e)
+        finish_without_store(outcome, store, e)
     return outcome
 
 
-def _finish_without_store(outcome: RunOutcome, store: Store, e: BaseException) -> None:
-    """The database refused the end of the run: the run is an error (exit 3); its summary goes
-    to the fallback file, and ``store_error`` says where it is (or that it is nowhere)."""
-    failed = str(StoreUnavailable.of(store.path, e, writing=True))
-    if outcome.status != "interrupted":
-        outcome.status = "error"
-    outcome.exit_code = EXIT_INCOMPLETE
-    outcome.message = outcome.store_error or failed
-    fb = fallback_path(store.path, outcome.run_id)
-    record = {"kind": "run", "run_id": outcome.run_id, "summary": summary(outcome)}
-    try:
-        append_fallback(fb, [record])
-        where = f"the run's summary is in {fb}"
-    except Exception as fe:  # noqa: BLE001 - said in the message
-        where = (
-            f"the run's summary could not be written to {fb} either "
-            f"({describe_failure(fb, fe)}): the report printed now is all that remains"
-        )
-    if outcome.store_error is None:
-        outcome.store_error = f"{failed}; {where}"
-    else:
-        outcome.store_error = f"{outcome.store_error}; {where}"
-    log.info("%s", outcome.store_error)
-
-
-def summary(outcome: RunOutcome) -> dict[str, Any]:
-    """The JSON summary of a run (docs/results.md)."""
-    return {
-        "run_id": outcome.run_id,
-        "experiment": outcome.plan.name,
-        "source": outcome.plan.source,
-        "status": outcome.status,
-        "topology": outcome.plan.topology,
-        "exit_code": outcome.exit_code,
-        "message": outcome.message,
-        "cells": [
-            {
-                "index": c.cell.index,
-                "label": c.cell.label,
-                "variant": c.cell.variant,
-                "sweep": c.cell.sweep,
-                "repeat": c.cell.repeat,
-                "status": c.status,
-                "error": c.error,
-                "operations": c.operations,
-                "timings": {k: round(v, 3) for k, v in c.timings.items()},
-                "healed": c.healed,
-                "notes": c.notes,
-                "workloads": {w.name: w.kind for w in c.cell.workloads},
-                "expectations": [e.to_json() for e in c.expectations],
-                "reports": c.reports,
-                "measurements": {name: r.metrics for name, r in c.results.items()},
-            }
-            for c in outcome.cells
-        ],
-    }
-
-
 class CellRunner:
+    """One cell: bring up, prepare, load + timeline, heal, settle, final state, check, store,
+    tear down."""
+
     def __init__(
         self, plan: Plan, cell: Cell, store: Store, run_id: str, view: View, keep: bool = False
     ) -> None:
@@ -238,19 +116,11 @@ class CellRunner:
         self.keep = keep
         self.out = CellOutcome(cell)
         self.stop = threading.Event()
-        self.workloads: dict[str, Workload | SysbenchWorkload] = {}
-        self.started: set[str] = set()
-        self.steps_done: set[str] = set()
-        self.facts: dict[str, Any] = {"primary_gtid_last": {}, "relay_log_bytes": {}}
-        self.load_start: int | None = None
-        self.load_end: int | None = None
+        self.facts = CellFacts(plan)
         self.topo: Topology | None = None
         self.nemesis: Nemesis | None = None
         self.recorder: Recorder | None = None
-        self.bg: list[threading.Thread] = []
-        self._started_at_gtid: dict[str, dict[int, int]] = {}
-        self.repl_watch: ReplicationWatcher | None = None
-        self._last_beat = 0.0
+        self.load: Load | None = None
 
     # --- the cell, start to end ------------------------------------------------------------
     def run(self) -> CellOutcome:
@@ -283,17 +153,20 @@ class CellRunner:
             )
             self.topo = Topology.deploy(self.plan, cell, run)
             self.out.timings["topology_ready"] = time.monotonic() - t0
+            self.facts.topo = self.topo
             self.nemesis = Nemesis(self.topo, self._record)
+            self.load = Load(self.plan, cell, self.topo, self.view, self.recorder, self.facts,
+                             self._apply, self._check_store, self.stop)
             self.view.phase("preparing tables")
             self._prepare()
             self._check_store()
-            self._load_phase()
+            self.load.run()
             self._after_load()
         except KeyboardInterrupt:
             interrupted = True
             self.out.status = "interrupted"
             self.out.error = "interrupted (Ctrl-C)"
-        except StoreFailed as e:  # the message is completed by _store()
+        except StoreFailed as e:  # the message is completed by store_cell()
             self.out.status = "error"
             self.out.error = str(e)
         except (ComponentError, MissingComponent, ActionFailed) as e:
@@ -305,7 +178,8 @@ class CellRunner:
             self.out.error = f"{type(e).__name__}: {e}"
         finally:
             self.stop.set()
-            self._stop_workloads()
+            if self.load is not None:
+                self.load.stop_workloads()
             if self.topo is not None and not self.keep:
                 t = time.monotonic()
                 self.topo.teardown()
@@ -318,7 +192,8 @@ class CellRunner:
                 # Keep what was measured so far: check the partial history too.
                 with contextlib.suppress(Exception):
                     self._check()
-            self._store()
+            store_cell(self.store, self.run_id, self.plan, self.out, self.recorder,
+                       self._load_bounds())
         self.view.cell_finished(self.out)
         if interrupted:
             raise KeyboardInterrupt
@@ -330,573 +205,71 @@ class CellRunner:
 
     def _check_store(self) -> None:
         """Stop the cell when the recorder could not write to the results database."""
-        rec = self.recorder
-        if rec is not None and rec.error is not None:
-            raise StoreFailed(
-                f"{STOPPED_FOR_STORE}: {describe_failure(self.store.path, rec.error)}"
-            )
+        check_recorder(self.recorder, self.store)
+
+    def _load_bounds(self) -> tuple[int | None, int | None]:
+        if self.load is None:
+            return None, None
+        return self.load.load_start, self.load.load_end
+
+    def _apply(self, a: Action, shown: str) -> None:
+        """One action of a step or the timeline, with the facts it needs around it."""
+        assert self.nemesis is not None
+        self.facts.before_action(a)
+        self.view.phase(shown)
+        self.nemesis.apply(a)
+        self.facts.after_action(a)
 
     # --- preparation ---------------------------------------------------------------------------
-    def _writer_node(self) -> str:
-        assert self.topo is not None
-        return self.topo.primary or next(iter(self.topo.nodes))
-
     def _prepare(self) -> None:
-        topo = self.topo
-        assert topo is not None
+        assert self.load is not None
         if self.plan.topology == "mongodb_replset":
             if self.cell.workloads:
                 raise ComponentError(
                     "workloads", "the lab's workloads speak MySQL only so far; a MongoDB "
-                    "experiment can run its timeline (convert to standalone measures its own "
-                    "downtime) but not workloads")
+                    "experiment can run its timeline (its faults are in the history) but not "
+                    "workloads")
             return
-        w = topo.nodes[self._writer_node()]
-        stmts = [
-            f"CREATE DATABASE IF NOT EXISTS `{SCHEMA}`",
-            f"CREATE TABLE IF NOT EXISTS `{SCHEMA}`.heartbeat (id INT PRIMARY KEY, "
-            "ts BIGINT NOT NULL) ENGINE=InnoDB",
-            f"REPLACE INTO `{SCHEMA}`.heartbeat VALUES (1, 0)",
-        ]
-        for spec in self.cell.workloads:
-            stmts += table_ddl(spec)
-        needs_sbtest = any(s.kind == "sysbench" for s in self.cell.workloads)
-        if needs_sbtest:
-            stmts.append("CREATE DATABASE IF NOT EXISTS sbtest")
-        conn = connect(w.addr, topo.admin, timeout=30)
-        try:
-            cur = conn.cursor()
-            cur.execute(f"SET SESSION gtid_domain_id = {HEARTBEAT_DOMAIN}")
-            for s in stmts:
-                cur.execute(s)
-            cur.close()
-        finally:
-            conn.close()
-        env = ClientEnv(
-            topo.address,
-            topo.node_by_port,
-            topo.app,
-            self._record,
-            self.stop,
-            self.plan.seed + self.cell.index,
-        )
-        first_process = 0
-        for spec in self.cell.workloads:
-            if spec.kind == "sysbench":
-                wl: Workload | SysbenchWorkload = SysbenchWorkload(
-                    spec,
-                    topo.run,
-                    topo.address,
-                    topo.app,
-                    self._sample,
-                    self.stop,
-                    self.plan.duration,
-                )
-                self.view.phase(f"sysbench prepare for {spec.name}")
-                target = spec.targets[0]
-                read_only = target == "router.reader" or (
-                    topo.primary is not None and target in topo.nodes and target != topo.primary)
-                wl.prepare(on=topo.primary if read_only else None)
-            else:
-                spec = self._with_defaults(spec)
-                wl = KINDS[spec.kind](spec, env, first_process, self.plan.duration)
-                first_process += 100_000
-            self.workloads[spec.name] = wl
-        if topo.primary is not None and len(topo.nodes) > 1:
-            self._wait_caught_up(SETTLE_TIMEOUT, quiet=False)
-        else:  # two primaries, Galera: the tables must exist everywhere before the load
-            self._wait_tables_everywhere()
-
-    def _wait_tables_everywhere(self) -> None:
-        topo = self.topo
-        assert topo is not None
-        want = sum(1 for spec in self.cell.workloads if table_ddl(spec)) + 1  # + heartbeat
-        from runners.mysql import wait_until
-
-        for node in topo.nodes.values():
-            if node.is_running():
-                wait_until(lambda n=node: int(n.scalar(
-                    "SELECT COUNT(*) FROM information_schema.tables "
-                    f"WHERE table_schema = '{SCHEMA}'", timeout=1) or 0) >= want,
-                    SETTLE_TIMEOUT, "holding the workload tables", node.component)
-
-    @staticmethod
-    def _with_defaults(spec: PlannedWorkload) -> PlannedWorkload:
-        if spec.kind == "probe" and spec.every is None and spec.rate is None:
-            return spec.model_copy(update={"every": 0.01})
-        return spec
-
-    def _sample(self, s: Sample) -> None:
-        assert self.recorder is not None
-        self.recorder.sample(s)
-
-    # --- the load --------------------------------------------------------------------------------
-    def _run_actions(self, actions: list[Any], label: str) -> None:
-        assert self.nemesis is not None
-        for a in actions:
-            self._before_action(a)
-            self.view.phase(f"{label}: {a.action}")
-            detail = self.nemesis.apply(a)
-            self._after_action(a, detail)
-
-    def _load_phase(self) -> None:
-        assert self.topo is not None and self.nemesis is not None
-        steps_before = [s for s in self.plan.steps if s.when == "before_load"]
-        for s in steps_before:
-            self._run_actions(list(s.actions), "before load")
-        self.load_start = time.monotonic_ns()
-        self._start_background()
-        for name, wl in self.workloads.items():
-            if wl.spec.start_after is None:
-                wl.start()
-                self.started.add(name)
-        timeline = sorted(self.plan.timeline, key=lambda t: t.at)
-        after_steps = {s.workload: s for s in self.plan.steps if s.when == "after"}
-        done_labels: list[str] = []
-        cursor = {w: 0 for w in self.workloads}
-        counts: dict[str, dict[str, float]] = {}
-        last_tick = time.monotonic()
-        t_start = time.monotonic()
-        duration = self.plan.duration
-        while True:
-            now = time.monotonic()
-            elapsed = now - t_start
-            while timeline and timeline[0].at <= elapsed:
-                ta = timeline.pop(0)
-                upcoming = f"{timeline[0].at:g}s {_label(timeline[0])}" if timeline else None
-                self.view.tick(elapsed, duration, counts, done_labels, upcoming)
-                self._timed(ta)
-                done_labels.append(f"{ta.at:g}s {_label(ta)}")
-            for name, wl in self.workloads.items():
-                if name in self.started and wl.finished.is_set() and name not in self.steps_done:
-                    self.steps_done.add(name)
-                    if name in after_steps:
-                        self._run_actions(list(after_steps[name].actions), f"after {name}")
-                        done_labels.append(f"after {name}")
-                    for other, owl in self.workloads.items():
-                        if owl.spec.start_after == name and other not in self.started:
-                            owl.start()
-                            self.started.add(other)
-            all_bounded_done = (
-                all(w.finished.is_set() for w in self.workloads.values())
-                and len(self.started) == len(self.workloads)
-                and set(after_steps) <= self.steps_done
-            )
-            if elapsed >= duration or (all_bounded_done and not timeline and self.workloads):
-                break
-            self._check_store()
-            if now - last_tick >= 0.5:
-                counts = self._stats(cursor, now - last_tick)
-                last_tick = now
-                upcoming = f"{timeline[0].at:g}s {_label(timeline[0])}" if timeline else None
-                self.view.tick(elapsed, duration, counts, done_labels, upcoming)
-            time.sleep(0.02)
-        self.stop.set()
-        self._stop_workloads()
-        self.load_end = time.monotonic_ns()
-
-    def _timed(self, ta: TimedAction) -> None:
-        assert self.nemesis is not None
-        self._before_action(ta.action)
-        self.view.phase(f"at {ta.at:g}s: {_label(ta)}")
-        detail = self.nemesis.apply(ta.action)
-        self._after_action(ta.action, detail)
-
-    def _before_action(self, a: Any) -> None:
-        """Snapshots some actions need: the primary's GTID position before it goes down, a
-        replica's relay-log size before it starts again."""
-        topo = self.topo
-        assert topo is not None
-        if isinstance(a, Promote):
-            # What the new primary lacks of the old one's binlog at the moment it is promoted:
-            # with one transaction per write, the acknowledged writes a failover loses
-            # (cross-checks lost_writes, which judges the final rows).
-            with contextlib.suppress(Exception):
-                mine = parse_gtid(str(topo.nodes[a.node.name].scalar(
-                    "SELECT @@gtid_current_pos", timeout=2) or ""))
-                self.facts.setdefault("missing_at_promote", {})[a.node.name] = behind(
-                    self.facts.get("primary_gtid_last") or {}, mine)
-        if isinstance(a, NodeAction):
-            name = a.node.name
-            if name == topo.primary and a.verb in ("kill", "stop", "restart", "cold_restart"):
-                self._snapshot_primary()
-            if name != topo.primary and a.verb in ("kill", "stop", "restart", "cold_restart"):
-                # What the replica had applied when it went down: "applied since" counts
-                # from here (a replica may start its threads by itself when it starts).
-                with contextlib.suppress(Exception):
-                    self._started_at_gtid[name] = parse_gtid(
-                        str(topo.nodes[name].scalar("SELECT @@gtid_slave_pos", timeout=2) or "")
-                    )
-            if a.verb in ("start", "restart", "cold_restart") and name != topo.primary:
-                self.facts["relay_log_bytes"].setdefault(name, {})["before"] = relay_log_bytes(
-                    topo.nodes[name].datadir
-                )
-
-    def _after_action(self, a: Any, detail: dict[str, Any]) -> None:
-        topo = self.topo
-        assert topo is not None
-        if isinstance(a, NodeAction) and a.verb in ("start", "restart", "cold_restart"):
-            name = a.node.name
-            if name != topo.primary:
-                entry = self.facts["relay_log_bytes"].setdefault(name, {})
-                entry["after"] = relay_log_bytes(topo.nodes[name].datadir)
-
-
-    def _snapshot_primary(self) -> None:
-        topo = self.topo
-        assert topo is not None and topo.primary is not None
-        with contextlib.suppress(Exception):
-            pos = str(topo.nodes[topo.primary].scalar("SELECT @@gtid_binlog_pos", timeout=1))
-            self.facts["primary_gtid_last"] = parse_gtid(pos)
-
-    def _stats(self, cursor: dict[str, int], dt: float) -> dict[str, dict[str, float]]:
-        assert self.recorder is not None
-        ops = self.recorder._ops  # read-only peek at the growing list (appends only)
-        start = cursor.get("__all__", 0)
-        end = len(ops)
-        cursor["__all__"] = end
-        out: dict[str, dict[str, float]] = {n: {"ops": 0.0, "errors": 0.0} for n in self.workloads}
-        for op in ops[start:end]:
-            if op.type == "invoke" or op.workload not in out:
-                continue
-            if op.type == "ok":
-                out[op.workload]["ops"] += 1
-            else:
-                out[op.workload]["errors"] += 1
-        for name, st in out.items():
-            st["ops"] /= max(dt, 1e-6)
-            wl = self.workloads[name]
-            if isinstance(wl, SysbenchWorkload):
-                samples = [s for s in self.recorder._samples[-20:] if s.subject == name]
-                st["ops"] = samples[-1].values.get("tps", 0.0) if samples else 0.0
-                st["errors"] = samples[-1].values.get("errors", 0.0) if samples else 0.0
-        return out
-
-    def _start_background(self) -> None:
-        topo = self.topo
-        assert topo is not None
-        if self.plan.topology in ("replication", "primary_primary") and len(topo.nodes) > 1:
-            self.repl_watch = ReplicationWatcher(
-                {n: node.addr for n, node in topo.nodes.items()}, topo.admin,
-                lambda series, subject, t, values: self._sample(
-                    Sample(series, subject, t, values)),
-                0.2, self.stop)
-            self.repl_watch.start()
-        if topo.primary is None or len(topo.nodes) < 2:
-            return
-        t1 = threading.Thread(target=self._heartbeat, daemon=True, name="heartbeat")
-        t2 = threading.Thread(target=self._lag_sampler, daemon=True, name="lag")
-        t1.start()
-        t2.start()
-        self.bg += [t1, t2]
-
-    def _heartbeat(self) -> None:
-        """Writes the wall-clock time on the primary every 50 ms (own GTID domain)."""
-        topo = self.topo
-        assert topo is not None
-        conn = None
-        current = None
-        while not self.stop.is_set():
-            try:
-                if conn is None or current != topo.primary:
-                    current = topo.primary
-                    assert current is not None
-                    conn = connect(topo.nodes[current].addr, topo.admin, timeout=1)
-                    conn.cursor().execute(f"SET SESSION gtid_domain_id = {HEARTBEAT_DOMAIN}")
-                cur = conn.cursor()
-                cur.execute(
-                    f"UPDATE `{SCHEMA}`.heartbeat SET ts = %s WHERE id = 1",
-                    (time.time_ns() // 1000,),
-                )
-                cur.execute("SELECT @@gtid_binlog_pos")
-                row = cur.fetchone()
-                cur.close()
-                if row:
-                    self.facts["primary_gtid_last"] = parse_gtid(str(row[0]))
-                self._last_beat = time.monotonic()
-            except Exception:  # noqa: BLE001
-                with contextlib.suppress(Exception):
-                    if conn is not None:
-                        conn.close()
-                conn = None
-            self.stop.wait(0.05)
-        with contextlib.suppress(Exception):
-            if conn is not None:
-                conn.close()
-
-    def _lag_sampler(self) -> None:
-        """Reads the heartbeat on every replica every 100 ms: replication lag samples."""
-        topo = self.topo
-        assert topo is not None
-        conns: dict[str, Any] = {}
-        while not self.stop.is_set():
-            for name, node in topo.nodes.items():
-                if name == topo.primary:
-                    continue
-                try:
-                    if name not in conns:
-                        conns[name] = connect(node.addr, topo.admin, timeout=1)
-                    cur = conns[name].cursor()
-                    cur.execute(f"SELECT ts FROM `{SCHEMA}`.heartbeat WHERE id = 1")
-                    row = cur.fetchone()
-                    cur.close()
-                    # Lag is only defined while the primary takes heartbeats: when it is
-                    # down (before a promote) the replicas are not behind anything.
-                    beating = time.monotonic() - self._last_beat < 0.5
-                    if row and int(row[0]) > 0 and beating:
-                        lag = max(0.0, time.time() - int(row[0]) / 1e6)
-                        self._sample(Sample("lag", name, time.monotonic_ns(), {"lag": lag}))
-                except Exception:  # noqa: BLE001 - an unreadable replica: unknown, not a gap
-                    self._sample(Sample("lag", name, time.monotonic_ns(), {"lag": float("nan")}))
-                    c = conns.pop(name, None)
-                    with contextlib.suppress(Exception):
-                        if c is not None:
-                            c.close()
-            self.stop.wait(0.1)
-        for c in conns.values():
-            with contextlib.suppress(Exception):
-                c.close()
-
-    def _stop_workloads(self) -> None:
-        for wl in self.workloads.values():
-            if isinstance(wl, SysbenchWorkload):
-                wl.stop()
-        for wl in self.workloads.values():
-            wl.join(timeout=10)
-        for t in self.bg:
-            t.join(timeout=3)
-        self.bg = []
-        if self.repl_watch is not None:
-            self.repl_watch.join(timeout=3)
+        self.load.prepare()
 
     # --- after the load ---------------------------------------------------------------------------
     def _after_load(self) -> None:
         assert self.topo is not None and self.nemesis is not None
-        # Missing transactions as the timeline left them, before healing (a healed primary
-        # lets replicas catch up and would hide the relay-log lesson): ``.before_heal``.
-        self.facts["missing_before_heal"] = self._missing()
-        self._facts_after()
+        # Missing transactions as the timeline left them, before healing: ``.before_heal``.
+        self.facts.after_timeline()
         if not self.plan.leave_faults:
             self.view.phase("healing faults")
             self.out.healed = self.nemesis.heal_all()
         self.view.phase("letting replication settle")
         t = time.monotonic()
-        settled, why = self._settle()
+        settled, why = self.facts.settle()
         self.out.timings["settle"] = time.monotonic() - t
-        self.facts["settled"] = settled
         if not settled:
             self.out.notes.append(f"replication did not settle: {why}")
-        # after settling: the definition of missing transactions (docs/results.md)
-        self.facts["missing_transactions"] = self._missing()
-        self.facts["authority"] = self._authority()
+        self.facts.after_settle(settled)
         self.view.phase("reading the final state")
-        self._final_state()
+        self.facts.read_final_state(list(self.cell.workloads))
         self.view.phase("checking")
         self._check()
         self.out.status = "passed" if all_passed(self.out.expectations) else "failed"
 
-    def _settle(self) -> tuple[bool, str]:
-        """Wait until every running node has what the authoritative state has; (settled, why
-        not). Two primaries whose SQL thread stopped on an error never settle: said at once."""
-        topo = self.topo
-        assert topo is not None
-        deadline = time.monotonic() + SETTLE_TIMEOUT
-        if self.plan.topology == "galera":
-            from runners.mysql import wait_until
-
-            try:
-                for node in topo.nodes.values():
-                    if node.is_running():
-                        wait_until(
-                            lambda n=node: str(n.sql(
-                                "SHOW GLOBAL STATUS LIKE 'wsrep_local_state'", timeout=1
-                            )[0]["Value"]) == "4",
-                            SETTLE_TIMEOUT, "synced", node.component)
-            except ComponentError as e:
-                return False, str(e)
-            return True, ""
-        if self.plan.topology in ("replication", "primary_primary") and len(topo.nodes) > 1:
-            # settled: every running node has every transaction of the authoritative state
-            # (the same GTID arithmetic as missing_transactions)
-            while True:
-                stopped = self._stopped_sql_threads()
-                if stopped:
-                    return False, "SQL thread stopped on " + ", ".join(stopped)
-                missing = self._missing()
-                if missing and not any(missing.values()):
-                    return True, ""
-                if time.monotonic() > deadline:
-                    if not missing:
-                        return False, "the nodes' GTID positions could not be read"
-                    return False, f"still missing transactions after {SETTLE_TIMEOUT:g}s: " + \
-                        ", ".join(f"{n} {m}" for n, m in sorted(missing.items()) if m)
-                time.sleep(0.1)
-        return True, ""
-
-    def _stopped_sql_threads(self) -> list[str]:
-        topo = self.topo
-        assert topo is not None
-        out: list[str] = []
-        for name, node in topo.nodes.items():
-            if not node.is_running():
-                continue
-            with contextlib.suppress(Exception):
-                for st in node.sql("SHOW SLAVE STATUS", timeout=2):
-                    if st.get("Slave_SQL_Running") != "Yes" and int(st.get("Last_SQL_Errno") or 0):
-                        out.append(f"{name} (error {st.get('Last_SQL_Errno')})")
-        return out
-
-    def _missing(self) -> dict[str, int]:
-        """Transactions each running node lacks, per topology (runners.gtid)."""
-        topo = self.topo
-        assert topo is not None
-        running = {n: node for n, node in topo.nodes.items() if node.is_running()}
-
-        def pos(node: Any, var: str) -> dict[int, int]:
-            return parse_gtid(str(node.scalar(f"SELECT @@{var}", timeout=2) or ""))
-
-        try:
-            if self.plan.topology == "galera":
-                return missing_galera({
-                    n: int(node.sql("SHOW GLOBAL STATUS LIKE 'wsrep_last_committed'",
-                                    timeout=2)[0]["Value"])
-                    for n, node in running.items()})
-            if self.plan.topology == "primary_primary":
-                return missing_multi_primary(
-                    {n: pos(node, "gtid_binlog_pos") for n, node in running.items()},
-                    {n: pos(node, "gtid_current_pos") for n, node in running.items()})
-            if topo.primary is None:
-                return {}
-            primary = dict(self.facts.get("primary_gtid_last") or {})
-            if topo.primary in running:
-                primary = pos(running[topo.primary], "gtid_binlog_pos")
-            return missing_replication(
-                primary,
-                {n: pos(node, "gtid_current_pos") for n, node in running.items()
-                 if n != topo.primary})
-        except Exception as e:  # noqa: BLE001 - unknown, not zero
-            log.warning("missing transactions: %s", e)
-            return {}
-
-    def _authority(self) -> str | None:
-        """The node whose final state is the truth for lost writes: the primary after settling;
-        on Galera a running node (they hold one state); None on two primaries (each write is
-        judged where it was acknowledged)."""
-        topo = self.topo
-        assert topo is not None
-        if self.plan.topology == "primary_primary":
-            return None
-        if topo.primary is not None:
-            return topo.primary if topo.nodes[topo.primary].is_running() else None
-        running = [n for n, node in topo.nodes.items() if node.is_running()]
-        return running[0] if running else None
-
-    def _wait_caught_up(self, timeout: float, quiet: bool) -> bool:
-        topo, nem = self.topo, self.nemesis
-        assert topo is not None
-        if nem is None:
-            nem = Nemesis(topo, lambda op: op)
-        if topo.primary is None or not topo.nodes[topo.primary].is_running():
-            return False
-        deadline = time.monotonic() + timeout
-        names = [n for n, node in topo.nodes.items() if n != topo.primary and node.is_running()]
-        behind = list(names)
-        while time.monotonic() < deadline:
-            behind = []
-            for n in names:
-                try:
-                    if not nem.caught_up(n):
-                        behind.append(n)
-                except Exception:  # noqa: BLE001 - unreadable: not caught up
-                    behind.append(n)
-            if not behind:
-                return True
-            time.sleep(0.05)
-        if not quiet:
-            raise ComponentError("replication", f"{', '.join(behind)} not caught up with "
-                                 f"{topo.primary} after {timeout:g}s")
-        return False
-
-    def _facts_after(self) -> None:
-        """Facts as the timeline left them: what restarted replicas applied since, and the
-        replication threads' state."""
-        topo = self.topo
-        assert topo is not None
-        applied: dict[str, str] = {}
-        for name, node in topo.nodes.items():
-            if name == topo.primary or not node.is_running():
-                continue
-            with contextlib.suppress(Exception):
-                pos = str(node.scalar("SELECT @@gtid_slave_pos", timeout=2) or "")
-                mine = parse_gtid(pos)
-                applied[name] = pos
-                if name in self._started_at_gtid:
-                    base = self._started_at_gtid[name]
-                    self.facts.setdefault("applied_since_restart", {})[name] = sum(
-                        max(0, seq - base.get(dom, 0))
-                        for dom, seq in mine.items()
-                        if dom != HEARTBEAT_DOMAIN
-                    )
-        repl_errors: dict[str, dict[str, Any]] = {}
-        for name, node in topo.nodes.items():
-            if not node.is_running():
-                continue
-            with contextlib.suppress(Exception):
-                rows = node.sql("SHOW SLAVE STATUS", timeout=2)
-                if rows:
-                    st = rows[0]
-                    repl_errors[name] = {
-                        "sql_errno": int(st.get("Last_SQL_Errno") or 0),
-                        "io_errno": int(st.get("Last_IO_Errno") or 0),
-                        "sql_error": str(st.get("Last_SQL_Error") or "")[:300],
-                        "io_running": st.get("Slave_IO_Running"),
-                        "sql_running": st.get("Slave_SQL_Running"),
-                    }
-        self.facts["replication_errors"] = repl_errors
-        self.facts["replica_gtid"] = applied
-        self.facts["primary_gtid"] = {
-            str(k): v for k, v in (self.facts.get("primary_gtid_last") or {}).items()}
-
-    def _final_state(self) -> None:
-        topo = self.topo
-        assert topo is not None
-        state: dict[str, dict[str, dict[int, Any]]] = {}
-        for spec in self.cell.workloads:
-            if not table_ddl(spec):
-                continue
-            per_node: dict[str, dict[int, Any]] = {}
-            for name, node in topo.nodes.items():
-                if not node.is_running():
-                    continue
-                try:
-                    conn = connect(node.addr, topo.admin, timeout=30)
-                    try:
-                        cur = conn.cursor()
-                        cur.execute(f"SELECT k, v FROM {table_name(spec.name)}")
-                        per_node[name] = {int(k): int(v) for k, v in cur.fetchall()}
-                        cur.close()
-                    finally:
-                        conn.close()
-                except Exception as e:  # noqa: BLE001
-                    log.warning("final state of %s on %s: %s", spec.name, name, e)
-            state[spec.name] = per_node
-        self._state = state
-
     def _check(self) -> None:
         assert self.recorder is not None
         history = self.recorder.history
-        if self.repl_watch is not None:
-            self.facts["replication_messages"] = self.repl_watch.messages_by_node()
+        facts = self.facts.facts
+        if self.load is not None and self.load.repl_watch is not None:
+            facts["replication_messages"] = self.load.repl_watch.messages_by_node()
+        load_start, load_end = self._load_bounds()
         ctx = CheckContext(
             workloads={
                 w.name: WorkloadInfo(w.kind, tuple(w.targets), tuple(w.reads))
                 for w in self.cell.workloads
             },
-            load_start=self.load_start,
-            load_end=self.load_end,
-            final_state=getattr(self, "_state", {}),
+            load_start=load_start,
+            load_end=load_end,
+            final_state=self.facts.final_state,
             samples=self.recorder.samples,
-            facts=self.facts,
+            facts=facts,
         )
         self.out.results = run_checkers(history, ctx)
         self.out.expectations = evaluate_all(self.plan.expectations, self.out.results, ctx)
@@ -905,91 +278,3 @@ class CellRunner:
         # the lab's own operations, plus sysbench's transactions (its per-second tps rows)
         self.out.operations = sum(1 for op in history if op.type == "invoke") + int(round(sum(
             s.values.get("tps", 0.0) for s in self.recorder.samples if s.series == "sysbench")))
-
-    def _store(self) -> None:
-        """Write the cell's results. When the database failed (the recorder's streaming or
-        these writes), the cell ends as ``error`` with ``store_error`` naming the file, the
-        cause and where the history went; its figures stay in the run's summary."""
-        rec = self.recorder
-        if rec is None:
-            return
-        try:
-            rec.close()
-        except RecorderError:
-            pass  # rec.failure() says it
-        except Exception:  # noqa: BLE001
-            log.exception("closing the recorder")
-        st, rid, idx = self.store, self.run_id, self.cell.index
-        failures: list[BaseException] = []
-
-        def write(fn: Callable[..., Any], *args: Any) -> None:
-            try:
-                fn(*args)
-            except STORE_ERRORS as e:
-                failures.append(e)
-            except Exception:  # noqa: BLE001 - a bug: logged, the run goes on
-                log.exception("storing cell %s", idx)
-
-        if rec.error is None:
-            write(st.write_faults, rid, idx, fault_windows(rec.history))
-        if self.out.results:
-            write(st.write_measurements, rid, idx, self.out.results)
-        if self.out.expectations:
-            write(st.write_expectations, rid, idx, self.out.expectations,
-                  [e.span.line for e in self.plan.expectations])  # fmt: skip
-        if rec.error is not None:
-            failed = StoreUnavailable.of(st.path, rec.error, writing=True)
-            self._store_failed(f"{failed}; cell {idx}: {rec.storage_note()}")
-        elif failures:
-            failed = StoreUnavailable.of(st.path, failures[0], writing=True)
-            self._store_failed(f"{failed}; cell {idx}: its history is stored, its figures are "
-                               "in the run's summary only")  # fmt: skip
-        try:
-            st.finish_cell(rid, idx, self.out.status, load_start_ns=self.load_start,
-                           load_end_ns=self.load_end, error=self.out.error)  # fmt: skip
-        except STORE_ERRORS as e:
-            if self.out.store_error is None:
-                failed = StoreUnavailable.of(st.path, e, writing=True)
-                self._store_failed(f"{failed}; cell {idx}: its end is in the run's summary only")
-        except Exception:  # noqa: BLE001
-            log.exception("storing cell %s", idx)
-
-    def _store_failed(self, text: str) -> None:
-        """The cell ends as ``error`` (``interrupted`` stays) with ``text`` in its error."""
-        prior = self.out.error if self.out.status in ("error", "interrupted") else None
-        if prior is not None and prior.startswith(STOPPED_FOR_STORE):
-            text += "; the cell stopped early: its figures cover the load until then"
-            prior = None
-        self.out.store_error = text
-        self.out.error = f"{prior}; {text}" if prior else text
-        if self.out.status != "interrupted":
-            self.out.status = "error"
-
-
-def _label(ta: TimedAction) -> str:
-    a = ta.action
-    node = getattr(a, "node", None)
-    verb = getattr(a, "verb", None) or a.action
-    return f"{verb} {getattr(node, 'name', '')}".strip()
-
-
-def relay_log_bytes(datadir: Path) -> int:
-    total = 0
-    for p in datadir.glob("*relay*"):
-        if p.is_file() and not p.name.endswith((".index", ".info")):
-            with contextlib.suppress(OSError):
-                total += p.stat().st_size
-    return total
-
-
-def report_figure(metric: Metric, text: str, results: dict[str, CheckResult],
-                  ctx: CheckContext) -> dict[str, Any]:
-    """A ``report`` line: the figure, without a verdict."""
-    try:
-        got = measure(metric, Quantity(value=0, kind="count", text=""), results, ctx)
-    except Unmeasurable as e:
-        return {"text": text, "metric": metric_text(metric), "value": None, "unit": None,
-                "display": f"unknown: {e}"}
-    shown = format_figure(got.value, got.unit, got.lower_bound, metric_text(metric, got.stat))
-    return {"text": text, "metric": metric_text(metric, got.stat), "value": got.value,
-            "unit": got.unit, "display": shown}

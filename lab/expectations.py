@@ -5,7 +5,8 @@
 ``passed`` is None when the figure cannot be measured; the explanation says why (no such
 workload, no samples, the checker failed ...).
 
-Statistics follow ``dsl/metrics.py`` (the language's table); a few extra aliases are accepted.
+Statistics, where each is found and its unit come from ``dsl/metrics.py`` (the language's one
+table per metric); each metric's reader is the function it names there (``READERS``).
 Units: durations are seconds, sizes bytes, throughput operations per second, percentages ratios
 (``< 1%`` arrives as 0.01). A bare number (kind ``count``) is compared in the metric's base unit.
 A percentage against a metric with a ``ratio`` and no statistic written compares the ratio.
@@ -26,8 +27,10 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from dsl.metrics import METRICS as METRIC_SPECS
+from dsl.metrics import resolve_stat
 from dsl.models import Expectation, Metric, Quantity, UnitKind
 from lab.checkers.base import CheckContext, CheckResult, summary
 from lab.checkers.downtime import error_label
@@ -152,14 +155,6 @@ def format_count(n: float | None) -> str:
     return format_value(n, "count")
 
 
-# What an open-ended figure (a lower bound) means, per metric.
-LOWER_BOUND_LABELS: dict[str, str] = {
-    "downtime": "still down at end",
-    "failover": "still down at end",
-    "warmup": "not back to 90% by the end",
-}
-
-
 def format_figure(value: float | None, unit: UnitKind, lower_bound: bool = False,
                   metric: str = "") -> str:
     """A figure as shown in every table: ``2.03 s``, or for a lower bound ``≥ 4.20 s (still
@@ -170,7 +165,8 @@ def format_figure(value: float | None, unit: UnitKind, lower_bound: bool = False
         shown = format_value(value, unit)
     if not lower_bound or value is None:
         return shown
-    label = LOWER_BOUND_LABELS.get(metric.split("(", 1)[0].split(".", 1)[0], "")
+    spec = METRIC_SPECS.get(metric.split("(", 1)[0].split(".", 1)[0])
+    label = spec.open_label if spec is not None else ""
     return f"≥ {shown}" + (f" ({label})" if label else "")
 
 
@@ -268,21 +264,19 @@ def _number(value: Any, why: str) -> float:
     return float(value)
 
 
-def _stat(inp: Inputs, stats: Mapping[str, tuple[str, UnitKind]], default: str) -> tuple[
-    str, str, UnitKind
-]:  # fmt: skip
-    """(stat, path in the subject's metrics, unit). A percentage compared without a statistic
-    picks ``ratio`` when the metric has one."""
+def _stat(inp: Inputs) -> tuple[str, str, UnitKind]:
+    """(stat, path in the subject's metrics, unit), from the language's table
+    (``dsl.metrics.METRICS``). A percentage compared without a statistic picks ``ratio`` when
+    the metric has one."""
     m = inp.metric
-    stat = m.stat
-    if stat is None:
-        stat = "ratio" if inp.quantity.kind == "percent" and "ratio" in stats else default
-    if stat not in stats:
+    figures = METRIC_SPECS[m.name].figures
+    stat = resolve_stat(m.name, m.stat, inp.quantity.kind)
+    if stat not in figures:
         raise Unmeasurable(
-            f"{m.name} has no '.{stat}' (known: {', '.join('.' + s for s in stats)})"
+            f"{m.name} has no '.{stat}' (known: {', '.join('.' + s for s in figures)})"
         )
-    path, unit = stats[stat]
-    return stat, path, unit
+    path, unit = figures[stat]
+    return stat, path, cast(UnitKind, unit)
 
 
 def _sum(subjects: Mapping[str, Mapping[str, Any]], keys: Iterable[str], path: str) -> float:
@@ -378,12 +372,7 @@ def _last_ops(inp: Inputs, workload: str) -> list[Any]:
 
 def _downtime(inp: Inputs) -> Measured:
     r = _result(inp, "downtime")
-    stat, path, unit = _stat(
-        inp,
-        {"max": ("longest", "duration"), "longest": ("longest", "duration"),
-         "total": ("total", "duration"), "count": ("count", "count")},
-        "max",
-    )  # fmt: skip
+    stat, path, unit = _stat(inp)
     m = inp.metric
     if m.subject is None and m.on is None:
         subj: Mapping[str, Any] = r.metrics
@@ -418,17 +407,7 @@ def _downtime(inp: Inputs) -> Measured:
 
 def _stale_reads(inp: Inputs) -> Measured:
     r = _result(inp, "stale_reads")
-    stats: dict[str, tuple[str, UnitKind]] = {
-        "count": ("count", "count"),
-        "total": ("count", "count"),
-        "ratio": ("rate", "percent"),
-        "rate": ("rate", "percent"),
-        "reads": ("eligible_reads", "count"),
-    }
-    for p in ("p50", "p90", "p95", "p99", "max", "mean"):
-        stats[p] = (f"visibility.{p}", "duration")
-        stats[f"behind_{p}"] = (f"time_behind.{p}", "duration")
-    stat, path, unit = _stat(inp, stats, "count")
+    stat, path, unit = _stat(inp)
     m = inp.metric
     subjects = _subjects(r)
     if path.startswith("visibility") and m.subject is None:
@@ -497,12 +476,7 @@ def _count_metric(inp: Inputs, r: CheckResult, stat: str, path: str, unit: UnitK
 
 def _duplicate_keys(inp: Inputs) -> Measured:
     r = _result(inp, "duplicate_keys")
-    stat, path, unit = _stat(
-        inp,
-        {"count": ("count", "count"), "total": ("count", "count"),
-         "ratio": ("ratio", "percent")},
-        "count",
-    )  # fmt: skip
+    stat, path, unit = _stat(inp)
     if path == "ratio" and inp.metric.subject is None:
         raise Unmeasurable("duplicate_keys .ratio needs a workload")
     return _count_metric(inp, r, stat, path, unit, absent_is_zero=True)
@@ -510,17 +484,7 @@ def _duplicate_keys(inp: Inputs) -> Measured:
 
 def _lost_writes(inp: Inputs) -> Measured:
     r = _result(inp, "lost_writes")
-    stat, path, unit = _stat(
-        inp,
-        {"count": ("count", "count"), "total": ("count", "count"),
-         "ratio": ("ratio", "percent"), "unknown": ("unknown", "count"),
-         "unknown_applied": ("unknown_applied", "count"),
-         "failed_but_present": ("failed_but_present", "count"),
-         "acknowledged": ("acknowledged", "count"),
-         "not_replicated": ("not_replicated", "count"),
-         "divergent": ("divergent", "count"), "unchecked": ("unchecked", "count")},
-        "count",
-    )  # fmt: skip
+    stat, path, unit = _stat(inp)
     m = inp.metric
     unchecked = r.metrics.get("unchecked_workloads") or []
     if m.subject is not None and m.subject in unchecked:
@@ -545,10 +509,7 @@ def _fact_per_node(inp: Inputs, name: str, node: str | None, what: str) -> dict[
 
 
 def _missing_transactions(inp: Inputs) -> Measured:
-    stat, path, _ = _stat(inp, {"count": ("missing_transactions", "count"),
-                                "total": ("missing_transactions", "count"),
-                                "before_heal": ("missing_before_heal", "count"),
-                                "at_promote": ("missing_at_promote", "count")}, "count")
+    stat, path, _ = _stat(inp)
     node = inp.metric.subject or inp.metric.on
     when = {"missing_before_heal": "before healing",
             "missing_at_promote": "when it was promoted"}.get(path, "after settling")
@@ -564,12 +525,7 @@ def _missing_transactions(inp: Inputs) -> Measured:
 
 
 def _relay_log_bytes(inp: Inputs) -> Measured:
-    stat, key, unit = _stat(
-        inp,
-        {"final": ("after", "size"), "after": ("after", "size"), "before": ("before", "size"),
-         "growth": ("growth", "size"), "max": ("max", "size"), "min": ("min", "size")},
-        "final",
-    )  # fmt: skip
+    stat, key, unit = _stat(inp)
     node = inp.metric.subject or inp.metric.on
     fact = _fact_per_node(inp, "relay_log_bytes", node, "the relay log size")
     if node is None:
@@ -596,9 +552,7 @@ def _relay_log_bytes(inp: Inputs) -> Measured:
 
 def _replication_lag(inp: Inputs) -> Measured:
     r = _result(inp, "replication_lag")
-    stat, path, unit = _stat(
-        inp, {s: (s, "duration") for s in ("max", "mean", "p50", "p90", "p95", "p99")}, "max"
-    )
+    stat, path, unit = _stat(inp)
     subjects = _subjects(r)
     node = inp.metric.subject or inp.metric.on
     if node is not None and node not in subjects:
@@ -631,12 +585,7 @@ def _replication_lag(inp: Inputs) -> Measured:
 
 def _throughput(inp: Inputs) -> Measured:
     r = _result(inp, "throughput")
-    stat, path, unit = _stat(
-        inp,
-        {"mean": ("mean", "rate"), "p50": ("p50", "rate"), "min": ("min", "rate"),
-         "max": ("max", "rate"), "total": ("total", "count")},
-        "mean",
-    )  # fmt: skip
+    stat, path, unit = _stat(inp)
     w, subj = _subject(inp, r, "completed operations", single_default=True)
     if inp.metric.last is not None:
         if stat == "total":
@@ -660,10 +609,7 @@ def _throughput(inp: Inputs) -> Measured:
 
 def _latency(inp: Inputs) -> Measured:
     r = _result(inp, "latency")
-    stats: dict[str, tuple[str, UnitKind]] = {
-        s: (s, "duration") for s in ("p50", "p90", "p95", "p99", "p999", "max", "min", "mean")
-    }
-    stat, path, unit = _stat(inp, stats, "p99")
+    stat, path, unit = _stat(inp)
     w, subj = _subject(inp, r, "successful operations", single_default=True)
     if inp.metric.last is not None:
         if subj.get("source") != "ops":
@@ -687,12 +633,7 @@ def _latency(inp: Inputs) -> Measured:
 
 def _errors(inp: Inputs) -> Measured:
     r = _result(inp, "errors")
-    stat, path, unit = _stat(
-        inp,
-        {"count": ("count", "count"), "total": ("count", "count"),
-         "ratio": ("ratio", "percent"), "rate": ("rate", "rate")},
-        "count",
-    )  # fmt: skip
+    stat, path, unit = _stat(inp)
     m = inp.metric
     code_path = f"by_code.{m.code}" if m.code is not None else "total"
     if m.last is not None:
@@ -733,12 +674,7 @@ def _errors(inp: Inputs) -> Measured:
 
 def _stalls(inp: Inputs) -> Measured:
     r = _result(inp, "stalls")
-    stat, path, unit = _stat(
-        inp,
-        {"count": ("count", "count"), "total": ("count", "duration"),
-         "max": ("longest", "duration"), "longest": ("longest", "duration")},
-        "count",
-    )  # fmt: skip
+    stat, path, unit = _stat(inp)
     w, subj = _subject(inp, r, "operations", single_default=True)
     if inp.metric.last is not None:
         tr = _result(inp, "throughput")
@@ -764,12 +700,7 @@ def _stalls(inp: Inputs) -> Measured:
 
 def _warmup(inp: Inputs) -> Measured:
     r = _result(inp, "warmup")
-    stat, _, _ = _stat(
-        inp,
-        {"time": ("warmup", "duration"), "seconds": ("warmup", "duration"),
-         "min_level": ("min_level", "percent")},
-        "time",
-    )  # fmt: skip
+    stat, _, _ = _stat(inp)
     w, subj = _subject(inp, r, "throughput", single_default=True)
     if subj.get("unknown"):
         raise Unmeasurable(f"warmup of '{w}' unknown: {subj['unknown']}")
@@ -791,12 +722,7 @@ def _failover(inp: Inputs) -> Measured:
     for one workload: ``outage``, ``recovered``, ``first_failure``, ``new_writer_accepts``,
     ``router_switch``, in seconds from the fault on the old primary."""
     r = _result(inp, "failover")
-    stat, key, unit = _stat(
-        inp,
-        {s: (s, "duration") for s in ("outage", "recovered", "first_failure",
-                                      "new_writer_accepts", "router_switch")},
-        "outage",
-    )  # fmt: skip
+    stat, key, unit = _stat(inp)
     failovers = r.metrics.get("failovers")
     if not isinstance(failovers, list) or not failovers:
         raise Unmeasurable("no promote in the history: failover phases are measured from a "
@@ -844,12 +770,7 @@ def _failover(inp: Inputs) -> Measured:
 def _replication_errors(inp: Inputs) -> Measured:
     """Replication threads stopped on an error (``lab.checkers.replication_errors``)."""
     r = _result(inp, "replication_errors")
-    stat, key, unit = _stat(
-        inp,
-        {"count": ("count", "count"), "sql_errno": ("sql_errno", "count"),
-         "io_errno": ("io_errno", "count"), "stopped_at": ("stopped_at", "duration")},
-        "count",
-    )  # fmt: skip
+    stat, key, unit = _stat(inp)
     subjects = _subjects(r)
     if not subjects:
         raise Unmeasurable(r.details or "no replication status samples were recorded")
@@ -881,23 +802,13 @@ def _replication_errors(inp: Inputs) -> Measured:
     return Measured(_number(value, f"no {stat} for '{node}'"), unit, stat, note=note)
 
 
-METRICS: dict[str, Callable[[Inputs], Measured]] = {
-    "downtime": _downtime,
-    "stale_reads": _stale_reads,
-    "duplicate_keys": _duplicate_keys,
-    "lost_writes": _lost_writes,
-    "missing_transactions": _missing_transactions,
-    "replication_lag": _replication_lag,
-    "throughput": _throughput,
-    "latency": _latency,
-    "errors": _errors,
-    "stalls": _stalls,
-    "warmup": _warmup,
-    "relay_log_bytes": _relay_log_bytes,
-    "failover": _failover,
-    "replication_errors": _replication_errors,
+# The readers ``dsl.metrics.METRICS`` names (``MetricSpec.reader``).
+READERS: dict[str, Callable[[Inputs], Measured]] = {
+    f.__name__: f
+    for f in (_downtime, _stale_reads, _duplicate_keys, _lost_writes, _missing_transactions,
+              _replication_lag, _throughput, _latency, _errors, _stalls, _warmup,
+              _relay_log_bytes, _failover, _replication_errors)
 }
-LAST_SUPPORTED = frozenset({"throughput", "latency", "errors", "stalls", "replication_lag"})
 _COMPATIBLE: set[tuple[UnitKind, UnitKind]] = {("count", "duration")}  # stall seconds
 
 
@@ -909,14 +820,14 @@ def measure(
     history: Sequence[Op] | None = None,
 ) -> Measured:
     """The figure a metric names; raises ``Unmeasurable`` with the reason."""
-    fn = METRICS.get(metric.name)
-    if fn is None:
+    spec = METRIC_SPECS.get(metric.name)
+    if spec is None:
         raise Unmeasurable(f"unknown metric '{metric.name}'")
-    if metric.last is not None and metric.name not in LAST_SUPPORTED:
+    if metric.last is not None and not spec.last:
         raise Unmeasurable(f"'last' is not supported for {metric.name}")
-    if metric.code is not None and metric.name != "errors":
+    if metric.code is not None and not spec.code:
         raise Unmeasurable(f"an error code only applies to errors(...), not {metric.name}")
-    return fn(Inputs(metric, quantity, results, ctx, history))
+    return READERS[spec.reader](Inputs(metric, quantity, results, ctx, history))
 
 
 def evaluate(

@@ -14,11 +14,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from dsl.plan import Cell, Plan
-from lab.engine import View
 from lab.expectations import format_value
+from lab.outcome import View
 
 if TYPE_CHECKING:
-    from lab.engine import CellOutcome
+    from lab.outcome import CellOutcome
 
 
 class LiveView(View):

@@ -29,8 +29,9 @@ from dsl.owned import NODE_DIR_PATHS, RUNTIME
 from dsl.plan import PlannedNode
 from runners.components import SPEC_BY_NAME, galera_provider, require
 from runners.errors import ComponentError
-from runners.mysql import Address, Credentials, execute_all, wait_until
+from runners.mysql import Credentials, execute_all, wait_until
 from runners.node import ProcessNode
+from runners.replication import change_master, synced
 from runners.runtime import Run
 
 log = logging.getLogger(__name__)
@@ -225,12 +226,10 @@ class GaleraCluster:
         return self.nodes
 
     def wait_synced(self, node: ProcessNode, timeout: float) -> float:
-        def synced() -> bool:
-            rows = node.sql("SHOW GLOBAL STATUS LIKE 'wsrep_local_state'", timeout=1)
-            return bool(rows) and str(rows[0]["Value"]) == "4"
         proc = node.proc
-        return wait_until(synced, timeout, "synced with the cluster", node.component,
-                          node.error_log, alive=lambda: proc is not None and proc.poll() is None)
+        return wait_until(lambda: synced(node), timeout, "synced with the cluster",
+                          node.component, node.error_log,
+                          alive=lambda: proc is not None and proc.poll() is None)
 
 
 def _socket_ok(sock: Path) -> bool:
@@ -286,13 +285,5 @@ class PrimaryPair:
             other = self.nodes[1] if node is self.nodes[0] else self.nodes[0]
             port = self.replication_port.get(node.name, other.port)
             execute_all(node.addr, self.admin, [
-                f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, "
-                f"MASTER_USER='{self.repl.user}', MASTER_PASSWORD='{self.repl.password}', "
-                "MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
-                "START SLAVE",
-            ])
+                change_master(port, creds=self.repl, use_gtid="slave_pos"), "START SLAVE"])
         return self.nodes
-
-
-def addresses(nodes: list[ProcessNode]) -> list[Address]:
-    return [n.addr for n in nodes]

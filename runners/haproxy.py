@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from runners.components import require
 from runners.errors import ComponentError
@@ -200,7 +199,3 @@ class HAProxy:
             self.proc.kill()
             self.proc.wait(5)
             self.run.forget(self.proc.pid)
-
-
-def admin_socket(run_dir: Path) -> Path:
-    return run_dir / "haproxy" / "admin.sock"

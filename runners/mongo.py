@@ -6,9 +6,9 @@ directory. The set is called ``rs_<run id>``; the first member is initiated with
 (the preferred primary) and the others with priority 1. Settings from the plan reach
 ``mongod`` only through a small allow-list of command-line options, as argv elements.
 
-``convert_to_standalone`` performs the replica set -> standalone procedure of
-``docs/seed-digest.md`` §3 on the real members, timing each phase and measuring the downtime
-with a write probe.
+The MongoDB commands of the replica set -> standalone procedure of ``docs/seed-digest.md``
+§3 are here (``remove_member``, ``restart_member``, ``clean_system_replset`` ...); the
+procedure itself is a fault, ``fault.mongo.convert_to_standalone``.
 """
 
 from __future__ import annotations
@@ -20,10 +20,8 @@ import secrets
 import signal
 import string
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +39,6 @@ from runners.runtime import Run
 HOST = "127.0.0.1"
 NO_SQL_USER = Credentials("", "")
 SYSTEM_DBS = frozenset({"admin", "local", "config"})
-PROBE_DB = "lab_probe"
 MARKER_DB, MARKER_COLL = "lab_convert", "marker"
 MARKER_DOCS = 1000
 # mongod's startup warning when local.system.replset has documents but --replSet is absent
@@ -49,9 +46,6 @@ MARKER_DOCS = 1000
 REPLSET_WARNING_ID = 20547
 REPLSET_WARNING_TEXT = "Document(s) exist in 'system.replset', but started without --replSet"
 TEMP_USER = "lab_tmp_system"
-
-PhaseHook = Callable[[str, float], None]
-
 
 # --- settings -> argv (allow-list) --------------------------------------------------------------
 
@@ -379,93 +373,15 @@ class MongoReplicaSet:
         wait_until(healthy, timeout, "all members PRIMARY or SECONDARY",
                    f"replica set {self.name}", self.nodes[0].error_log, interval=0.1)
 
-    def convert_to_standalone(self, node_name: str,
-                              on_phase: PhaseHook | None = None) -> dict[str, Any]:
-        return convert_to_standalone(self.nodes, node_name, on_phase)
-
 
 # --- replica set -> standalone (seed digest §3) ---------------------------------------------------
 
-def longest_and_total_gaps(successes: Sequence[float], start: float, end: float,
-                           threshold: float) -> tuple[float, float]:
-    """From the monotonic times of successful probe writes: the longest gap between writes
-    and the total time inside gaps longer than ``threshold`` (the probe's own period does not
-    count as downtime). The window edges count as writes."""
-    points = [start, *sorted(t for t in successes if start <= t <= end), end]
-    gaps = [b - a for a, b in zip(points, points[1:], strict=False)]
-    longest = max(gaps, default=0.0)
-    total = sum(g for g in gaps if g > threshold)
-    return longest, total
-
-
-class WriteProbe:
-    """Inserts a small document every ``period`` seconds (w=1, 1 s timeouts) and remembers
-    when writes succeeded: the node's downtime as a client sees it."""
-
-    def __init__(self, port: int, period: float = 0.01, timeout: float = 1.0) -> None:
-        ms = int(timeout * 1000)
-        self.client: MongoClient[dict[str, Any]] = MongoClient(
-            HOST, port, directConnection=True, serverSelectionTimeoutMS=ms,
-            connectTimeoutMS=ms, socketTimeoutMS=ms, retryWrites=False, w=1,
-            appname="replica-chaos-lab-probe")
-        self.period = period
-        self.successes: list[float] = []
-        self.failures = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self.started = 0.0
-        self.ended = 0.0
-
-    def _loop(self) -> None:
-        coll = self.client[PROBE_DB]["writes"]
-        seq = 0
-        while not self._stop.is_set():
-            seq += 1
-            try:
-                coll.insert_one({"seq": seq})
-                self.successes.append(time.monotonic())
-            except PyMongoError:
-                self.failures += 1
-            self._stop.wait(self.period)
-
-    def start(self) -> None:
-        self.started = time.monotonic()
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self.ended = time.monotonic()
-        self.client.close()
-
-    def downtime(self) -> tuple[float, float]:
-        return longest_and_total_gaps(self.successes, self.started, self.ended,
-                                      threshold=max(0.1, 10 * self.period))
-
-
-@dataclass
-class _Phases:
-    hook: PhaseHook | None
-    times: dict[str, float] = field(default_factory=dict)
-
-    @contextlib.contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        t0 = time.monotonic()
-        try:
-            yield
-        finally:
-            dt = time.monotonic() - t0
-            self.times[name] = round(dt, 4)
-            if self.hook is not None:
-                self.hook(name, dt)
-
-
 def collection_counts(node: MongoNode, timeout: float = 10.0) -> dict[str, int]:
-    """Document counts of every user collection (not admin/local/config, not the probe)."""
+    """Document counts of every user collection (not admin/local/config)."""
     out: dict[str, int] = {}
     with node.client(timeout) as c:
         for db_name in c.list_database_names():
-            if db_name in SYSTEM_DBS or db_name == PROBE_DB:
+            if db_name in SYSTEM_DBS:
                 continue
             db = c[db_name]
             for coll in db.list_collection_names():
@@ -474,7 +390,7 @@ def collection_counts(node: MongoNode, timeout: float = 10.0) -> dict[str, int]:
     return out
 
 
-def _write_marker(node: MongoNode) -> None:
+def write_marker(node: MongoNode) -> None:
     with node.client(30.0) as c:
         coll = c[MARKER_DB].get_collection(MARKER_COLL,
                                            write_concern=WriteConcern("majority"))
@@ -482,7 +398,7 @@ def _write_marker(node: MongoNode) -> None:
         coll.insert_many([{"_id": i} for i in range(MARKER_DOCS)])
 
 
-def _ensure_primary(node: MongoNode, timeout: float = 30.0) -> None:
+def ensure_primary(node: MongoNode, timeout: float = 30.0) -> None:
     if node.is_primary():
         return
     with contextlib.suppress(PyMongoError):
@@ -491,19 +407,19 @@ def _ensure_primary(node: MongoNode, timeout: float = 30.0) -> None:
                node.error_log, interval=0.1)
 
 
-def _remove_member(primary: MongoNode, host: str) -> None:
+def remove_member(primary: MongoNode, host: str) -> None:
     config = primary.command("replSetGetConfig")["config"]
     primary.command("replSetReconfig", config_without(config, host), timeout=60.0,
                     maxTimeMS=60000)
 
 
-def _majority_caught_up(node: MongoNode) -> bool:
+def majority_caught_up(node: MongoNode) -> bool:
     optimes = node.command("replSetGetStatus").get("optimes", {})
     committed, applied = optimes.get("lastCommittedOpTime"), optimes.get("appliedOpTime")
     return committed is None or applied is None or committed == applied
 
 
-def _restart(node: MongoNode, repl_set: str | None) -> int:
+def restart_member(node: MongoNode, repl_set: str | None) -> int:
     """Stop, then start with or without --replSet; returns the log offset of this start."""
     node.stop()
     node.repl_set = repl_set
@@ -512,7 +428,7 @@ def _restart(node: MongoNode, repl_set: str | None) -> int:
     return offset
 
 
-def _clean_system_replset(node: MongoNode) -> int:
+def clean_system_replset(node: MongoNode) -> int:
     """Delete local.system.replset. With auth on, through a temporary user holding __system
     (created, used, dropped), as in the procedure; with auth off, directly."""
     if node.auth is None:
@@ -528,7 +444,7 @@ def _clean_system_replset(node: MongoNode) -> int:
         node.command("dropUser", TEMP_USER, timeout=10.0)
 
 
-def _saw_warning(node: MongoNode, offset: int, wait: float) -> bool:
+def saw_warning(node: MongoNode, offset: int, wait: float) -> bool:
     deadline = time.monotonic() + wait
     while True:
         if warning_in(node.log_since(offset)):
@@ -536,90 +452,3 @@ def _saw_warning(node: MongoNode, offset: int, wait: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)
-
-
-def convert_to_standalone(members: Sequence[MongoNode], node_name: str,
-                          on_phase: PhaseHook | None = None) -> dict[str, Any]:
-    """Turn the replica set into a standalone server on ``node_name`` (seed digest §3):
-
-    1. make sure ``node_name`` is the PRIMARY (replSetStepUp if not);
-    2. write a marker collection and count every user collection;
-    3. from the primary remove the other members, one replSetReconfig each (``rs.remove``);
-    4. wait until the majority commit point reaches the last applied write;
-    5. stop mongod on the removed members (their data stays);
-    6. restart the former primary without --replSet; it warns about system.replset;
-    7. delete local.system.replset (via a temporary __system user when auth is on);
-    8. restart again; the warning must be gone and every count must match.
-
-    A probe writes every 10 ms throughout; ``downtime_seconds`` is the total time without a
-    successful write (gaps over 100 ms), ``longest_gap_seconds`` the longest one."""
-    by_name = {m.name: m for m in members}
-    if node_name not in by_name:
-        raise ComponentError("convert to standalone", f"{node_name} is not a member "
-                             f"(members: {', '.join(by_name)})")
-    node = by_name[node_name]
-    others = [m for m in members if m is not node]
-    phases = _Phases(on_phase)
-    current = "check_primary"
-    probe: WriteProbe | None = None
-    try:
-        with phases.phase(current):
-            _ensure_primary(node)
-        current = "count_data"
-        with phases.phase(current):
-            _write_marker(node)
-            before = collection_counts(node)
-        probe = WriteProbe(node.port)
-        probe.start()
-        current = "remove_members"
-        with phases.phase(current):
-            for m in others:
-                _remove_member(node, m.host)
-        current = "wait_majority_commit"
-        with phases.phase(current):
-            wait_until(lambda: _majority_caught_up(node), 30, "majority commit caught up",
-                       node.component, node.error_log, interval=0.05)
-        current = "stop_removed"
-        with phases.phase(current):
-            for m in others:
-                m.stop()
-        current = "restart_standalone"
-        with phases.phase(current):
-            offset = _restart(node, None)
-        current = "check_warning"
-        with phases.phase(current):
-            warned = _saw_warning(node, offset, wait=5.0)
-        current = "clean_system_replset"
-        with phases.phase(current):
-            removed_docs = _clean_system_replset(node)
-        current = "final_restart"
-        with phases.phase(current):
-            offset = _restart(node, None)
-        current = "verify"
-        with phases.phase(current):
-            still_warned = _saw_warning(node, offset, wait=0.5)
-            after = collection_counts(node)
-    except (PyMongoError, ComponentError, KeyError, ValueError) as e:
-        raise ComponentError(node.component, f"convert to standalone failed in phase "
-                             f"{current}: {e}", node.error_log) from None
-    finally:
-        if probe is not None:
-            probe.stop()
-    node.role = "standalone"
-    assert probe is not None
-    longest, total = probe.downtime()
-    return {
-        "node": node_name,
-        "removed_members": [m.name for m in others],
-        "phases": phases.times,
-        "downtime_seconds": round(total, 4),
-        "longest_gap_seconds": round(longest, 4),
-        "probe_writes_ok": len(probe.successes),
-        "probe_writes_failed": probe.failures,
-        "warning_after_first_restart": warned,
-        "warning_after_final_restart": still_warned,
-        "system_replset_docs_removed": removed_docs,
-        "counts_before": before,
-        "counts_after": after,
-        "data_intact": before == after,
-    }

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dsl.plan import PlannedWorkload
-from lab.history import Sample
 from runners.components import require
 from runners.errors import ComponentError
 from runners.mysql import Address, Credentials
+from runners.ops import Sample
 from runners.runtime import Run
 
 LINE = re.compile(

@@ -1,7 +1,12 @@
 """A compiled plan's cell made real: nodes, replication wiring, links, router.
 
-``Topology.deploy(plan, cell)`` returns a running topology or raises ``ComponentError`` after
-tearing down whatever it had started. ``teardown()`` always stops everything recorded.
+``Topology`` is what the engine, the load and the faults need of a running topology (its
+nodes and endpoints, the writer and the replicas, the process primitives kill, pause, stop,
+start, restart, teardown); ``NativeTopology`` implements it with processes on this machine.
+A second back-end (containers) is one more implementation, chosen in ``Topology.deploy``.
+
+``Topology.deploy(plan, cell, run)`` returns a running topology or raises ``ComponentError``
+after tearing down whatever it had started. ``teardown()`` always stops everything recorded.
 """
 
 from __future__ import annotations
@@ -11,17 +16,20 @@ import secrets
 import string
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 
 from dsl.compile import for_base_port
 from dsl.models import NetworkFault, Promote
 from dsl.plan import Cell, Plan, PlannedNode
-from runners import components
+from runners import components, replication
 from runners.bare import GaleraCluster, PrimaryPair
 from runners.haproxy import Backend, HAProxy
-from runners.mysql import Address, Credentials, execute_all, query
+from runners.mysql import Address, Credentials, execute_all, wait_until
 from runners.node import Node, SandboxNode
 from runners.proxysql import ProxySQL
+from runners.replication import change_master
+from runners.router import Router
 from runners.runtime import Run
 from runners.sandbox import SandboxRequest, check_identity, split_config
 from runners.sandbox import deploy as deploy_sandbox
@@ -62,8 +70,48 @@ def check_components(plan: Plan) -> None:
         components.require(name)
 
 
+class Topology(Protocol):
+    plan: Plan
+    run: Run
+    admin: Credentials  # the lab's own user (every privilege)
+    app: Credentials  # the workloads' user
+    repl: Credentials  # the replication user
+    nodes: dict[str, Node]
+    primary: str | None  # the current writer of a replication topology; changes on promote
+    router: Router | None
+    toxi: Toxiproxy | None  # the network links, when the experiment has network faults
+    timings: dict[str, float]
+
+    @classmethod
+    def deploy(cls, plan: Plan, cell: Cell, run: Run) -> Topology:
+        """The cell's topology, running (the native one: processes on this machine)."""
+        return NativeTopology.deploy(plan, cell, run)
+
+    def writer(self) -> str | None:
+        """The node that takes the writes (the primary; None with several writers)."""
+
+    def replicas(self) -> list[str]:
+        """The nodes that replicate from the writer."""
+
+    def address(self, endpoint: str) -> Address:
+        """Where a client connects: a node or ``router.writer`` / ``router.reader``."""
+
+    def node_by_port(self, port: int) -> str | None: ...
+    def endpoints(self) -> dict[str, str]: ...
+    def kill(self, name: str) -> None: ...
+    def pause(self, name: str) -> None: ...
+    def resume(self, name: str) -> None: ...
+    def stop(self, name: str) -> None: ...
+    def start(self, name: str, options: dict[str, str] | None = None) -> None: ...
+    def restart(self, name: str, options: dict[str, str] | None = None) -> None: ...
+    def teardown(self) -> float: ...
+
+
 @dataclass
-class Topology:
+class NativeTopology:
+    """Servers as processes of this machine: dbdeployer sandboxes, bare mariadbd (Galera,
+    two primaries), mongod; HAProxy or ProxySQL; toxiproxy links."""
+
     run: Run
     plan: Plan
     cell: Cell
@@ -72,7 +120,7 @@ class Topology:
     repl: Credentials
     nodes: dict[str, Node] = field(default_factory=dict)
     planned: dict[str, PlannedNode] = field(default_factory=dict)
-    router: HAProxy | ProxySQL | None = None
+    router: Router | None = None
     monitor: Credentials = field(default_factory=lambda: Credentials("lab_monitor", password()))
     toxi: Toxiproxy | None = None
     primary: str | None = None  # current primary (replication); changes on promote
@@ -80,7 +128,7 @@ class Topology:
 
     # --- building ------------------------------------------------------------------------------
     @classmethod
-    def deploy(cls, plan: Plan, cell: Cell, run: Run) -> Topology:
+    def deploy(cls, plan: Plan, cell: Cell, run: Run) -> NativeTopology:
         check_components(plan)
         # The plan for this run's ports: what the runners start, exactly (dsl.compile).
         plan = for_base_port(plan, run.ports.base)
@@ -225,54 +273,31 @@ class Topology:
                 port = link.listen
             if not self.toxi and self.plan.replication_mode != "file_position" and \
                     not planned.delay:
-                # dbdeployer's wiring is what we want, but for the retry interval: replicas
-                # reconnect every second, so that recovery times measure the servers and not
-                # a 60-second retry timer.
+                # dbdeployer's wiring is what we want, but for the retry interval.
                 execute_all(node.addr, self.admin, [
-                    "SET GLOBAL read_only=ON", "STOP SLAVE",
-                    "CHANGE MASTER TO MASTER_CONNECT_RETRY=1", "START SLAVE"])
+                    "SET GLOBAL read_only=ON", "STOP SLAVE", change_master(), "START SLAVE"])
                 continue
             stmts = ["STOP SLAVE", "SET GLOBAL read_only=ON"]
-            opts = ["MASTER_HOST='127.0.0.1'", f"MASTER_PORT={port}",
-                    "MASTER_CONNECT_RETRY=1"]
             if self.plan.replication_mode == "file_position":
                 # Explicit coordinates: after a restart with relay_log_recovery the replica
                 # may not know its file name, and an empty one never advances. The replica
                 # has applied everything first, so the primary's position is its own.
-                self._wait_same_gtid(node, primary)
-                pos = primary.sql("SHOW MASTER STATUS")[0]
-                opts += ["MASTER_USE_GTID=no", f"MASTER_LOG_FILE='{pos['File']}'",
-                         f"MASTER_LOG_POS={int(pos['Position'])}"]
-            if planned.delay:
-                opts.append(f"MASTER_DELAY={int(round(planned.delay))}")
-            stmts.append("CHANGE MASTER TO " + ", ".join(opts))
+                replication.wait_same_gtid(node, primary)
+                log_file, log_pos = replication.binlog_position(primary, timeout=5.0)
+                stmts.append(change_master(port, use_gtid="no", log_file=log_file,
+                                           log_pos=log_pos, delay=planned.delay))
+            else:
+                stmts.append(change_master(port, delay=planned.delay))
             stmts.append("START SLAVE")
             execute_all(node.addr, self.admin, stmts)
         self.wait_replication_running()
 
-    def _wait_same_gtid(self, replica: Node, primary: Node, timeout: float = 30.0) -> None:
-        from runners.mysql import wait_until
-
-        def same() -> bool:
-            want = primary.scalar("SELECT @@gtid_binlog_pos")
-            return bool(replica.scalar("SELECT @@gtid_slave_pos") == want)
-
-        wait_until(same, timeout, "caught up with the primary", replica.component,
-                   replica.error_log)
-
     def wait_replication_running(self, timeout: float = 30.0) -> None:
-        from runners.mysql import wait_until
-
         for name, node in self.nodes.items():
             if name == self.primary:
                 continue
-
-            def running(n: Node = node) -> bool:
-                rows = n.sql("SHOW SLAVE STATUS")
-                return bool(rows) and rows[0]["Slave_IO_Running"] == "Yes" and \
-                    rows[0]["Slave_SQL_Running"] == "Yes"
-
-            wait_until(running, timeout, "replicating", node.component, node.error_log)
+            wait_until(partial(replication.replicating, node), timeout, "replicating",
+                       node.component, node.error_log)
 
     def promote_targets(self) -> set[str]:
         return {a.node.name for a in self.plan.actions() if isinstance(a, Promote)}
@@ -308,23 +333,40 @@ class Topology:
         self.router.start(self.writer_ok, self.reader_ok)
 
     # --- roles, as the agent checks see them ---------------------------------------------------
-    def _status(self, name: str) -> dict[str, Any]:
-        node = self.nodes[name]
-        rows = query(node.addr, self.admin,
-                     "SELECT @@read_only AS ro, (SELECT VARIABLE_VALUE FROM "
-                     "information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME="
-                     "'WSREP_LOCAL_STATE') AS wsrep", timeout=1)
-        return rows[0]
-
     def writer_ok(self, name: str) -> bool:
-        st = self._status(name)
-        if int(st["ro"]) != 0:
-            return False
-        return self.plan.topology != "galera" or str(st["wsrep"]) == "4"
+        read_only, synced = replication.role_state(self.nodes[name].addr, self.admin)
+        return not read_only and (self.plan.topology != "galera" or synced)
 
     def reader_ok(self, name: str) -> bool:
-        st = self._status(name)
-        return self.plan.topology != "galera" or str(st["wsrep"]) == "4"
+        _, synced = replication.role_state(self.nodes[name].addr, self.admin)
+        return self.plan.topology != "galera" or synced
+
+    # --- roles and process primitives ------------------------------------------------------------
+    def writer(self) -> str | None:
+        return self.primary
+
+    def replicas(self) -> list[str]:
+        if self.primary is None:
+            return []
+        return [n for n in self.nodes if n != self.primary]
+
+    def kill(self, name: str) -> None:
+        self.nodes[name].kill()
+
+    def pause(self, name: str) -> None:
+        self.nodes[name].pause()
+
+    def resume(self, name: str) -> None:
+        self.nodes[name].resume()
+
+    def stop(self, name: str) -> None:
+        self.nodes[name].stop()
+
+    def start(self, name: str, options: dict[str, str] | None = None) -> None:
+        self.nodes[name].start(options)
+
+    def restart(self, name: str, options: dict[str, str] | None = None) -> None:
+        self.nodes[name].restart(options)
 
     # --- endpoints -------------------------------------------------------------------------------
     def address(self, endpoint: str) -> Address:

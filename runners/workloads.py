@@ -25,7 +25,6 @@ from typing import Any
 import MySQLdb
 
 from dsl.plan import PlannedWorkload
-from lab.history import CONNECT_TIMEOUT, NOT_SENT_CODES, NOT_SENT_PREFIX, Op
 from runners.mysql import (
     Address,
     Credentials,
@@ -34,6 +33,7 @@ from runners.mysql import (
     error_code,
     run_within,
 )
+from runners.ops import CONNECT_TIMEOUT, NOT_SENT_CODES, NOT_SENT_PREFIX, Op
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import gc
 import logging
 import math
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -183,16 +183,6 @@ class CheckContext:
         info = self.workloads.get(workload)
         return info.kind if info else ""
 
-    def workload_names(self, history: Sequence[Op]) -> list[str]:
-        """Workloads declared in the context, then any other seen in the history."""
-        names = list(self.workloads)
-        seen = set(names)
-        for c in self.paired(history).ops:
-            if c.workload not in seen:
-                seen.add(c.workload)
-                names.append(c.workload)
-        return names
-
 
 Checker = Callable[[Sequence[Op], CheckContext], CheckResult]
 
@@ -279,17 +269,6 @@ def summary(values: Iterable[float], *, scale: float = 1.0) -> dict[str, float |
         "p999": pct(99.9),
         "max": float(xs[-1]) * scale,
     }
-
-
-def capped(items: Iterable[Any], limit: int) -> tuple[list[Any], bool]:
-    """The first ``limit`` items and whether there were more."""
-    out: list[Any] = []
-    it: Iterator[Any] = iter(items)
-    for x in it:
-        if len(out) >= limit:
-            return out, True
-        out.append(x)
-    return out, False
 
 
 def seconds(ns: int | float) -> float:

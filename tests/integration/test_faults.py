@@ -189,7 +189,8 @@ def test_relay_log_recovery(mode: str, recovery: str, applied: int) -> None:
     plan = make_plan("replication", replication_nodes(1), mode=mode)
     for topo, nem, _ in deploy(plan):
         m, r = topo.nodes["db1"], topo.nodes["db2"]
-        execute_all(m.addr, topo.app, ["CREATE DATABASE t", "CREATE TABLE t.a (id INT PRIMARY KEY)"])
+        execute_all(m.addr, topo.app, ["CREATE DATABASE t",
+                                       "CREATE TABLE t.a (id INT PRIMARY KEY)"])
         nem.apply(WaitUntil(node=ref("db2"), condition="caught_up", timeout=10))
         nem.apply(ReplicationControl(verb="stop", node=ref("db2")))
         conn = connect(m.addr, topo.app, timeout=30)

@@ -299,3 +299,11 @@ def test_every_statistic_of_the_language_is_understood(world: Any) -> None:
             o = ev(world, expect(name, "<", "1", subject=subj, stat=stat))
             assert "has no '." not in o.explanation, (name, stat, o.explanation)
             assert "evaluating failed" not in o.explanation, (name, stat, o.explanation)
+
+
+def test_every_metric_of_the_language_names_its_reader() -> None:
+    """One table per metric: dsl.metrics names the function that reads each metric."""
+    from dsl.metrics import METRICS
+    from lab.expectations import READERS
+
+    assert {spec.reader for spec in METRICS.values()} == set(READERS)

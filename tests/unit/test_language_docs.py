@@ -29,9 +29,9 @@ def _name(body: str) -> str:
     return m.group(1) if m else body[:20]
 
 
-def test_the_doc_has_examples() -> None:
-    assert len(VALID) >= 15
-    assert len(INVALID) >= 3
+def test_the_doc_blocks_are_known_kinds() -> None:
+    """Every block is checked below (and the parametrized checks are not vacuous)."""
+    assert VALID and INVALID
     assert {lang for lang, _ in BLOCKS} <= {"exp", "exp-invalid", "text"}
 
 

@@ -16,10 +16,10 @@ from dsl.parser import get_parser, grammar_keywords
 EXPERIMENTS = sorted((Path(__file__).resolve().parents[2] / "experiments").glob("*.exp"))
 
 
-def test_there_are_enough_experiments() -> None:
-    names = {p.name for p in EXPERIMENTS}
-    assert "quickstart.exp" in names
-    assert len(names) >= 9
+def test_the_catalogue_is_found() -> None:
+    """The parametrized checks below are not vacuous: the catalogue's first experiment (the
+    one ``make demo`` runs) is among them."""
+    assert "quickstart.exp" in {p.name for p in EXPERIMENTS}
 
 
 @pytest.mark.parametrize("path", EXPERIMENTS, ids=[p.name for p in EXPERIMENTS])

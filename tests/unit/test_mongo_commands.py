@@ -1,5 +1,6 @@
 """MongoDB without mongod: argv, the settings allow-list, replica set documents, the
-system.replset warning, downtime arithmetic and the checks made before touching a server."""
+system.replset warning, the conversion's phases and the history windows of its downtime, and
+the checks made before touching a server."""
 
 from __future__ import annotations
 
@@ -11,19 +12,16 @@ from typing import Any
 import pytest
 
 from dsl.models import Engine
-from fault.mongo_actions import convert_standalone
+from fault.mongo import _Phases, convert_standalone, convert_to_standalone
 from runners.components import MissingComponent, find
 from runners.errors import ComponentError
 from runners.mongo import (
     ALLOWED_SETTINGS,
     MongoNode,
     MongoReplicaSet,
-    _Phases,
     check_version,
     config_without,
-    convert_to_standalone,
     initiate_document,
-    longest_and_total_gaps,
     mongod_argv,
     replset_name,
     setting_args,
@@ -190,26 +188,7 @@ def test_warning_detection() -> None:
     assert not warning_in("")
 
 
-# --- downtime, phases -----------------------------------------------------------------------------
-
-def test_gaps_between_successful_writes() -> None:
-    # writes every 10 ms, then nothing for 1.0 s, then again; the window ends 0.05 s later
-    ok = [0.00, 0.01, 0.02, 1.02, 1.03]
-    longest, total = longest_and_total_gaps(ok, 0.0, 1.08, threshold=0.1)
-    assert longest == pytest.approx(1.0)
-    assert total == pytest.approx(1.0)
-
-
-def test_two_outages_add_up() -> None:
-    ok = [0.0, 0.5, 0.51, 1.5]
-    longest, total = longest_and_total_gaps(ok, 0.0, 1.5, threshold=0.1)
-    assert longest == pytest.approx(0.99)
-    assert total == pytest.approx(0.5 + 0.99)
-
-
-def test_no_successful_write_is_all_downtime() -> None:
-    assert longest_and_total_gaps([], 2.0, 5.0, threshold=0.1) == (3.0, 3.0)
-
+# --- phases -------------------------------------------------------------------------------------
 
 def test_phases_are_timed_and_reported() -> None:
     seen: list[tuple[str, float]] = []
@@ -256,3 +235,41 @@ def test_nemesis_action_needs_a_member(tmp_path: Path) -> None:
                                 plan=SimpleNamespace(topology="mongodb_replset"))
     with pytest.raises(ComponentError, match="m2 is not a replica set member"):
         convert_standalone(topo, "m2")
+
+
+def test_the_conversions_downtime_is_in_the_history(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both restarts are fault windows on the node, in order with the other phases; no probe."""
+    from fault import mongo
+    from fault.context import Context
+    from runners.ops import NEMESIS, Op
+
+    calls: list[str] = []
+    for name in ("ensure_primary", "write_marker"):
+        monkeypatch.setattr(mongo, name, lambda n, name=name: calls.append(name))
+    monkeypatch.setattr(mongo, "collection_counts", lambda n: {"app.items": 5})
+    monkeypatch.setattr(mongo, "remove_member", lambda n, host: calls.append(f"remove {host}"))
+    monkeypatch.setattr(mongo, "wait_until", lambda *a, **k: 0.0)
+    monkeypatch.setattr(mongo, "restart_member",
+                        lambda n, rs: calls.append(f"restart {n.name}") or 0)
+    monkeypatch.setattr(mongo, "saw_warning", lambda n, offset, wait: calls.count("clean") == 0)
+    monkeypatch.setattr(mongo, "clean_system_replset", lambda n: calls.append("clean") or 1)
+    members = [node(tmp_path, "m1", 1), node(tmp_path, "m2", 2)]
+    monkeypatch.setattr(MongoNode, "stop", lambda self, timeout=60.0: calls.append(
+        f"stop {self.name}"))
+    history: list[Op] = []
+    ctx = Context(SimpleNamespace(nodes={}), lambda op: history.append(op) or op)  # type: ignore[arg-type]
+
+    def window(name: str, n: str | None) -> Any:
+        calls.append(f"window {n}")
+        return ctx.fault(name, n)
+
+    out = convert_to_standalone(members, "m1", window)
+    assert calls == ["ensure_primary", "write_marker", "remove 127.0.0.1:23002", "stop m2",
+                     "window m1", "restart m1", "clean", "window m1", "restart m1"]
+    assert [(o.type, o.f, o.node, o.process) for o in history] == [
+        ("invoke", mongo.DOWN_WINDOW, "m1", NEMESIS), ("ok", mongo.DOWN_WINDOW, "m1", NEMESIS),
+    ] * 2
+    assert out["data_intact"] and out["removed_members"] == ["m2"]
+    assert out["warning_after_first_restart"] and not out["warning_after_final_restart"]
+    assert "downtime_seconds" not in out and "restart_standalone" in out["phases"]

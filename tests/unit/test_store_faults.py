@@ -406,7 +406,8 @@ def fake_cell(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
         t = threading.Thread(target=client, daemon=True)
         t.start()
-        self.bg.append(t)
+        assert self.load is not None
+        self.load.bg.append(t)
 
     def after_load(self: engine.CellRunner) -> None:  # no healing, settling, final state
         self._check()

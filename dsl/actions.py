@@ -1,0 +1,164 @@
+"""Every action of the language in one table: its name in the history, its words in the plan,
+whether it is a fault a workload should observe.
+
+``ACTIONS`` maps each action model (``dsl.models``) to its ``ActionInfo``; adding an action
+adds one row here (and its grammar rule, model, handler in ``fault/`` and docs). ``lab plan``
+(``words``), the live view (``label``), the history (``history_name``) and the plan's
+warnings (``is_fault``) all read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from dsl.models import (
+    Action,
+    ConvertStandalone,
+    DropCaches,
+    NetworkFault,
+    NodeAction,
+    Promote,
+    ReplicationControl,
+    RunSql,
+    SetGlobal,
+    Sleep,
+    WaitUntil,
+)
+
+
+def seconds(value: float | None) -> str:
+    """``0.5`` -> ``500ms``, ``90`` -> ``1m30s``."""
+    if value is None:
+        return "-"
+    if value < 1 and value != 0:
+        ms = value * 1000
+        return f"{ms:g}ms" if ms >= 1 else f"{value * 1e6:g}us"
+    whole = int(value)
+    if whole != value or whole < 60:
+        return f"{value:g}s"
+    minutes, secs = divmod(whole, 60)
+    hours, minutes = divmod(minutes, 60)
+    out = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "")
+    return out + (f"{secs}s" if secs else "")
+
+
+def size(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for unit, factor in (("T", 1024.0**4), ("G", 1024.0**3), ("M", 1024.0**2), ("K", 1024.0)):
+        if value >= factor:
+            return f"{value / factor:g}{unit}"
+    return f"{value:g}B"
+
+
+def _nodes(refs: Iterable[object]) -> str:
+    return ", ".join(getattr(r, "name", str(r)) for r in refs)
+
+
+# --- each action: its words in the plan ------------------------------------------------------
+
+
+def _node_words(a: NodeAction) -> str:
+    verb = "cold restart" if a.verb == "cold_restart" else a.verb
+    opts = ", ".join(f"{k} = {v}" for k, v in a.options.items())
+    return f"{verb} {a.node.name}" + (f" with {opts}" if opts else "")
+
+
+def _network_words(a: NetworkFault) -> str:
+    out = f"network {a.verb}" + (f" {a.node.name}" if a.node else " (all nodes)")
+    if a.latency is not None:
+        out += f" {seconds(a.latency)}"
+    if a.jitter is not None:
+        out += f" jitter {seconds(a.jitter)}"
+    if a.bandwidth is not None:
+        out += f" {size(a.bandwidth)}/s"
+    return out + f" on {a.link}"
+
+
+def _wait_words(a: WaitUntil) -> str:
+    node = f"{a.node.name} " if a.node else ""
+    return f"wait until {node}{a.condition} timeout {seconds(a.timeout)}"
+
+
+@dataclass(frozen=True)
+class ActionInfo:
+    history_name: Callable[[Any], str]  # the fault's name in the history: kill, promote ...
+    words: Callable[[Any], str]  # the action in the language's own words (``lab plan``)
+    is_fault: Callable[[Any], bool]  # a workload should observe its effect (plan warnings)
+
+
+def _verb(a: Any) -> str:
+    return str(a.verb)
+
+
+def _kind(a: Any) -> str:
+    return str(a.action)
+
+
+def _always(a: Any) -> bool:
+    return True
+
+
+def _never(a: Any) -> bool:
+    return False
+
+
+ACTIONS: dict[type, ActionInfo] = {
+    NodeAction: ActionInfo(_verb, _node_words, lambda a: a.verb not in ("start", "resume")),
+    DropCaches: ActionInfo(
+        _kind, lambda a: "drop caches" + (f" on {a.node.name}" if a.node else " (whole OS)"),
+        _always),
+    Promote: ActionInfo(_kind, lambda a: f"promote {a.node.name}", _always),
+    ReplicationControl: ActionInfo(
+        lambda a: f"{a.verb}_replication",
+        lambda a: f"{a.verb} replication {a.node.name}"
+                  + {"io": " io_only", "sql": " sql_only"}.get(a.threads, ""),
+        lambda a: a.verb == "stop"),
+    NetworkFault: ActionInfo(_verb, _network_words, lambda a: a.verb != "heal"),
+    SetGlobal: ActionInfo(
+        _kind, lambda a: f"set global {a.name} = {a.value}"
+                         + (f" on {_nodes(a.nodes)}" if a.nodes else " on every node"),
+        _always),
+    ConvertStandalone: ActionInfo(_kind, lambda a: f"convert {a.node.name} to standalone",
+                                  _always),
+    WaitUntil: ActionInfo(lambda a: f"wait_{a.condition}", _wait_words, _never),
+    Sleep: ActionInfo(_kind, lambda a: f"wait {seconds(a.seconds)}", _never),
+    RunSql: ActionInfo(_kind, lambda a: f'execute "{a.statement}" on {a.node.name}', _never),
+}
+
+
+def info(a: Action) -> ActionInfo:
+    return ACTIONS[type(a)]
+
+
+def history_name(a: Action) -> str:
+    """The fault's name in the history (``kill``, ``stop_replication``, ``wait_caught_up``)."""
+    return info(a).history_name(a)
+
+
+def target(a: Action) -> str | None:
+    """The node (or endpoint) the action addresses, when it names one."""
+    node = getattr(a, "node", None)
+    return getattr(node, "name", None) if node is not None else None
+
+
+def describe(a: Action) -> str:
+    """An action in the language's own words."""
+    return info(a).words(a)
+
+
+def is_fault(a: Action) -> bool:
+    """An action whose effect a workload should observe: kill, pause, stop, restart, cold
+    restart, promote, stop replication, a network fault, drop caches, set global, convert.
+    Recoveries (start, resume, start replication, network heal), waits and ``execute`` are
+    not faults."""
+    return info(a).is_fault(a)
+
+
+def label(a: Action) -> str:
+    """``kill db2``, ``stop db3`` (a stopped replication), ``promote db2``: the short label of
+    the live view."""
+    verb = getattr(a, "verb", None) or a.action
+    return f"{verb} {target(a) or ''}".strip()

@@ -1,0 +1,108 @@
+"""Network faults: latency, bandwidth, partition and link_down on a node's toxiproxy links
+(clients, replication), and a Galera group partition with iptables (root).
+
+Heal state: the damaged links (their toxics removed, re-enabled) and the iptables rules
+inserted (deleted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from dataclasses import dataclass, field
+
+from dsl.models import NetworkFault
+from fault.context import ActionFailed, Context, Detail, Handler
+
+
+@dataclass
+class NetworkState:
+    damaged_links: set[str] = field(default_factory=set)
+    iptables_rules: list[list[str]] = field(default_factory=list)
+
+
+def network(ctx: Context, a: NetworkFault) -> Detail:
+    topo = ctx.topo
+    st = ctx.state(NetworkState)
+    node = a.node.name if a.node else None
+    if a.link == "group" or (topo.plan.topology == "galera" and a.verb == "partition"
+                             and a.link == "all"):
+        return galera_partition(ctx, node, heal=a.verb == "heal")
+    if topo.toxi is None:
+        raise ActionFailed("network faults need toxiproxy links, which were not created")
+    links = topo.toxi.links_of(node, "all" if a.link == "all" else a.link)
+    if a.verb == "heal":
+        for link in links:
+            topo.toxi.heal(link)
+            st.damaged_links.discard(link)
+        if node is None or a.link in ("all", "group"):
+            with contextlib.suppress(ActionFailed):
+                galera_partition(ctx, node, heal=True)
+        return {"links": links}
+    if not links:
+        raise ActionFailed(f"no {a.link} link for {node}")
+    n = ctx.applied  # unique toxic names within the run
+    for link in links:
+        if a.verb == "latency":
+            ms = int(round((a.latency or 0) * 1000))
+            jitter = int(round((a.jitter or 0) * 1000))
+            topo.toxi.add_toxic(link, f"latency_down_{n}", "latency",
+                                {"latency": ms, "jitter": jitter})
+        elif a.verb == "bandwidth":
+            kbps = max(1, int((a.bandwidth or 0) / 1024))
+            topo.toxi.add_toxic(link, f"bandwidth_{n}", "bandwidth", {"rate": kbps})
+        elif a.verb == "partition":
+            topo.toxi.add_toxic(link, f"blackhole_down_{n}", "timeout", {"timeout": 0})
+            topo.toxi.add_toxic(link, f"blackhole_up_{n}", "timeout", {"timeout": 0},
+                                stream="upstream")
+        elif a.verb == "link_down":
+            topo.toxi.set_enabled(link, False)
+        st.damaged_links.add(link)
+    return {"links": links}
+
+
+def iptables_rules(port: int) -> list[list[str]]:
+    """The rules that cut a Galera node's group traffic on the loopback (both directions)."""
+    return [["INPUT", "-i", "lo", "-p", "tcp", "--dport", str(port), "-j", "DROP"],
+            ["INPUT", "-i", "lo", "-p", "tcp", "--sport", str(port), "-j", "DROP"]]
+
+
+def galera_partition(ctx: Context, node: str | None, heal: bool) -> Detail:
+    st = ctx.state(NetworkState)
+    if heal:
+        for rule in st.iptables_rules:
+            subprocess.run(["iptables", "-D", *rule], capture_output=True)
+        n = len(st.iptables_rules)
+        st.iptables_rules = []
+        return {"removed_rules": n}
+    if os.geteuid() != 0:
+        raise ActionFailed("partitioning Galera group traffic needs root (iptables)")
+    if node is None:
+        raise ActionFailed("partition needs a node")
+    port = ctx.topo.run.ports.galera_group(ctx.node(node).index)
+    for rule in iptables_rules(port):
+        out = subprocess.run(["iptables", "-I", *rule], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise ActionFailed(f"iptables: {out.stderr.strip()}")
+        st.iptables_rules.append(rule)
+    return {"port": port}
+
+
+def heal(ctx: Context) -> list[str]:
+    """Heal every damaged link, then delete the iptables rules."""
+    done: list[str] = []
+    st = ctx.state(NetworkState)
+    if ctx.topo.toxi:
+        for link in sorted(st.damaged_links):
+            with contextlib.suppress(Exception):
+                ctx.topo.toxi.heal(link)
+                done.append(f"heal {link}")
+    st.damaged_links.clear()
+    if st.iptables_rules:
+        galera_partition(ctx, None, heal=True)
+        done.append("heal group partition")
+    return done
+
+
+HANDLERS: dict[type, Handler] = {NetworkFault: network}

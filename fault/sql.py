@@ -1,0 +1,57 @@
+"""SQL and configuration actions: ``set global`` on some nodes (lost at restart) and
+``execute`` one statement on an endpoint.
+
+Values from the experiment reach servers only as SQL literals checked here (``sql_literal``)
+or as the statement the file wrote for ``execute``. Nothing to heal: a restart forgets a
+``SET GLOBAL``; what a statement did stays.
+"""
+
+from __future__ import annotations
+
+import re
+
+from dsl.models import RunSql, SetGlobal
+from fault.context import ActionFailed, Context, Detail, Handler
+from runners.mysql import connect, execute_all
+
+NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NAME = re.compile(r"^[A-Za-z0-9_]+$")
+SIZE = re.compile(r"^(\d+)([KMG])$", re.I)
+
+
+def sql_literal(value: str) -> str:
+    """A value for SET GLOBAL: a number or a word as is, a size like 64M in bytes, else a
+    quoted string."""
+    if NUMBER.match(value) or WORD.match(value):
+        return value
+    m = SIZE.match(value)
+    if m:
+        return str(int(m.group(1)) * 1024 ** "KMG".index(m.group(2).upper()) * 1024)
+    escaped = value.replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{escaped}'"
+
+
+def set_global(ctx: Context, a: SetGlobal) -> Detail:
+    if not NAME.match(a.name):
+        raise ActionFailed(f"not a variable name: {a.name!r}")
+    targets = [n.name for n in a.nodes] or [n for n in ctx.topo.nodes if n not in ctx.down]
+    stmt = f"SET GLOBAL {a.name} = {sql_literal(a.value)}"
+    for name in targets:
+        n = ctx.node(name)
+        execute_all(n.addr, n.admin, [stmt])
+    return {"nodes": targets, "statement": stmt}
+
+
+def run_sql(ctx: Context, a: RunSql) -> Detail:
+    conn = connect(ctx.topo.address(a.node.name), ctx.topo.admin, timeout=3600)
+    try:
+        cur = conn.cursor()
+        cur.execute(a.statement)
+        cur.close()
+    finally:
+        conn.close()
+    return {"statement": a.statement[:200]}
+
+
+HANDLERS: dict[type, Handler] = {SetGlobal: set_global, RunSql: run_sql}

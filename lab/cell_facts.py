@@ -1,0 +1,219 @@
+"""Facts about a cell that the history does not hold, read from the servers: positions before
+faults, relay-log sizes, what each node misses before healing and after settling, the
+replication threads' state, the authoritative node and the final rows. The checkers read them
+from ``CheckContext.facts`` and ``final_state`` (docs/results.md).
+
+``CellFacts`` is filled as the cell goes: ``before_action``/``after_action`` around every
+action, ``after_timeline`` before healing, ``settle`` and ``after_settle`` once healed,
+``read_final_state`` last. Server knowledge is ``runners.replication``'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from dsl.models import Action, NodeAction, Promote
+from dsl.plan import Plan, PlannedWorkload
+from fault.process import COMES_UP, GOES_DOWN
+from runners import replication
+from runners.errors import ComponentError
+from runners.gtid import HEARTBEAT_DOMAIN, behind, parse_gtid
+from runners.mysql import connect, wait_until
+from runners.topology import Topology
+from runners.workloads import table_ddl, table_name
+
+log = logging.getLogger(__name__)
+
+SETTLE_TIMEOUT = 30.0
+
+
+def relay_log_bytes(datadir: Path) -> int:
+    total = 0
+    for p in datadir.glob("*relay*"):
+        if p.is_file() and not p.name.endswith((".index", ".info")):
+            with contextlib.suppress(OSError):
+                total += p.stat().st_size
+    return total
+
+
+class CellFacts:
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.topo: Topology | None = None  # set once the topology is up
+        self.facts: dict[str, Any] = {"primary_gtid_last": {}, "relay_log_bytes": {}}
+        self.final_state: dict[str, dict[str, dict[int, Any]]] = {}
+        self._started_at_gtid: dict[str, dict[int, int]] = {}
+
+    def _topo(self) -> Topology:
+        assert self.topo is not None
+        return self.topo
+
+    def on_primary_position(self, pos: dict[int, int]) -> None:
+        """The heartbeat's reading of the primary's binlog position."""
+        self.facts["primary_gtid_last"] = pos
+
+    # --- around actions ------------------------------------------------------------------------
+    def before_action(self, a: Action) -> None:
+        """Snapshots some actions need: the primary's GTID position before it goes down, a
+        replica's relay-log size before it starts again."""
+        topo = self._topo()
+        if isinstance(a, Promote):
+            # What the new primary lacks of the old one's binlog at the moment it is promoted:
+            # with one transaction per write, the acknowledged writes a failover loses
+            # (cross-checks lost_writes, which judges the final rows).
+            with contextlib.suppress(Exception):
+                mine = replication.gtid(topo.nodes[a.node.name], "gtid_current_pos")
+                self.facts.setdefault("missing_at_promote", {})[a.node.name] = behind(
+                    self.facts.get("primary_gtid_last") or {}, mine)
+        if not isinstance(a, NodeAction):
+            return
+        name = a.node.name
+        if name == topo.primary and a.verb in GOES_DOWN:
+            self.snapshot_primary()
+        if name != topo.primary and a.verb in GOES_DOWN:
+            # What the replica had applied when it went down: "applied since" counts
+            # from here (a replica may start its threads by itself when it starts).
+            with contextlib.suppress(Exception):
+                self._started_at_gtid[name] = replication.gtid(topo.nodes[name],
+                                                               "gtid_slave_pos")
+        if a.verb in COMES_UP and name != topo.primary:
+            self.facts["relay_log_bytes"].setdefault(name, {})["before"] = relay_log_bytes(
+                topo.nodes[name].datadir)
+
+    def after_action(self, a: Action) -> None:
+        topo = self._topo()
+        if isinstance(a, NodeAction) and a.verb in COMES_UP and a.node.name != topo.primary:
+            entry = self.facts["relay_log_bytes"].setdefault(a.node.name, {})
+            entry["after"] = relay_log_bytes(topo.nodes[a.node.name].datadir)
+
+    def snapshot_primary(self) -> None:
+        topo = self._topo()
+        assert topo.primary is not None
+        with contextlib.suppress(Exception):
+            self.facts["primary_gtid_last"] = replication.gtid(topo.nodes[topo.primary],
+                                                               "gtid_binlog_pos", timeout=1)
+
+    # --- after the timeline, before healing ---------------------------------------------------
+    def missing(self) -> dict[str, int]:
+        """Transactions each running node lacks, per topology (runners.replication)."""
+        topo = self._topo()
+        running = {n: node for n, node in topo.nodes.items() if node.is_running()}
+        return replication.missing_transactions(
+            self.plan.topology, running, topo.primary, self.facts.get("primary_gtid_last") or {})
+
+    def after_timeline(self) -> None:
+        """Facts as the timeline left them: missing transactions before healing (a healed
+        primary lets replicas catch up and would hide the relay-log lesson), what restarted
+        replicas applied since, and the replication threads' state."""
+        self.facts["missing_before_heal"] = self.missing()
+        topo = self._topo()
+        applied: dict[str, str] = {}
+        for name, node in topo.nodes.items():
+            if name == topo.primary or not node.is_running():
+                continue
+            with contextlib.suppress(Exception):
+                pos = replication.read_gtid(node, "gtid_slave_pos")
+                mine = parse_gtid(pos)
+                applied[name] = pos
+                if name in self._started_at_gtid:
+                    base = self._started_at_gtid[name]
+                    self.facts.setdefault("applied_since_restart", {})[name] = sum(
+                        max(0, seq - base.get(dom, 0))
+                        for dom, seq in mine.items()
+                        if dom != HEARTBEAT_DOMAIN
+                    )
+        repl_errors: dict[str, dict[str, Any]] = {}
+        for name, node in topo.nodes.items():
+            if not node.is_running():
+                continue
+            with contextlib.suppress(Exception):
+                st = replication.slave_status(node)
+                if st:
+                    repl_errors[name] = replication.thread_errors(st)
+        self.facts["replication_errors"] = repl_errors
+        self.facts["replica_gtid"] = applied
+        self.facts["primary_gtid"] = {
+            str(k): v for k, v in (self.facts.get("primary_gtid_last") or {}).items()}
+
+    # --- settling ---------------------------------------------------------------------------------
+    def settle(self, timeout: float = SETTLE_TIMEOUT) -> tuple[bool, str]:
+        """Wait until every running node has what the authoritative state has; (settled, why
+        not). Two primaries whose SQL thread stopped on an error never settle: said at once."""
+        topo = self._topo()
+        deadline = time.monotonic() + timeout
+        if self.plan.topology == "galera":
+            try:
+                for node in topo.nodes.values():
+                    if node.is_running():
+                        wait_until(partial(replication.synced, node), timeout, "synced",
+                                   node.component)
+            except ComponentError as e:
+                return False, str(e)
+            return True, ""
+        if self.plan.topology in ("replication", "primary_primary") and len(topo.nodes) > 1:
+            # settled: every running node has every transaction of the authoritative state
+            # (the same GTID arithmetic as missing_transactions)
+            while True:
+                stopped = replication.stopped_sql_threads(topo.nodes)
+                if stopped:
+                    return False, "SQL thread stopped on " + ", ".join(stopped)
+                missing = self.missing()
+                if missing and not any(missing.values()):
+                    return True, ""
+                if time.monotonic() > deadline:
+                    if not missing:
+                        return False, "the nodes' GTID positions could not be read"
+                    return False, f"still missing transactions after {timeout:g}s: " + \
+                        ", ".join(f"{n} {m}" for n, m in sorted(missing.items()) if m)
+                time.sleep(0.1)
+        return True, ""
+
+    def after_settle(self, settled: bool) -> None:
+        """After settling: the definition of missing transactions (docs/results.md), and the
+        node whose final state is the truth."""
+        self.facts["settled"] = settled
+        self.facts["missing_transactions"] = self.missing()
+        self.facts["authority"] = self.authority()
+
+    def authority(self) -> str | None:
+        """The node whose final state is the truth for lost writes: the primary after settling;
+        on Galera a running node (they hold one state); None on two primaries (each write is
+        judged where it was acknowledged)."""
+        topo = self._topo()
+        if self.plan.topology == "primary_primary":
+            return None
+        if topo.primary is not None:
+            return topo.primary if topo.nodes[topo.primary].is_running() else None
+        running = [n for n, node in topo.nodes.items() if node.is_running()]
+        return running[0] if running else None
+
+    # --- the final rows ------------------------------------------------------------------------
+    def read_final_state(self, workloads: list[PlannedWorkload]) -> None:
+        """Every workload table's rows on every running node: ``final_state``."""
+        topo = self._topo()
+        state: dict[str, dict[str, dict[int, Any]]] = {}
+        for spec in workloads:
+            if not table_ddl(spec):
+                continue
+            per_node: dict[str, dict[int, Any]] = {}
+            for name, node in topo.nodes.items():
+                if not node.is_running():
+                    continue
+                try:
+                    conn = connect(node.addr, topo.admin, timeout=30)
+                    try:
+                        cur = conn.cursor()
+                        cur.execute(f"SELECT k, v FROM {table_name(spec.name)}")
+                        per_node[name] = {int(k): int(v) for k, v in cur.fetchall()}
+                        cur.close()
+                    finally:
+                        conn.close()
+                except Exception as e:  # noqa: BLE001
+                    log.warning("final state of %s on %s: %s", spec.name, name, e)
+            state[spec.name] = per_node
+        self.final_state = state

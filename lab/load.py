@@ -1,0 +1,248 @@
+"""The load of a cell: the workloads' tables and clients, the steps before the load, the
+timeline, the steps after a workload, and the background samplers (heartbeat, lag,
+replication threads) that run while it goes.
+
+``Load.prepare`` makes the tables and the clients; ``Load.run`` runs ``before load`` steps,
+starts the samplers and workloads, applies the timeline at its times, and returns when the
+duration is over or every bounded workload has finished; ``stop_workloads`` is safe to call
+at any time (teardown calls it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from dsl.models import Action
+from dsl.plan import Cell, Plan, PlannedWorkload
+from lab.cell_facts import SETTLE_TIMEOUT, CellFacts
+from lab.outcome import View
+from lab.recorder import Recorder
+from lab.summary import action_label
+from runners import replication
+from runners.mysql import Address, connect
+from runners.ops import Op, Sample
+from runners.replication import HeartbeatWriter, LagSampler
+from runners.replication_watch import ReplicationWatcher
+from runners.sysbench import SysbenchWorkload
+from runners.topology import Topology
+from runners.workloads import KINDS, SCHEMA, ClientEnv, Workload, table_ddl
+
+ApplyAction = Callable[[Action, str], None]  # (action, what the view shows)
+
+
+class Joinable(Protocol):
+    """A background sampler the load waits for at its end."""
+
+    def join(self, timeout: float | None = None) -> None: ...
+
+
+class Load:
+    def __init__(self, plan: Plan, cell: Cell, topo: Topology, view: View, recorder: Recorder,
+                 facts: CellFacts, apply: ApplyAction, check_store: Callable[[], None],
+                 stop: Any) -> None:
+        self.plan, self.cell, self.topo, self.view = plan, cell, topo, view
+        self.recorder, self.facts = recorder, facts
+        self.apply, self.check_store = apply, check_store
+        self.stop = stop  # threading.Event: set when the load must end
+        self.workloads: dict[str, Workload | SysbenchWorkload] = {}
+        self.started: set[str] = set()
+        self.steps_done: set[str] = set()
+        self.load_start: int | None = None
+        self.load_end: int | None = None
+        self.bg: list[Joinable] = []
+        self.repl_watch: ReplicationWatcher | None = None
+
+    def record(self, op: Op) -> Op:
+        return self.recorder.record(op)
+
+    def sample(self, s: Sample) -> None:
+        self.recorder.sample(s)
+
+    def emit(self, series: str, subject: str, t: int, values: dict[str, float]) -> None:
+        self.sample(Sample(series, subject, t, values))
+
+    # --- preparation ---------------------------------------------------------------------------
+    def _writer_node(self) -> str:
+        return self.topo.primary or next(iter(self.topo.nodes))
+
+    def prepare(self) -> None:
+        """The heartbeat and workload tables on the writer, the clients, then wait until every
+        node has the tables."""
+        topo = self.topo
+        w = topo.nodes[self._writer_node()]
+        stmts = replication.heartbeat_statements(SCHEMA)
+        for spec in self.cell.workloads:
+            stmts += table_ddl(spec)
+        if any(s.kind == "sysbench" for s in self.cell.workloads):
+            stmts.append("CREATE DATABASE IF NOT EXISTS sbtest")
+        conn = connect(w.addr, topo.admin, timeout=30)
+        try:
+            cur = conn.cursor()
+            cur.execute(replication.HEARTBEAT_SESSION)
+            for s in stmts:
+                cur.execute(s)
+            cur.close()
+        finally:
+            conn.close()
+        env = ClientEnv(topo.address, topo.node_by_port, topo.app, self.record, self.stop,
+                        self.plan.seed + self.cell.index)
+        first_process = 0
+        for spec in self.cell.workloads:
+            if spec.kind == "sysbench":
+                sb = SysbenchWorkload(spec, topo.run, topo.address, topo.app, self.sample,
+                                      self.stop, self.plan.duration)
+                self.view.phase(f"sysbench prepare for {spec.name}")
+                target = spec.targets[0]
+                read_only = target == "router.reader" or (
+                    topo.primary is not None and target in topo.nodes and target != topo.primary)
+                sb.prepare(on=topo.primary if read_only else None)
+                self.workloads[spec.name] = sb
+            else:
+                spec = with_defaults(spec)
+                self.workloads[spec.name] = KINDS[spec.kind](spec, env, first_process,
+                                                             self.plan.duration)
+                first_process += 100_000
+        if topo.primary is not None and len(topo.nodes) > 1:
+            self._wait_caught_up(SETTLE_TIMEOUT)
+        else:  # two primaries, Galera: the tables must exist everywhere before the load
+            want = sum(1 for spec in self.cell.workloads if table_ddl(spec)) + 1  # + heartbeat
+            replication.wait_tables(list(topo.nodes.values()), SCHEMA, want, SETTLE_TIMEOUT)
+
+    def _wait_caught_up(self, timeout: float) -> None:
+        """Every running replica has applied everything of the running primary."""
+        topo = self.topo
+        if topo.primary is None or not topo.nodes[topo.primary].is_running():
+            return
+        replicas = {n: node for n, node in topo.nodes.items()
+                    if n != topo.primary and node.is_running()}
+        behind = replication.wait_caught_up(replicas, topo.nodes[topo.primary], timeout)
+        if behind:
+            raise replication.caught_up_error(behind, topo.primary, timeout)
+
+    # --- the load --------------------------------------------------------------------------------
+    def _run_actions(self, actions: list[Action], label: str) -> None:
+        for a in actions:
+            self.apply(a, f"{label}: {a.action}")
+
+    def run(self) -> None:
+        for s in [s for s in self.plan.steps if s.when == "before_load"]:
+            self._run_actions(list(s.actions), "before load")
+        self.load_start = time.monotonic_ns()
+        self._start_background()
+        for name, wl in self.workloads.items():
+            if wl.spec.start_after is None:
+                wl.start()
+                self.started.add(name)
+        timeline = sorted(self.plan.timeline, key=lambda t: t.at)
+        after_steps = {s.workload: s for s in self.plan.steps if s.when == "after"}
+        done_labels: list[str] = []
+        cursor = {w: 0 for w in self.workloads}
+        counts: dict[str, dict[str, float]] = {}
+        last_tick = time.monotonic()
+        t_start = time.monotonic()
+        duration = self.plan.duration
+        while True:
+            now = time.monotonic()
+            elapsed = now - t_start
+            while timeline and timeline[0].at <= elapsed:
+                ta = timeline.pop(0)
+                upcoming = f"{timeline[0].at:g}s {action_label(timeline[0])}" if timeline \
+                    else None
+                self.view.tick(elapsed, duration, counts, done_labels, upcoming)
+                self.apply(ta.action, f"at {ta.at:g}s: {action_label(ta)}")
+                done_labels.append(f"{ta.at:g}s {action_label(ta)}")
+            for name, wl in self.workloads.items():
+                if name in self.started and wl.finished.is_set() and name not in self.steps_done:
+                    self.steps_done.add(name)
+                    if name in after_steps:
+                        self._run_actions(list(after_steps[name].actions), f"after {name}")
+                        done_labels.append(f"after {name}")
+                    for other, owl in self.workloads.items():
+                        if owl.spec.start_after == name and other not in self.started:
+                            owl.start()
+                            self.started.add(other)
+            all_bounded_done = (
+                all(w.finished.is_set() for w in self.workloads.values())
+                and len(self.started) == len(self.workloads)
+                and set(after_steps) <= self.steps_done
+            )
+            if elapsed >= duration or (all_bounded_done and not timeline and self.workloads):
+                break
+            self.check_store()
+            if now - last_tick >= 0.5:
+                counts = self._stats(cursor, now - last_tick)
+                last_tick = now
+                upcoming = f"{timeline[0].at:g}s {action_label(timeline[0])}" if timeline \
+                    else None
+                self.view.tick(elapsed, duration, counts, done_labels, upcoming)
+            time.sleep(0.02)
+        self.stop.set()
+        self.stop_workloads()
+        self.load_end = time.monotonic_ns()
+
+    def _stats(self, cursor: dict[str, int], dt: float) -> dict[str, dict[str, float]]:
+        ops = self.recorder._ops  # read-only peek at the growing list (appends only)
+        start = cursor.get("__all__", 0)
+        end = len(ops)
+        cursor["__all__"] = end
+        out: dict[str, dict[str, float]] = {n: {"ops": 0.0, "errors": 0.0} for n in self.workloads}
+        for op in ops[start:end]:
+            if op.type == "invoke" or op.workload not in out:
+                continue
+            if op.type == "ok":
+                out[op.workload]["ops"] += 1
+            else:
+                out[op.workload]["errors"] += 1
+        for name, st in out.items():
+            st["ops"] /= max(dt, 1e-6)
+            wl = self.workloads[name]
+            if isinstance(wl, SysbenchWorkload):
+                samples = [s for s in self.recorder._samples[-20:] if s.subject == name]
+                st["ops"] = samples[-1].values.get("tps", 0.0) if samples else 0.0
+                st["errors"] = samples[-1].values.get("errors", 0.0) if samples else 0.0
+        return out
+
+    # --- background samplers ----------------------------------------------------------------------
+    def _start_background(self) -> None:
+        topo = self.topo
+        if self.plan.topology in ("replication", "primary_primary") and len(topo.nodes) > 1:
+            self.repl_watch = ReplicationWatcher(
+                {n: node.addr for n, node in topo.nodes.items()}, topo.admin, self.emit,
+                0.2, self.stop)
+            self.repl_watch.start()
+        if topo.primary is None or len(topo.nodes) < 2:
+            return
+
+        def primary_addr() -> Address | None:
+            return topo.nodes[topo.primary].addr if topo.primary is not None else None
+
+        def replicas() -> dict[str, Address]:
+            return {n: node.addr for n, node in topo.nodes.items() if n != topo.primary}
+
+        beat = HeartbeatWriter(primary_addr, topo.admin, self.stop,
+                               self.facts.on_primary_position)
+        lag = LagSampler(replicas, topo.admin, self.emit, beat.beating, self.stop)
+        beat.start()
+        lag.start()
+        self.bg += [beat, lag]
+
+    def stop_workloads(self) -> None:
+        for wl in self.workloads.values():
+            if isinstance(wl, SysbenchWorkload):
+                wl.stop()
+        for wl in self.workloads.values():
+            wl.join(timeout=10)
+        for t in self.bg:
+            t.join(timeout=3)
+        self.bg = []
+        if self.repl_watch is not None:
+            self.repl_watch.join(timeout=3)
+
+
+def with_defaults(spec: PlannedWorkload) -> PlannedWorkload:
+    """A probe without ``every`` or ``rate`` writes every 10 ms."""
+    if spec.kind == "probe" and spec.every is None and spec.rate is None:
+        return spec.model_copy(update={"every": 0.01})
+    return spec

@@ -1,0 +1,62 @@
+"""The JSON summary of a run (docs/results.md) and the figures of its ``report`` lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsl.actions import label
+from dsl.models import Metric, Quantity, TimedAction
+from lab.checkers import CheckContext, CheckResult
+from lab.expectations import Unmeasurable, format_figure, measure, metric_text
+from lab.outcome import RunOutcome
+
+
+def summary(outcome: RunOutcome) -> dict[str, Any]:
+    """The JSON summary of a run (docs/results.md)."""
+    return {
+        "run_id": outcome.run_id,
+        "experiment": outcome.plan.name,
+        "source": outcome.plan.source,
+        "status": outcome.status,
+        "topology": outcome.plan.topology,
+        "exit_code": outcome.exit_code,
+        "message": outcome.message,
+        "cells": [
+            {
+                "index": c.cell.index,
+                "label": c.cell.label,
+                "variant": c.cell.variant,
+                "sweep": c.cell.sweep,
+                "repeat": c.cell.repeat,
+                "status": c.status,
+                "error": c.error,
+                "operations": c.operations,
+                "timings": {k: round(v, 3) for k, v in c.timings.items()},
+                "healed": c.healed,
+                "notes": c.notes,
+                "workloads": {w.name: w.kind for w in c.cell.workloads},
+                "expectations": [e.to_json() for e in c.expectations],
+                "reports": c.reports,
+                "measurements": {name: r.metrics for name, r in c.results.items()},
+            }
+            for c in outcome.cells
+        ],
+    }
+
+
+def report_figure(metric: Metric, text: str, results: dict[str, CheckResult],
+                  ctx: CheckContext) -> dict[str, Any]:
+    """A ``report`` line: the figure, without a verdict."""
+    try:
+        got = measure(metric, Quantity(value=0, kind="count", text=""), results, ctx)
+    except Unmeasurable as e:
+        return {"text": text, "metric": metric_text(metric), "value": None, "unit": None,
+                "display": f"unknown: {e}"}
+    shown = format_figure(got.value, got.unit, got.lower_bound, metric_text(metric, got.stat))
+    return {"text": text, "metric": metric_text(metric, got.stat), "value": got.value,
+            "unit": got.unit, "display": shown}
+
+
+def action_label(ta: TimedAction) -> str:
+    """``kill db2``: a timed action as the live view lists it."""
+    return label(ta.action)

@@ -1,0 +1,415 @@
+"""MariaDB replication knowledge in one place: how a replica is pointed at its primary, how
+positions are read, when a replica has caught up, when a Galera node is synced, the lab's
+heartbeat and lag sampling, and how many transactions each node misses.
+
+The topology (wiring), the faults (promote, rejoin, waits) and the engine (settling, facts)
+all call these; nothing here knows about plans or the history. Servers are reached through
+``SqlNode`` (what ``runners.node.Node`` offers: ``sql``, ``scalar``, ``is_running``) or an
+address and credentials; tests pass fakes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, Literal, Protocol
+
+from runners.errors import ComponentError
+from runners.gtid import (
+    HEARTBEAT_DOMAIN,
+    missing_galera,
+    missing_multi_primary,
+    missing_replication,
+    parse_gtid,
+)
+from runners.mysql import Address, Credentials, connect, query, wait_until
+from runners.workloads import SCHEMA
+
+log = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+GtidVar = Literal["gtid_binlog_pos", "gtid_current_pos", "gtid_slave_pos"]
+UseGtid = Literal["slave_pos", "current_pos", "no"]
+WSREP_SYNCED = "4"  # wsrep_local_state of a Galera node that is Synced
+HEARTBEAT_SCHEMA = SCHEMA  # the lab's own schema
+# emit(series, subject, time_ns, values): how samples leave this module (as replication_watch)
+Emit = Callable[[str, str, int, dict[str, float]], None]
+
+
+class SqlNode(Protocol):
+    """What these helpers need of a server: ``runners.node.Node`` is one."""
+
+    name: str
+
+    def sql(self, statement: str, timeout: float = 5.0) -> list[dict[str, Any]]: ...
+    def scalar(self, statement: str, timeout: float = 5.0) -> Any: ...
+    def is_running(self) -> bool: ...
+
+
+# --- wiring -----------------------------------------------------------------------------------
+
+
+def _quoted(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def change_master(
+    port: int | None = None,
+    *,
+    host: str = LOOPBACK,
+    creds: Credentials | None = None,
+    use_gtid: UseGtid | None = None,
+    log_file: str | None = None,
+    log_pos: int | None = None,
+    connect_retry: int | None = 1,
+    delay: float | None = None,
+) -> str:
+    """The one ``CHANGE MASTER TO`` of the lab. Without ``port`` only the other options are
+    changed (``CHANGE MASTER TO MASTER_CONNECT_RETRY=1``: keep dbdeployer's wiring). Replicas
+    retry their connection every second by default, so that recovery times measure the
+    servers and not a 60-second retry timer."""
+    opts: list[str] = []
+    if port is not None:
+        opts += [f"MASTER_HOST={_quoted(host)}", f"MASTER_PORT={int(port)}"]
+    if creds is not None:
+        opts += [f"MASTER_USER={_quoted(creds.user)}",
+                 f"MASTER_PASSWORD={_quoted(creds.password)}"]
+    if use_gtid is not None:
+        opts.append(f"MASTER_USE_GTID={use_gtid}")
+    if log_file is not None:
+        opts.append(f"MASTER_LOG_FILE={_quoted(log_file)}")
+    if log_pos is not None:
+        opts.append(f"MASTER_LOG_POS={int(log_pos)}")
+    if connect_retry is not None:
+        opts.append(f"MASTER_CONNECT_RETRY={int(connect_retry)}")
+    if delay:
+        opts.append(f"MASTER_DELAY={int(round(delay))}")
+    if not opts:
+        raise ValueError("CHANGE MASTER TO needs at least one option")
+    return "CHANGE MASTER TO " + ", ".join(opts)
+
+
+def repoint(port: int, creds: Credentials, use_gtid: UseGtid = "slave_pos",
+            read_only: bool = False) -> list[str]:
+    """The statements that make a running server replicate from ``port``: promote's other
+    replicas (``slave_pos``), a former primary rejoining (``current_pos``, read-only), one
+    primary of two."""
+    out = ["SET GLOBAL read_only=ON"] if read_only else []
+    return [*out, "STOP SLAVE", change_master(port, creds=creds, use_gtid=use_gtid),
+            "START SLAVE"]
+
+
+PROMOTE_STATEMENTS = ("STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only=OFF")
+
+
+# --- positions and status ------------------------------------------------------------------------
+
+
+def read_gtid(node: SqlNode, var: GtidVar, timeout: float = 2.0) -> str:
+    """One of the node's GTID positions as the server writes it (``0-100-5,99-100-7``)."""
+    return str(node.scalar(f"SELECT @@{var}", timeout=timeout) or "")
+
+
+def gtid(node: SqlNode, var: GtidVar, timeout: float = 2.0) -> dict[int, int]:
+    """One of the node's GTID positions, parsed: {domain: highest seq_no}."""
+    return parse_gtid(read_gtid(node, var, timeout))
+
+
+def slave_status(node: SqlNode, timeout: float = 2.0) -> dict[str, Any]:
+    """The first row of ``SHOW SLAVE STATUS`` ({} when the node replicates from nothing)."""
+    rows = node.sql("SHOW SLAVE STATUS", timeout=timeout)
+    return rows[0] if rows else {}
+
+
+def binlog_position(node: SqlNode, timeout: float = 2.0) -> tuple[str, int]:
+    """(file, position) of the node's binary log (``SHOW MASTER STATUS``)."""
+    rows = node.sql("SHOW MASTER STATUS", timeout=timeout)
+    return str(rows[0]["File"]), int(rows[0]["Position"])
+
+
+def replicating(node: SqlNode, timeout: float = 5.0) -> bool:
+    """Both replication threads run."""
+    st = slave_status(node, timeout)
+    return bool(st) and st.get("Slave_IO_Running") == "Yes" and \
+        st.get("Slave_SQL_Running") == "Yes"
+
+
+def caught_up(replica: SqlNode, primary: SqlNode | None) -> bool:
+    """The replica's SQL thread runs and has applied everything: the primary's binlog position
+    when ``primary`` is given (it runs), else everything its IO thread downloaded."""
+    st = slave_status(replica)
+    if not st or st.get("Slave_SQL_Running") != "Yes":
+        return False
+    if primary is None:
+        return st.get("Read_Master_Log_Pos") == st.get("Exec_Master_Log_Pos") and \
+            st.get("Relay_Master_Log_File") == st.get("Master_Log_File")
+    f, pos = binlog_position(primary)
+    return st.get("Relay_Master_Log_File") == f and int(st.get("Exec_Master_Log_Pos", 0)) == pos
+
+
+def downloaded(replica: SqlNode, primary: SqlNode) -> bool:
+    """The replica's IO thread has downloaded the primary's whole binary log."""
+    st = slave_status(replica)
+    if not st:
+        return False
+    f, pos = binlog_position(primary)
+    return st.get("Master_Log_File") == f and int(st.get("Read_Master_Log_Pos", 0)) == pos
+
+
+def stopped_sql_threads(nodes: Mapping[str, SqlNode]) -> list[str]:
+    """Running nodes whose SQL thread stopped on an error: ``db2 (error 1062)``."""
+    out: list[str] = []
+    for name, node in nodes.items():
+        if not node.is_running():
+            continue
+        with contextlib.suppress(Exception):
+            for st in node.sql("SHOW SLAVE STATUS", timeout=2):
+                if st.get("Slave_SQL_Running") != "Yes" and int(st.get("Last_SQL_Errno") or 0):
+                    out.append(f"{name} (error {st.get('Last_SQL_Errno')})")
+    return out
+
+
+def thread_errors(st: Mapping[str, Any]) -> dict[str, Any]:
+    """The replication threads' state and last errors from one ``SHOW SLAVE STATUS`` row."""
+    return {
+        "sql_errno": int(st.get("Last_SQL_Errno") or 0),
+        "io_errno": int(st.get("Last_IO_Errno") or 0),
+        "sql_error": str(st.get("Last_SQL_Error") or "")[:300],
+        "io_running": st.get("Slave_IO_Running"),
+        "sql_running": st.get("Slave_SQL_Running"),
+    }
+
+
+# --- Galera --------------------------------------------------------------------------------------
+
+
+def synced(node: SqlNode, timeout: float = 1.0) -> bool:
+    """The Galera node is Synced (``wsrep_local_state`` 4)."""
+    rows = node.sql("SHOW GLOBAL STATUS LIKE 'wsrep_local_state'", timeout=timeout)
+    return bool(rows) and str(rows[0]["Value"]) == WSREP_SYNCED
+
+
+def last_committed(node: SqlNode, timeout: float = 2.0) -> int:
+    """``wsrep_last_committed``: the Galera node's position."""
+    return int(node.sql("SHOW GLOBAL STATUS LIKE 'wsrep_last_committed'",
+                        timeout=timeout)[0]["Value"])
+
+
+def role_state(addr: Address, creds: Credentials) -> tuple[bool, bool]:
+    """(read_only, synced) in one query, for the router's role checks (synced is True on
+    servers without Galera only in the sense that the caller ignores it there)."""
+    rows = query(addr, creds,
+                 "SELECT @@read_only AS ro, (SELECT VARIABLE_VALUE FROM "
+                 "information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME="
+                 "'WSREP_LOCAL_STATE') AS wsrep", timeout=1)
+    st = rows[0]
+    return int(st["ro"]) != 0, str(st["wsrep"]) == WSREP_SYNCED
+
+
+# --- what each node misses -----------------------------------------------------------------------
+
+
+def missing_transactions(kind: str, running: Mapping[str, SqlNode], primary: str | None,
+                         primary_last: Mapping[int, int]) -> dict[str, int]:
+    """Transactions each running node lacks, per topology (``runners.gtid``); {} when the
+    positions cannot be read (unknown, not zero). ``primary_last``: the primary's last
+    binlog position seen, used when the primary is down."""
+    try:
+        if kind == "galera":
+            return missing_galera({n: last_committed(node) for n, node in running.items()})
+        if kind == "primary_primary":
+            return missing_multi_primary(
+                {n: gtid(node, "gtid_binlog_pos") for n, node in running.items()},
+                {n: gtid(node, "gtid_current_pos") for n, node in running.items()})
+        if primary is None:
+            return {}
+        truth = dict(primary_last)
+        if primary in running:
+            truth = gtid(running[primary], "gtid_binlog_pos")
+        return missing_replication(
+            truth, {n: gtid(node, "gtid_current_pos") for n, node in running.items()
+                    if n != primary})
+    except Exception as e:  # noqa: BLE001 - unknown, not zero
+        log.warning("missing transactions: %s", e)
+        return {}
+
+
+# --- waits ---------------------------------------------------------------------------------------
+
+
+def wait_tables(nodes: Sequence[Any], schema: str, want: int, timeout: float) -> None:
+    """Every running node holds at least ``want`` tables of ``schema`` (two primaries, Galera:
+    the tables must exist everywhere before the load)."""
+    def holds(node: SqlNode) -> bool:
+        return int(node.scalar("SELECT COUNT(*) FROM information_schema.tables "
+                               f"WHERE table_schema = '{schema}'", timeout=1) or 0) >= want
+
+    for node in nodes:
+        if node.is_running():
+            wait_until(partial(holds, node), timeout, "holding the workload tables",
+                       node.component)
+
+
+def wait_caught_up(replicas: Mapping[str, SqlNode], primary: SqlNode | None, timeout: float,
+                   primary_name: str = "the primary") -> list[str]:
+    """Poll until every replica caught up with ``primary``; the replicas still behind ([] when
+    all caught up). An unreadable replica is behind."""
+    deadline = time.monotonic() + timeout
+    behind = list(replicas)
+    while time.monotonic() < deadline:
+        behind = []
+        for n, node in replicas.items():
+            try:
+                if not caught_up(node, primary):
+                    behind.append(n)
+            except Exception:  # noqa: BLE001 - unreadable: not caught up
+                behind.append(n)
+        if not behind:
+            return []
+        time.sleep(0.05)
+    return behind
+
+
+def wait_same_gtid(replica: Any, primary: SqlNode, timeout: float = 30.0) -> None:
+    """The replica has applied exactly the primary's binlog (``gtid_slave_pos`` equals the
+    primary's ``gtid_binlog_pos``)."""
+
+    def same() -> bool:
+        return read_gtid(replica, "gtid_slave_pos", 5.0) == read_gtid(
+            primary, "gtid_binlog_pos", 5.0)
+
+    wait_until(same, timeout, "caught up with the primary", replica.component,
+               replica.error_log)
+
+
+def caught_up_error(behind: Sequence[str], primary: str, timeout: float) -> ComponentError:
+    return ComponentError("replication", f"{', '.join(behind)} not caught up with "
+                          f"{primary} after {timeout:g}s")
+
+
+# --- the lab's heartbeat and lag sampling --------------------------------------------------------
+
+
+def heartbeat_statements(schema: str = HEARTBEAT_SCHEMA) -> list[str]:
+    """The heartbeat table, made on the writer before the load (in the heartbeat's own GTID
+    domain: ``SET SESSION gtid_domain_id`` first)."""
+    return [
+        f"CREATE DATABASE IF NOT EXISTS `{schema}`",
+        f"CREATE TABLE IF NOT EXISTS `{schema}`.heartbeat (id INT PRIMARY KEY, "
+        "ts BIGINT NOT NULL) ENGINE=InnoDB",
+        f"REPLACE INTO `{schema}`.heartbeat VALUES (1, 0)",
+    ]
+
+
+HEARTBEAT_SESSION = f"SET SESSION gtid_domain_id = {HEARTBEAT_DOMAIN}"
+
+
+class HeartbeatWriter:
+    """Writes the wall-clock time on the primary every ``interval`` seconds (own GTID domain)
+    until ``stop`` is set, and passes the primary's binlog position to ``on_position`` after
+    each beat. ``primary()`` is asked every beat: after a promote it names another server."""
+
+    def __init__(self, primary: Callable[[], Address | None], creds: Credentials,
+                 stop: threading.Event, on_position: Callable[[dict[int, int]], None],
+                 interval: float = 0.05, schema: str = HEARTBEAT_SCHEMA) -> None:
+        self.primary, self.creds, self.stop = primary, creds, stop
+        self.on_position = on_position
+        self.interval = interval
+        self.schema = schema
+        self.last_beat = 0.0  # monotonic time of the last beat that succeeded
+        self.thread = threading.Thread(target=self._run, daemon=True, name="heartbeat")
+
+    def beating(self, within: float = 0.5) -> bool:
+        """The primary took a heartbeat within the last ``within`` seconds."""
+        return time.monotonic() - self.last_beat < within
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
+
+    def _run(self) -> None:
+        conn: Any = None
+        current: Address | None = None
+        while not self.stop.is_set():
+            try:
+                addr = self.primary()
+                if conn is None or addr != current:
+                    if conn is not None:
+                        with contextlib.suppress(Exception):
+                            conn.close()
+                        conn = None
+                    current = addr
+                    assert current is not None
+                    conn = connect(current, self.creds, timeout=1)
+                    conn.cursor().execute(HEARTBEAT_SESSION)
+                cur = conn.cursor()
+                cur.execute(f"UPDATE `{self.schema}`.heartbeat SET ts = %s WHERE id = 1",
+                            (time.time_ns() // 1000,))
+                cur.execute("SELECT @@gtid_binlog_pos")
+                row = cur.fetchone()
+                cur.close()
+                if row:
+                    self.on_position(parse_gtid(str(row[0])))
+                self.last_beat = time.monotonic()
+            except Exception:  # noqa: BLE001
+                with contextlib.suppress(Exception):
+                    if conn is not None:
+                        conn.close()
+                conn = None
+            self.stop.wait(self.interval)
+        with contextlib.suppress(Exception):
+            if conn is not None:
+                conn.close()
+
+
+class LagSampler:
+    """Reads the heartbeat on every replica every ``interval`` seconds and emits
+    ``("lag", replica, time_ns, {"lag": seconds})`` (NaN: unreadable). Lag is only defined
+    while the primary takes heartbeats (``beating()``): when it is down (before a promote)
+    the replicas are not behind anything. ``replicas()`` is asked every tick."""
+
+    def __init__(self, replicas: Callable[[], Mapping[str, Address]], creds: Credentials,
+                 emit: Emit, beating: Callable[[], bool], stop: threading.Event,
+                 interval: float = 0.1, schema: str = HEARTBEAT_SCHEMA) -> None:
+        self.replicas, self.creds, self.emit = replicas, creds, emit
+        self.beating, self.stop = beating, stop
+        self.interval = interval
+        self.schema = schema
+        self.thread = threading.Thread(target=self._run, daemon=True, name="lag")
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
+
+    def _run(self) -> None:
+        conns: dict[str, Any] = {}
+        while not self.stop.is_set():
+            for name, addr in self.replicas().items():
+                try:
+                    if name not in conns:
+                        conns[name] = connect(addr, self.creds, timeout=1)
+                    cur = conns[name].cursor()
+                    cur.execute(f"SELECT ts FROM `{self.schema}`.heartbeat WHERE id = 1")
+                    row = cur.fetchone()
+                    cur.close()
+                    if row and int(row[0]) > 0 and self.beating():
+                        lag = max(0.0, time.time() - int(row[0]) / 1e6)
+                        self.emit("lag", name, time.monotonic_ns(), {"lag": lag})
+                except Exception:  # noqa: BLE001 - an unreadable replica: unknown, not a gap
+                    self.emit("lag", name, time.monotonic_ns(), {"lag": float("nan")})
+                    c = conns.pop(name, None)
+                    with contextlib.suppress(Exception):
+                        if c is not None:
+                            c.close()
+            self.stop.wait(self.interval)
+        for c in conns.values():
+            with contextlib.suppress(Exception):
+                c.close()

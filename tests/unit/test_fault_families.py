@@ -1,0 +1,334 @@
+"""Each fault family's heal bookkeeping, on fake nodes and a fake topology: what a fault
+remembers, what healing undoes and in which order, and that the history gets every action."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import fault
+from dsl.models import (
+    DropCaches,
+    NetworkFault,
+    NodeAction,
+    NodeRef,
+    Promote,
+    ReplicationControl,
+    SetGlobal,
+    Sleep,
+)
+from fault.nemesis import ActionFailed, Nemesis
+from runners.mysql import Address, Credentials
+from runners.ops import NEMESIS, Op
+from runners.runtime import PortLayout
+from runners.toxiproxy import Link, Toxiproxy
+
+ADMIN = Credentials("lab_admin", "pw")
+
+
+class FakeNode:
+    def __init__(self, name: str, index: int, datadir: Path) -> None:
+        self.name, self.index = name, index
+        self.port = 23000 + index
+        self.addr = Address("127.0.0.1", self.port)
+        self.admin = ADMIN
+        self.datadir = datadir
+        self.running = True
+        self.paused = False
+
+    def pid(self) -> int | None:
+        return 1000 + self.index if self.running else None
+
+    def is_running(self) -> bool:
+        return self.running
+
+
+class FakeToxiproxy(Toxiproxy):
+    """The real bookkeeping of links, without toxiproxy: API calls are recorded."""
+
+    def __init__(self) -> None:
+        self.links = {}
+        self.calls: list[tuple[str, str, Any]] = []
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        self.calls.append((method, path, body))
+        return [] if method == "GET" else {}
+
+
+class FakeTopology:
+    """The Topology protocol's process primitives, as a log of what was asked."""
+
+    def __init__(self, tmp_path: Path, kind: str = "replication") -> None:
+        self.plan = SimpleNamespace(topology=kind)
+        self.run = SimpleNamespace(ports=PortLayout(23000), dir=tmp_path)
+        self.admin = self.app = ADMIN
+        self.repl = Credentials("lab_repl", "pw")
+        self.nodes = {n: FakeNode(n, i, tmp_path / n) for i, n in
+                      enumerate(("db1", "db2", "db3"), start=1)}
+        self.primary: str | None = "db1"
+        self.router = None
+        self.toxi: FakeToxiproxy | None = None
+        self.log: list[str] = []
+
+    def address(self, endpoint: str) -> Address:
+        return self.nodes[endpoint].addr
+
+    def _verb(self, verb: str, name: str) -> None:
+        self.log.append(f"{verb} {name}")
+        node = self.nodes[name]
+        if verb in ("kill", "stop"):
+            node.running = False
+        elif verb in ("start", "restart"):
+            node.running = True
+        node.paused = verb == "pause"
+
+    def kill(self, name: str) -> None:
+        self._verb("kill", name)
+
+    def pause(self, name: str) -> None:
+        self._verb("pause", name)
+
+    def resume(self, name: str) -> None:
+        self._verb("resume", name)
+
+    def stop(self, name: str) -> None:
+        self._verb("stop", name)
+
+    def start(self, name: str, options: dict[str, str] | None = None) -> None:
+        self._verb("start", name)
+
+    def restart(self, name: str, options: dict[str, str] | None = None) -> None:
+        self._verb("restart", name)
+
+
+@pytest.fixture
+def sql(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, list[str]]]:
+    """Statements sent to servers: (port, statements)."""
+    sent: list[tuple[int, list[str]]] = []
+
+    def execute_all(addr: Address, creds: Credentials, statements: list[str],
+                    timeout: float = 10.0) -> None:
+        sent.append((addr.port, list(statements)))
+
+    for module in ("fault.replication", "fault.sql"):
+        monkeypatch.setattr(f"{module}.execute_all", execute_all)
+    return sent
+
+
+def ref(name: str) -> NodeRef:
+    return NodeRef(name=name)
+
+
+def nemesis(topo: FakeTopology) -> tuple[Nemesis, list[Op]]:
+    history: list[Op] = []
+
+    def record(op: Op) -> Op:
+        history.append(op)
+        return op
+
+    return Nemesis(topo, record), history  # type: ignore[arg-type]
+
+
+# --- the registry ------------------------------------------------------------------------------
+
+def test_every_action_model_has_a_handler() -> None:
+    from dsl.actions import ACTIONS
+
+    assert set(ACTIONS) == set(fault.HANDLERS)
+
+
+def test_actions_and_their_ends_are_in_the_history(tmp_path: Path) -> None:
+    nem, history = nemesis(FakeTopology(tmp_path))
+    nem.apply(NodeAction(verb="kill", node=ref("db3")))
+    nem.apply(Sleep(seconds=0))
+    assert [(o.type, o.f, o.node, o.process) for o in history] == [
+        ("invoke", "kill", "db3", NEMESIS), ("ok", "kill", "db3", NEMESIS),
+        ("invoke", "sleep", None, NEMESIS), ("ok", "sleep", None, NEMESIS)]
+
+
+def test_a_failed_action_is_a_fail_in_the_history(tmp_path: Path) -> None:
+    nem, history = nemesis(FakeTopology(tmp_path))
+    with pytest.raises(ActionFailed, match="toxiproxy links"):
+        nem.apply(NetworkFault(verb="latency", node=ref("db2"), latency=0.1))
+    assert [(o.type, o.f) for o in history] == [("invoke", "latency"), ("fail", "latency")]
+    assert history[-1].error_msg and "toxiproxy" in history[-1].error_msg
+
+
+# --- process -------------------------------------------------------------------------------------
+
+def test_process_faults_heal_resume_first_start_last(tmp_path: Path) -> None:
+    topo = FakeTopology(tmp_path)
+    nem, _ = nemesis(topo)
+    nem.apply(NodeAction(verb="kill", node=ref("db3")))
+    nem.apply(NodeAction(verb="stop", node=ref("db2")))
+    nem.apply(NodeAction(verb="pause", node=ref("db1")))
+    assert nem.down == {"db2", "db3"} and nem.paused == {"db1"}
+    topo.log.clear()
+    assert nem.heal_all() == ["resume db1", "start db2", "start db3"]
+    assert topo.log == ["resume db1", "start db2", "start db3"]
+    assert nem.down == set() and nem.paused == set()
+    assert nem.heal_all() == []  # nothing left to heal
+
+
+def test_a_node_started_or_resumed_by_the_timeline_is_not_healed_again(tmp_path: Path) -> None:
+    topo = FakeTopology(tmp_path)
+    nem, _ = nemesis(topo)
+    nem.apply(NodeAction(verb="kill", node=ref("db3")))
+    nem.apply(NodeAction(verb="start", node=ref("db3")))
+    nem.apply(NodeAction(verb="pause", node=ref("db2")))
+    nem.apply(NodeAction(verb="resume", node=ref("db2")))
+    assert nem.heal_all() == []
+
+
+def test_cold_restart_stops_evicts_and_starts(tmp_path: Path) -> None:
+    topo = FakeTopology(tmp_path)
+    (tmp_path / "db2").mkdir()
+    (tmp_path / "db2" / "ibdata1").write_bytes(b"x" * 4096)
+    nem, _ = nemesis(topo)
+    detail = nem.apply(NodeAction(verb="cold_restart", node=ref("db2")))
+    assert topo.log == ["stop db2", "start db2"]
+    assert detail["evicted_bytes"] == 4096
+    assert nem.down == set()
+
+
+# --- replication ---------------------------------------------------------------------------------
+
+def test_stopped_replication_is_started_when_healing(tmp_path: Path, sql: list[Any]) -> None:
+    topo = FakeTopology(tmp_path)
+    nem, _ = nemesis(topo)
+    nem.apply(ReplicationControl(verb="stop", node=ref("db2"), threads="sql"))
+    nem.apply(ReplicationControl(verb="stop", node=ref("db3")))
+    nem.apply(ReplicationControl(verb="start", node=ref("db3")))  # both threads: healed
+    assert nem.replication_stopped == {"db2"}
+    assert sql[0] == (23002, ["STOP SLAVE SQL_THREAD"])
+    assert nem.heal_all() == ["start replication db2"]
+    assert sql[-1] == (23002, ["START SLAVE"])
+
+
+def test_a_former_primary_rejoins_as_a_replica_when_healed(tmp_path: Path,
+                                                           sql: list[Any]) -> None:
+    topo = FakeTopology(tmp_path)
+    nem, _ = nemesis(topo)
+    nem.apply(NodeAction(verb="kill", node=ref("db1")))
+    detail = nem.apply(Promote(node=ref("db2")))
+    assert detail["old_primary"] == "db1" and topo.primary == "db2"
+    assert nem.former_primaries == {"db1"}
+    # the other running replica, db3, now replicates from db2; db1 is down: not repointed
+    assert [port for port, _ in sql] == [23002, 23003]
+    assert "MASTER_PORT=23002" in sql[1][1][1]
+    assert nem.heal_all() == ["start db1", "rejoin db1 as a replica"]
+    rejoin = sql[-1]
+    assert rejoin[0] == 23001 and rejoin[1][0] == "SET GLOBAL read_only=ON"
+    assert "MASTER_USE_GTID=current_pos" in rejoin[1][2] and "MASTER_PORT=23002" in rejoin[1][2]
+    assert nem.former_primaries == set()
+
+
+# --- network -------------------------------------------------------------------------------------
+
+def with_links(topo: FakeTopology) -> FakeToxiproxy:
+    toxi = FakeToxiproxy()
+    for i, n in enumerate(topo.nodes, start=1):
+        toxi.links[f"{n}.clients"] = Link(f"{n}.clients", n, "clients", 23020 + i, 23000 + i)
+    toxi.links["db2.replication"] = Link("db2.replication", "db2", "replication", 23032, 23001)
+    topo.toxi = toxi
+    return toxi
+
+
+def test_damaged_links_are_healed_and_a_healed_link_is_forgotten(tmp_path: Path) -> None:
+    topo = FakeTopology(tmp_path)
+    toxi = with_links(topo)
+    nem, _ = nemesis(topo)
+    nem.apply(NetworkFault(verb="latency", node=ref("db2"), latency=0.05, link="clients"))
+    nem.apply(NetworkFault(verb="link_down", node=ref("db3")))
+    nem.apply(NetworkFault(verb="partition", node=ref("db2"), link="replication"))
+    assert nem.damaged_links == {"db2.clients", "db3.clients", "db2.replication"}
+    nem.apply(NetworkFault(verb="heal", node=ref("db3")))
+    assert nem.damaged_links == {"db2.clients", "db2.replication"}
+    toxics = [body["name"] for method, path, body in toxi.calls
+              if method == "POST" and path.endswith("/toxics")]
+    assert toxics == ["latency_down_0", "blackhole_down_2", "blackhole_up_2"]  # unique names
+    assert nem.heal_all() == ["heal db2.clients", "heal db2.replication"]
+    assert nem.damaged_links == set()
+
+
+def test_network_heal_runs_before_nodes_start(tmp_path: Path) -> None:
+    topo = FakeTopology(tmp_path)
+    with_links(topo)
+    nem, _ = nemesis(topo)
+    nem.apply(NetworkFault(verb="partition", node=ref("db3"), link="clients"))
+    nem.apply(NodeAction(verb="kill", node=ref("db3")))
+    nem.apply(NodeAction(verb="pause", node=ref("db2")))
+    assert nem.heal_all() == ["resume db2", "heal db3.clients", "start db3"]
+
+
+def test_a_galera_group_partition_needs_root(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    nem, _ = nemesis(FakeTopology(tmp_path, "galera"))
+    with pytest.raises(ActionFailed, match="needs root"):
+        nem.apply(NetworkFault(verb="partition", node=ref("db2"), link="group"))
+    assert nem.iptables_rules == []
+
+
+def test_iptables_rules_cover_both_directions_of_the_group_port() -> None:
+    from fault.network import iptables_rules
+
+    rules = iptables_rules(23042)
+    assert rules[0][5:7] == ["--dport", "23042"] and rules[1][5:7] == ["--sport", "23042"]
+    assert all(r[0] == "INPUT" and r[-2:] == ["-j", "DROP"] for r in rules)
+
+
+# --- sql, cache ----------------------------------------------------------------------------------
+
+def test_set_global_skips_nodes_that_are_down(tmp_path: Path, sql: list[Any]) -> None:
+    nem, _ = nemesis(FakeTopology(tmp_path))
+    nem.apply(NodeAction(verb="kill", node=ref("db3")))
+    detail = nem.apply(SetGlobal(name="innodb_io_capacity", value="2000"))
+    assert detail["nodes"] == ["db1", "db2"]
+    assert sql == [(23001, ["SET GLOBAL innodb_io_capacity = 2000"]),
+                   (23002, ["SET GLOBAL innodb_io_capacity = 2000"])]
+    assert nem.heal_all() == ["start db3"]  # a SET GLOBAL has nothing to heal
+
+
+def test_set_global_refuses_a_name_that_is_not_one(tmp_path: Path, sql: list[Any]) -> None:
+    nem, _ = nemesis(FakeTopology(tmp_path))
+    with pytest.raises(ActionFailed, match="not a variable name"):
+        nem.apply(SetGlobal(name="x; DROP", value="1"))
+    assert sql == []
+
+
+def test_dropping_one_nodes_cache_has_nothing_to_heal(tmp_path: Path) -> None:
+    topo = FakeTopology(tmp_path)
+    (tmp_path / "db1").mkdir()
+    (tmp_path / "db1" / "f").write_bytes(b"y" * 100)
+    nem, _ = nemesis(topo)
+    detail = nem.apply(DropCaches(node=ref("db1")))
+    assert detail["scope"] == "db1"
+    assert nem.heal_all() == []
+
+
+# --- sql_literal ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, literal", [
+    ("2000", "2000"),
+    ("-1", "-1"),
+    ("0.5", "0.5"),
+    ("ON", "ON"),
+    ("O_DIRECT", "O_DIRECT"),
+    ("64M", str(64 * 1024**2)),
+    ("1g", str(1024**3)),
+    ("16K", "16384"),
+    ("a b", "'a b'"),
+    ("it's", "'it\\'s'"),
+    ("back\\slash", "'back\\\\slash'"),
+    ("1.2.3", "'1.2.3'"),
+    ("64MB", "'64MB'"),
+    ("", "''"),
+])
+def test_sql_literal(value: str, literal: str) -> None:
+    from fault.sql import sql_literal
+
+    assert sql_literal(value) == literal

@@ -1,0 +1,153 @@
+"""runners.replication without servers: the statements it composes and its readings of fake
+nodes' status rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runners.mysql import Credentials
+from runners.replication import (
+    caught_up,
+    change_master,
+    downloaded,
+    missing_transactions,
+    repoint,
+    stopped_sql_threads,
+    synced,
+)
+
+REPL = Credentials("lab_repl", "pw")
+
+
+class FakeNode:
+    """Answers the statements runners.replication sends from canned rows."""
+
+    def __init__(self, name: str, rows: dict[str, list[dict[str, Any]]] | None = None,
+                 scalars: dict[str, Any] | None = None, running: bool = True) -> None:
+        self.name = name
+        self.rows = rows or {}
+        self.scalars = scalars or {}
+        self.running = running
+
+    def sql(self, statement: str, timeout: float = 5.0) -> list[dict[str, Any]]:
+        return self.rows.get(statement, [])
+
+    def scalar(self, statement: str, timeout: float = 5.0) -> Any:
+        return self.scalars.get(statement)
+
+    def is_running(self) -> bool:
+        return self.running
+
+
+def test_change_master_for_a_new_primary() -> None:
+    assert change_master(23003, creds=REPL, use_gtid="slave_pos") == (
+        "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=23003, "
+        "MASTER_USER='lab_repl', MASTER_PASSWORD='pw', MASTER_USE_GTID=slave_pos, "
+        "MASTER_CONNECT_RETRY=1")
+
+
+def test_change_master_keeps_wiring_and_sets_the_retry() -> None:
+    assert change_master() == "CHANGE MASTER TO MASTER_CONNECT_RETRY=1"
+
+
+def test_change_master_with_coordinates_and_delay() -> None:
+    stmt = change_master(23001, use_gtid="no", log_file="mysql-bin.000002", log_pos=1234,
+                         delay=2.6)
+    assert stmt == ("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=23001, "
+                    "MASTER_USE_GTID=no, MASTER_LOG_FILE='mysql-bin.000002', "
+                    "MASTER_LOG_POS=1234, MASTER_CONNECT_RETRY=1, MASTER_DELAY=3")
+
+
+def test_change_master_quotes_values() -> None:
+    stmt = change_master(1, creds=Credentials("u", "p'w\\"))
+    assert "MASTER_PASSWORD='p\\'w\\\\'" in stmt
+
+
+def test_change_master_needs_an_option() -> None:
+    with pytest.raises(ValueError):
+        change_master(connect_retry=None)
+
+
+def test_repoint_a_former_primary_read_only() -> None:
+    stmts = repoint(23002, REPL, "current_pos", read_only=True)
+    assert stmts[:2] == ["SET GLOBAL read_only=ON", "STOP SLAVE"]
+    assert "MASTER_USE_GTID=current_pos" in stmts[2]
+    assert stmts[-1] == "START SLAVE"
+
+
+def status(**kw: Any) -> dict[str, list[dict[str, Any]]]:
+    row = {"Slave_SQL_Running": "Yes", "Slave_IO_Running": "Yes",
+           "Master_Log_File": "mysql-bin.000001", "Relay_Master_Log_File": "mysql-bin.000001",
+           "Read_Master_Log_Pos": 500, "Exec_Master_Log_Pos": 500, **kw}
+    return {"SHOW SLAVE STATUS": [row]}
+
+
+PRIMARY = FakeNode("db1", {"SHOW MASTER STATUS": [{"File": "mysql-bin.000001",
+                                                   "Position": 500}]})
+
+
+def test_caught_up_with_the_primary() -> None:
+    assert caught_up(FakeNode("db2", status()), PRIMARY)
+    assert not caught_up(FakeNode("db2", status(Exec_Master_Log_Pos=400)), PRIMARY)
+    assert not caught_up(FakeNode("db2", status(Slave_SQL_Running="No")), PRIMARY)
+    assert not caught_up(FakeNode("db2"), PRIMARY)
+
+
+def test_caught_up_with_the_primary_down_compares_its_own_relay_log() -> None:
+    assert caught_up(FakeNode("db2", status(Read_Master_Log_Pos=400,
+                                            Exec_Master_Log_Pos=400)), None)
+    assert not caught_up(FakeNode("db2", status(Exec_Master_Log_Pos=300)), None)
+
+
+def test_downloaded() -> None:
+    assert downloaded(FakeNode("db2", status(Exec_Master_Log_Pos=100)), PRIMARY)
+    assert not downloaded(FakeNode("db2", status(Read_Master_Log_Pos=100)), PRIMARY)
+
+
+def test_synced() -> None:
+    q = "SHOW GLOBAL STATUS LIKE 'wsrep_local_state'"
+    assert synced(FakeNode("g1", {q: [{"Value": "4"}]}))
+    assert not synced(FakeNode("g1", {q: [{"Value": "2"}]}))
+    assert not synced(FakeNode("g1"))
+
+
+def test_stopped_sql_threads_only_on_an_error_and_running_nodes() -> None:
+    nodes = {
+        "db2": FakeNode("db2", status(Slave_SQL_Running="No", Last_SQL_Errno=1062)),
+        "db3": FakeNode("db3", status(Slave_SQL_Running="No", Last_SQL_Errno=0)),
+        "db4": FakeNode("db4", status(Slave_SQL_Running="No", Last_SQL_Errno=1062),
+                        running=False),
+    }
+    assert stopped_sql_threads(nodes) == ["db2 (error 1062)"]
+
+
+def gtid_node(name: str, binlog: str, current: str) -> FakeNode:
+    return FakeNode(name, scalars={"SELECT @@gtid_binlog_pos": binlog,
+                                   "SELECT @@gtid_current_pos": current})
+
+
+def test_missing_transactions_replication() -> None:
+    running = {"db1": gtid_node("db1", "0-1-10,99-1-50", "0-1-10"),
+               "db2": gtid_node("db2", "", "0-1-7,99-1-49")}
+    assert missing_transactions("replication", running, "db1", {}) == {"db2": 3}
+
+
+def test_missing_transactions_with_the_primary_down_use_its_last_position() -> None:
+    running = {"db2": gtid_node("db2", "", "0-1-7")}
+    assert missing_transactions("replication", running, "db1", {0: 9}) == {"db2": 2}
+
+
+def test_missing_transactions_two_primaries() -> None:
+    running = {"a": gtid_node("a", "1-1-5", "1-1-5,2-2-3"), "b": gtid_node("b", "2-2-4",
+                                                                           "1-1-5,2-2-4")}
+    assert missing_transactions("primary_primary", running, None, {}) == {"a": 1, "b": 0}
+
+
+def test_missing_transactions_unreadable_is_unknown() -> None:
+    class Broken(FakeNode):
+        def scalar(self, statement: str, timeout: float = 5.0) -> Any:
+            raise OSError("gone")
+
+    assert missing_transactions("replication", {"db1": Broken("db1")}, "db1", {}) == {}
