@@ -41,6 +41,7 @@ from dsl.errors import LanguageError, LanguageErrors
 from dsl.metrics import resolve_stat
 from dsl.models import (
     ConfigBlock,
+    DiskFault,
     Expectation,
     Experiment,
     IntOrParam,
@@ -631,10 +632,24 @@ def _cell_warnings(plan: Plan, cell: Cell) -> list[Found]:
     return out
 
 
+def _root_warnings(plan: Plan) -> list[Found]:
+    """Faults that need root to run: ``disk full`` (the lab mounts a tmpfs)."""
+    out: list[Found] = []
+    for a in plan.actions():
+        if isinstance(a, DiskFault) and a.verb == "full":
+            out.append((
+                a.span,
+                f"'disk full {a.node.name}' needs root: when the topology starts, the lab "
+                f"mounts a tmpfs of its own for {a.node.name}'s data directory",
+                "run the experiment as root, or leave the fault out",
+            ))
+    return out
+
+
 def plan_warnings(plan: Plan, path: str | None = None) -> list[LanguageError]:
     """Warnings (``severity="warning"``) about a valid plan: every fault on the timeline that
-    no workload observes. Computed for every cell; a warning that holds for some cells only
-    names them."""
+    no workload observes, and every fault that needs root. Computed for every cell; a warning
+    that holds for some cells only names them."""
     where = path or plan.source or "<string>"
     cells: dict[Found, list[Cell]] = {}
     for cell in plan.cells:
@@ -646,5 +661,7 @@ def plan_warnings(plan: Plan, path: str | None = None) -> list[LanguageError]:
             word = "cell" if len(hit) == 1 else "cells"
             labels = ", ".join(f"{c.index} '{c.label}'" for c in hit)
             message += f" (only in {word} {labels})"
+        out.append(LanguageError(where, span, message, hint, severity="warning"))
+    for span, message, hint in _root_warnings(plan):
         out.append(LanguageError(where, span, message, hint, severity="warning"))
     return sorted(out, key=LanguageError.sort_key)

@@ -23,6 +23,7 @@ import secrets
 import shutil
 import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -288,6 +289,7 @@ class Run:
         self.stop_all()
         self.release_ports()
         if remove:
+            unmount_under(self.dir)  # a data directory on a tmpfs (disk full)
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
             self.set_state("stopped")
@@ -334,6 +336,34 @@ def strays(run_dir: Path, run_id: str) -> list[ProcessRecord]:
             out.append(ProcessRecord(int(entry.name), proc_start_time(int(entry.name)),
                                      name, run_id, 0.0))
     return out
+
+
+def mounts_under(root: Path, mounts: str) -> list[Path]:
+    """Mount points at or below ``root`` in ``/proc/self/mounts`` text, deepest first."""
+    top = str(root).rstrip("/")
+    found: list[Path] = []
+    for line in mounts.splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        point = parts[1].replace("\\040", " ")
+        if point == top or point.startswith(top + "/"):
+            found.append(Path(point))
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
+
+def unmount_under(root: Path) -> list[Path]:
+    """Unmount every tmpfs the lab mounted below a run's directory (lazily: a server still
+    holding files does not keep it). Returns the mount points."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text()
+    except OSError:
+        return []
+    points = mounts_under(root, mounts)
+    for point in points:
+        subprocess.run(["umount", "-l", str(point)], capture_output=True, timeout=60)
+    return points
 
 
 # --- runs seen from outside: status and gc ------------------------------------------------------
@@ -393,6 +423,7 @@ def gc_runs(include_live: bool = False) -> list[RunInfo]:
         with contextlib.suppress(OSError, ValueError):
             if json.loads(claim.read_text()).get("run_id") == info.id:
                 claim.unlink()
+        unmount_under(info.dir)
         shutil.rmtree(info.dir, ignore_errors=True)
         removed.append(info)
     return removed
