@@ -166,8 +166,8 @@ class NativeTopology:
         elif kind == "galera":
             cluster = GaleraCluster(self.run, list(self.cell.nodes), self.admin, self.app,
                                     self.repl)
-            for node in cluster.deploy():
-                self.nodes[node.name] = node
+            for gnode in cluster.deploy():
+                self.nodes[gnode.name] = gnode
         elif kind == "primary_primary":
             names = [n.name for n in self.cell.nodes]
             repl_ports: dict[str, int] = {}
@@ -179,8 +179,8 @@ class NativeTopology:
                     repl_ports[name] = self.run.ports.replication_proxy(i)
             pair = PrimaryPair(self.run, list(self.cell.nodes), self.admin, self.app,
                                self.repl, repl_ports)
-            for node in pair.deploy():
-                self.nodes[node.name] = node
+            for pnode in pair.deploy():
+                self.nodes[pnode.name] = pnode
         else:  # mongodb_replset: never run on the project's build machine (README)
             from runners.mongo import MongoReplicaSet
 
