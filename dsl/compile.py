@@ -6,7 +6,7 @@ Ports (offsets from the plan's ``base_port``; the runtime picks a free base per 
     base + 90         router writer endpoint
     base + 91         router reader endpoint
     (the rest of the block of 100: toxiproxy links, Galera ports, role agents, toxiproxy
-    API; the same layout as runners.runtime.PortLayout, see docs/topologies.md)
+    API: ``dsl.ports``, which runners.runtime.PortLayout reads too)
 
 Server ids are 100 x the node's index (100, 200, ...: dbdeployer's numbering, which every
 topology uses). Effective server config of a node, each layer overriding the one before::
@@ -63,11 +63,16 @@ from dsl.plan import (
     PlannedRouter,
     PlannedWorkload,
 )
+from dsl.ports import (  # the port layout of a run's block
+    GALERA_GROUP_OFFSET,
+    GALERA_IST_OFFSET,
+    GALERA_SST_OFFSET,
+    ROUTER_READER_OFFSET,
+    ROUTER_WRITER_OFFSET,
+)
 from dsl.validate import NodeInfo, topology_nodes, validate
 
 NODE_PORT_STRIDE = 1
-ROUTER_WRITER_OFFSET = 90
-ROUTER_READER_OFFSET = 91
 
 DEFAULT_PROBE_EVERY = 0.01  # seconds between two operations of one probe client
 DEFAULT_SYSBENCH_THREADS = 1
@@ -75,10 +80,6 @@ DEFAULT_SYSBENCH_TABLES = 1
 DEFAULT_SYSBENCH_TABLE_SIZE = 10000
 
 SERVER_ID_STEP = 100  # node i has server id 100*i: dbdeployer's numbering (runners.sandbox)
-# Ports inside the run's block (runners.runtime.PortLayout, docs/topologies.md)
-GALERA_GROUP_OFFSET = 40
-GALERA_IST_OFFSET = 50
-GALERA_SST_OFFSET = 60
 LOOPBACK = "127.0.0.1"
 BINLOG_BASENAME = "mysql-bin"
 RELAY_BASENAME = "mysql-relay"  # dbdeployer's name; the lab's two primaries use it too

@@ -30,11 +30,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from dsl import ports
+
 log = logging.getLogger(__name__)
 
 PORT_FIRST = 23000
 PORT_LAST = 60000
-BLOCK = 100
+BLOCK = ports.BLOCK
 PR_SET_CHILD_SUBREAPER = 36
 RUN_ID_HEX = 12  # hex digits of a run id
 
@@ -129,47 +131,48 @@ def port_free(port: int) -> bool:
 
 
 class PortLayout:
-    """Ports of a run, all inside its block of 100: see docs/topologies.md."""
+    """Ports of a run, all inside its block of 100 (``dsl.ports``, docs/topologies.md)."""
 
     def __init__(self, base: int) -> None:
         self.base = base
 
     def node(self, i: int) -> int:  # i is 1-based; dbdeployer uses base+1, base+2, ...
-        return self.base + i
+        return self.base + ports.NODE_OFFSET + i
 
     def client_proxy(self, i: int) -> int:
-        return self.base + 20 + i
+        return self.base + ports.CLIENT_PROXY_OFFSET + i
 
     def replication_proxy(self, i: int) -> int:
-        return self.base + 30 + i
+        return self.base + ports.REPLICATION_PROXY_OFFSET + i
 
     def galera_group(self, i: int) -> int:
-        return self.base + 40 + i
+        return self.base + ports.GALERA_GROUP_OFFSET + i
 
     def galera_ist(self, i: int) -> int:
-        return self.base + 50 + i
+        return self.base + ports.GALERA_IST_OFFSET + i
 
     def galera_sst(self, i: int) -> int:
-        return self.base + 60 + i
+        return self.base + ports.GALERA_SST_OFFSET + i
 
     def agent(self, i: int, role: str) -> int:
-        return self.base + (70 if role == "writer" else 80) + i
+        offset = ports.WRITER_AGENT_OFFSET if role == "writer" else ports.READER_AGENT_OFFSET
+        return self.base + offset + i
 
     @property
     def router_writer(self) -> int:
-        return self.base + 90
+        return self.base + ports.ROUTER_WRITER_OFFSET
 
     @property
     def router_reader(self) -> int:
-        return self.base + 91
+        return self.base + ports.ROUTER_READER_OFFSET
 
     @property
     def proxysql_admin(self) -> int:
-        return self.base + 92
+        return self.base + ports.PROXYSQL_ADMIN_OFFSET
 
     @property
     def toxiproxy_api(self) -> int:
-        return self.base + 99
+        return self.base + ports.TOXIPROXY_API_OFFSET
 
 
 class Run:
