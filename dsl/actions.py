@@ -16,6 +16,7 @@ from typing import Any
 from dsl.models import (
     Action,
     ConvertStandalone,
+    DiskFault,
     DropCaches,
     NetworkFault,
     NodeAction,
@@ -117,6 +118,8 @@ ACTIONS: dict[type, ActionInfo] = {
                   + {"io": " io_only", "sql": " sql_only"}.get(a.threads, ""),
         lambda a: a.verb == "stop"),
     NetworkFault: ActionInfo(_verb, _network_words, lambda a: a.verb != "heal"),
+    DiskFault: ActionInfo(lambda a: f"disk_{a.verb}", lambda a: f"disk {a.verb} {a.node.name}",
+                          lambda a: a.verb == "full"),
     SetGlobal: ActionInfo(
         _kind, lambda a: f"set global {a.name} = {a.value}"
                          + (f" on {_nodes(a.nodes)}" if a.nodes else " on every node"),
@@ -151,9 +154,9 @@ def describe(a: Action) -> str:
 
 def is_fault(a: Action) -> bool:
     """An action whose effect a workload should observe: kill, pause, stop, restart, cold
-    restart, promote, stop replication, a network fault, drop caches, set global, convert.
-    Recoveries (start, resume, start replication, network heal), waits and ``execute`` are
-    not faults."""
+    restart, promote, stop replication, a network fault, a full disk, drop caches, set global,
+    convert. Recoveries (start, resume, start replication, network heal, disk free), waits and
+    ``execute`` are not faults."""
     return info(a).is_fault(a)
 
 

@@ -22,6 +22,7 @@ from dsl.models import (
     ConfigBlock,
     ConvertStandalone,
     DelaySpec,
+    DiskFault,
     DropCaches,
     Endpoint,
     Engine,
@@ -871,6 +872,12 @@ class Builder(Transformer[Token, Any]):
             link=children[1] or "all",
             span=meta_span(meta),
         )
+
+    def disk_full(self, meta: Meta, children: list[Token]) -> DiskFault:
+        return DiskFault(verb="full", node=self._node(children[0]), span=meta_span(meta))
+
+    def disk_free(self, meta: Meta, children: list[Token]) -> DiskFault:
+        return DiskFault(verb="free", node=self._node(children[0]), span=meta_span(meta))
 
     def set_global(self, meta: Meta, children: list[Any]) -> SetGlobal | None:
         key, value, nodes = children[0], children[1], children[2] or []

@@ -6,7 +6,7 @@ Ports (offsets from the plan's ``base_port``; the runtime picks a free base per 
     base + 90         router writer endpoint
     base + 91         router reader endpoint
     (the rest of the block of 100: toxiproxy links, Galera ports, role agents, toxiproxy
-    API; the same layout as runners.runtime.PortLayout, see docs/topologies.md)
+    API: ``dsl.ports``, which runners.runtime.PortLayout reads too)
 
 Server ids are 100 x the node's index (100, 200, ...: dbdeployer's numbering, which every
 topology uses). Effective server config of a node, each layer overriding the one before::
@@ -41,6 +41,7 @@ from dsl.errors import LanguageError, LanguageErrors
 from dsl.metrics import resolve_stat
 from dsl.models import (
     ConfigBlock,
+    DiskFault,
     Expectation,
     Experiment,
     IntOrParam,
@@ -62,11 +63,16 @@ from dsl.plan import (
     PlannedRouter,
     PlannedWorkload,
 )
+from dsl.ports import (  # the port layout of a run's block
+    GALERA_GROUP_OFFSET,
+    GALERA_IST_OFFSET,
+    GALERA_SST_OFFSET,
+    ROUTER_READER_OFFSET,
+    ROUTER_WRITER_OFFSET,
+)
 from dsl.validate import NodeInfo, topology_nodes, validate
 
 NODE_PORT_STRIDE = 1
-ROUTER_WRITER_OFFSET = 90
-ROUTER_READER_OFFSET = 91
 
 DEFAULT_PROBE_EVERY = 0.01  # seconds between two operations of one probe client
 DEFAULT_SYSBENCH_THREADS = 1
@@ -74,10 +80,6 @@ DEFAULT_SYSBENCH_TABLES = 1
 DEFAULT_SYSBENCH_TABLE_SIZE = 10000
 
 SERVER_ID_STEP = 100  # node i has server id 100*i: dbdeployer's numbering (runners.sandbox)
-# Ports inside the run's block (runners.runtime.PortLayout, docs/topologies.md)
-GALERA_GROUP_OFFSET = 40
-GALERA_IST_OFFSET = 50
-GALERA_SST_OFFSET = 60
 LOOPBACK = "127.0.0.1"
 BINLOG_BASENAME = "mysql-bin"
 RELAY_BASENAME = "mysql-relay"  # dbdeployer's name; the lab's two primaries use it too
@@ -631,10 +633,24 @@ def _cell_warnings(plan: Plan, cell: Cell) -> list[Found]:
     return out
 
 
+def _root_warnings(plan: Plan) -> list[Found]:
+    """Faults that need root to run: ``disk full`` (the lab mounts a tmpfs)."""
+    out: list[Found] = []
+    for a in plan.actions():
+        if isinstance(a, DiskFault) and a.verb == "full":
+            out.append((
+                a.span,
+                f"'disk full {a.node.name}' needs root: when the topology starts, the lab "
+                f"mounts a tmpfs of its own for {a.node.name}'s data directory",
+                "run the experiment as root, or leave the fault out",
+            ))
+    return out
+
+
 def plan_warnings(plan: Plan, path: str | None = None) -> list[LanguageError]:
     """Warnings (``severity="warning"``) about a valid plan: every fault on the timeline that
-    no workload observes. Computed for every cell; a warning that holds for some cells only
-    names them."""
+    no workload observes, and every fault that needs root. Computed for every cell; a warning
+    that holds for some cells only names them."""
     where = path or plan.source or "<string>"
     cells: dict[Found, list[Cell]] = {}
     for cell in plan.cells:
@@ -646,5 +662,7 @@ def plan_warnings(plan: Plan, path: str | None = None) -> list[LanguageError]:
             word = "cell" if len(hit) == 1 else "cells"
             labels = ", ".join(f"{c.index} '{c.label}'" for c in hit)
             message += f" (only in {word} {labels})"
+        out.append(LanguageError(where, span, message, hint, severity="warning"))
+    for span, message, hint in _root_warnings(plan):
         out.append(LanguageError(where, span, message, hint, severity="warning"))
     return sorted(out, key=LanguageError.sort_key)

@@ -241,6 +241,16 @@ class NetworkFault(Frozen):
     span: Span = NO_SPAN
 
 
+class DiskFault(Frozen):
+    """``disk full NODE``: fill the filesystem of the node's data directory (a tmpfs the lab
+    mounts for it at deploy); ``disk free NODE``: free it again."""
+
+    action: Literal["disk"] = "disk"
+    verb: Literal["full", "free"]
+    node: NodeRef
+    span: Span = NO_SPAN
+
+
 class SetGlobal(Frozen):
     action: Literal["set_global"] = "set_global"
     nodes: list[NodeRef] = Field(default_factory=list)  # empty: all nodes
@@ -285,6 +295,7 @@ Action = Annotated[
     | Promote
     | ReplicationControl
     | NetworkFault
+    | DiskFault
     | SetGlobal
     | ConvertStandalone
     | WaitUntil

@@ -84,6 +84,7 @@ _ACTION_WORDS = (
     "drop",
     "promote",
     "network",
+    "disk",
     "set",
     "convert",
     "wait",
@@ -354,7 +355,7 @@ MISTAKES: dict[str, Mistake] = {
         frozenset({"_NL", "RBRACE"}),
         "missing action after 'at {prev}'",
         "e.g. at {prev} kill db2 (actions: kill, pause, resume, stop, start, restart, cold "
-        "restart, drop caches, promote, network, set global, convert, wait, execute)",
+        "restart, drop caches, promote, network, disk, set global, convert, wait, execute)",
     ),
     "at_without_time": Mistake(
         _at_top("at kill a"),

@@ -24,6 +24,7 @@ from dsl.models import (
     NO_SPAN,
     Action,
     ConvertStandalone,
+    DiskFault,
     DropCaches,
     Endpoint,
     Experiment,
@@ -639,6 +640,15 @@ class _Validator:
                 f"use a replica: {self.replicas()}",
             )
 
+    def check_disk(self, a: DiskFault) -> None:
+        self.node(a.node)
+        if self.kind == "mongodb_replset":
+            self.error(
+                a.span,
+                f"'disk {a.verb}' fills a MySQL-family server's data directory; "
+                "this topology runs MongoDB",
+            )
+
     def check_set_global(self, a: SetGlobal) -> None:
         for ref in a.nodes:
             self.node(ref)
@@ -870,6 +880,7 @@ ACTION_CHECKS: dict[type, Callable[[_Validator, Any], None]] = {
     Promote: _Validator.check_promote,
     ReplicationControl: _Validator.check_replication_control,
     NetworkFault: _Validator.check_network,
+    DiskFault: _Validator.check_disk,
     SetGlobal: _Validator.check_set_global,
     ConvertStandalone: _Validator.check_convert,
     WaitUntil: _Validator.check_wait,

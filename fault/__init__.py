@@ -2,7 +2,8 @@
 
 ``HANDLERS`` maps each action model (``dsl.models``) to its handler, ``handler(ctx, action) ->
 detail``; ``HEALERS`` is the one heal registry: each family's heal, in the order healing runs
-(resume paused nodes, heal the network, start the nodes that are down, start replication).
+(resume paused nodes, heal the network, free full disks, start the nodes that are down,
+start replication).
 Each family keeps what it must undo in its own state (``ctx.state(...)``). ``fault.nemesis.
 Nemesis`` applies actions and records each one in the history.
 
@@ -12,7 +13,7 @@ rule, model, row in ``dsl.actions`` and docs.
 
 from __future__ import annotations
 
-from fault import cache, mongo, network, process, replication, sql, waits
+from fault import cache, disk, mongo, network, process, replication, sql, waits
 from fault.context import ActionFailed, Context, Detail, Handler, Healer
 
 HANDLERS: dict[type, Handler] = {
@@ -20,6 +21,7 @@ HANDLERS: dict[type, Handler] = {
     **cache.HANDLERS,
     **replication.HANDLERS,
     **network.HANDLERS,
+    **disk.HANDLERS,
     **waits.HANDLERS,
     **sql.HANDLERS,
     **mongo.HANDLERS,
@@ -28,6 +30,7 @@ HANDLERS: dict[type, Handler] = {
 HEALERS: list[tuple[str, Healer]] = [
     ("process: resume paused nodes", process.heal_paused),
     ("network: heal links and partitions", network.heal),
+    ("disk: free full disks", disk.heal),
     ("process: start nodes that are down", process.heal_down),
     ("replication: start stopped replication", replication.heal),
 ]

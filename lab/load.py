@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from dsl.models import Action
-from dsl.plan import Cell, Plan, PlannedWorkload
+from dsl.plan import Cell, Plan
 from lab.cell_facts import SETTLE_TIMEOUT, CellFacts
 from lab.outcome import View
 from lab.recorder import Recorder
@@ -100,7 +100,6 @@ class Load:
                 sb.prepare(on=topo.primary if read_only else None)
                 self.workloads[spec.name] = sb
             else:
-                spec = with_defaults(spec)
                 self.workloads[spec.name] = KINDS[spec.kind](spec, env, first_process,
                                                              self.plan.duration)
                 first_process += 100_000
@@ -239,10 +238,3 @@ class Load:
         self.bg = []
         if self.repl_watch is not None:
             self.repl_watch.join(timeout=3)
-
-
-def with_defaults(spec: PlannedWorkload) -> PlannedWorkload:
-    """A probe without ``every`` or ``rate`` writes every 10 ms."""
-    if spec.kind == "probe" and spec.every is None and spec.rate is None:
-        return spec.model_copy(update={"every": 0.01})
-    return spec

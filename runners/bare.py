@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 import MySQLdb
@@ -232,6 +233,14 @@ class GaleraCluster:
                           alive=lambda: proc is not None and proc.poll() is None)
 
 
+def _socket_answers(sock: Path) -> bool:
+    return sock.exists() and _socket_ok(sock)
+
+
+def _alive(proc: subprocess.Popen[bytes] | None) -> bool:
+    return proc is not None and proc.poll() is None
+
+
 def _socket_ok(sock: Path) -> bool:
     try:
         conn = MySQLdb.connect(unix_socket=str(sock), user="root", connect_timeout=1)
@@ -274,9 +283,8 @@ class PrimaryPair:
         for node in self.nodes:
             sock = Path(self.configs[node.name]["socket"])
             proc = node.proc
-            wait_until(lambda s=sock: s.exists() and _socket_ok(s), 60, "answering on its socket",
-                       node.component, node.error_log,
-                       alive=lambda p=proc: p is not None and p.poll() is None)
+            wait_until(partial(_socket_answers, sock), 60, "answering on its socket",
+                       node.component, node.error_log, alive=partial(_alive, proc))
             # Users are made locally on each node before replication starts, not replicated.
             bootstrap_users(sock, ["SET sql_log_bin=0",
                                    *user_statements(self.admin, self.app, self.repl)])

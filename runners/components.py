@@ -166,7 +166,10 @@ def _version(path: str, args: tuple[str, ...]) -> str | None:
         return None
     text = (out.stdout or "") + (out.stderr or "")
     m = re.search(r"\d+\.\d+(?:\.\d+)?(?:-[A-Za-z0-9.]+)?", text)
-    return m.group(0) if m else (text.strip().splitlines() or [None])[0]
+    if m:
+        return m.group(0)
+    lines = text.strip().splitlines()
+    return lines[0] if lines else None
 
 
 def galera_provider() -> str | None:

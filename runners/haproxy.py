@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from runners.components import require
 from runners.errors import ComponentError
@@ -117,9 +118,9 @@ class HAProxy:
         binary = require("haproxy")
         for b in self.backends:
             if b.name in self.writers:
-                self.agents.append(RoleAgent(b.writer_agent, lambda n=b.name: writer_check(n)))
+                self.agents.append(RoleAgent(b.writer_agent, partial(writer_check, b.name)))
             if b.name in self.readers:
-                self.agents.append(RoleAgent(b.reader_agent, lambda n=b.name: reader_check(n)))
+                self.agents.append(RoleAgent(b.reader_agent, partial(reader_check, b.name)))
         self.cfg.write_text(self.config_text())
         check = subprocess.run([binary, "-c", "-f", str(self.cfg)], capture_output=True,
                                text=True)

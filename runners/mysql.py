@@ -201,5 +201,5 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str, component: 
 
 def sql_ready(addr: Address, creds: Credentials) -> Callable[[], bool]:
     def check() -> bool:
-        return scalar(addr, creds, "SELECT 1", timeout=1) == 1
+        return bool(scalar(addr, creds, "SELECT 1", timeout=1) == 1)
     return check

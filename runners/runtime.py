@@ -23,17 +23,20 @@ import secrets
 import shutil
 import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from dsl import ports
+
 log = logging.getLogger(__name__)
 
 PORT_FIRST = 23000
 PORT_LAST = 60000
-BLOCK = 100
+BLOCK = ports.BLOCK
 PR_SET_CHILD_SUBREAPER = 36
 RUN_ID_HEX = 12  # hex digits of a run id
 
@@ -128,47 +131,48 @@ def port_free(port: int) -> bool:
 
 
 class PortLayout:
-    """Ports of a run, all inside its block of 100: see docs/topologies.md."""
+    """Ports of a run, all inside its block of 100 (``dsl.ports``, docs/topologies.md)."""
 
     def __init__(self, base: int) -> None:
         self.base = base
 
     def node(self, i: int) -> int:  # i is 1-based; dbdeployer uses base+1, base+2, ...
-        return self.base + i
+        return self.base + ports.NODE_OFFSET + i
 
     def client_proxy(self, i: int) -> int:
-        return self.base + 20 + i
+        return self.base + ports.CLIENT_PROXY_OFFSET + i
 
     def replication_proxy(self, i: int) -> int:
-        return self.base + 30 + i
+        return self.base + ports.REPLICATION_PROXY_OFFSET + i
 
     def galera_group(self, i: int) -> int:
-        return self.base + 40 + i
+        return self.base + ports.GALERA_GROUP_OFFSET + i
 
     def galera_ist(self, i: int) -> int:
-        return self.base + 50 + i
+        return self.base + ports.GALERA_IST_OFFSET + i
 
     def galera_sst(self, i: int) -> int:
-        return self.base + 60 + i
+        return self.base + ports.GALERA_SST_OFFSET + i
 
     def agent(self, i: int, role: str) -> int:
-        return self.base + (70 if role == "writer" else 80) + i
+        offset = ports.WRITER_AGENT_OFFSET if role == "writer" else ports.READER_AGENT_OFFSET
+        return self.base + offset + i
 
     @property
     def router_writer(self) -> int:
-        return self.base + 90
+        return self.base + ports.ROUTER_WRITER_OFFSET
 
     @property
     def router_reader(self) -> int:
-        return self.base + 91
+        return self.base + ports.ROUTER_READER_OFFSET
 
     @property
     def proxysql_admin(self) -> int:
-        return self.base + 92
+        return self.base + ports.PROXYSQL_ADMIN_OFFSET
 
     @property
     def toxiproxy_api(self) -> int:
-        return self.base + 99
+        return self.base + ports.TOXIPROXY_API_OFFSET
 
 
 class Run:
@@ -288,6 +292,7 @@ class Run:
         self.stop_all()
         self.release_ports()
         if remove:
+            unmount_under(self.dir)  # a data directory on a tmpfs (disk full)
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
             self.set_state("stopped")
@@ -334,6 +339,34 @@ def strays(run_dir: Path, run_id: str) -> list[ProcessRecord]:
             out.append(ProcessRecord(int(entry.name), proc_start_time(int(entry.name)),
                                      name, run_id, 0.0))
     return out
+
+
+def mounts_under(root: Path, mounts: str) -> list[Path]:
+    """Mount points at or below ``root`` in ``/proc/self/mounts`` text, deepest first."""
+    top = str(root).rstrip("/")
+    found: list[Path] = []
+    for line in mounts.splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        point = parts[1].replace("\\040", " ")
+        if point == top or point.startswith(top + "/"):
+            found.append(Path(point))
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
+
+def unmount_under(root: Path) -> list[Path]:
+    """Unmount every tmpfs the lab mounted below a run's directory (lazily: a server still
+    holding files does not keep it). Returns the mount points."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text()
+    except OSError:
+        return []
+    points = mounts_under(root, mounts)
+    for point in points:
+        subprocess.run(["umount", "-l", str(point)], capture_output=True, timeout=60)
+    return points
 
 
 # --- runs seen from outside: status and gc ------------------------------------------------------
@@ -393,6 +426,7 @@ def gc_runs(include_live: bool = False) -> list[RunInfo]:
         with contextlib.suppress(OSError, ValueError):
             if json.loads(claim.read_text()).get("run_id") == info.id:
                 claim.unlink()
+        unmount_under(info.dir)
         shutil.rmtree(info.dir, ignore_errors=True)
         removed.append(info)
     return removed

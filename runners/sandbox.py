@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,7 +155,7 @@ def sandbox_binary(engine_flavor: str, version: str | None) -> tuple[Path, str]:
     return root, found
 
 
-def deploy(run: Run, req: SandboxRequest, names: list[str], roles: list[str],
+def deploy(run: Run, req: SandboxRequest, names: Sequence[str], roles: Sequence[str],
            engine_flavor: str = "mariadb", version: str | None = None) -> list[SandboxNode]:
     dbdeployer = require("dbdeployer")
     binary_root, ver = sandbox_binary(engine_flavor, version)

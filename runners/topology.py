@@ -12,6 +12,7 @@ after tearing down whatever it had started. ``teardown()`` always stops everythi
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import string
 import time
@@ -24,6 +25,8 @@ from dsl.models import NetworkFault, Promote
 from dsl.plan import Cell, Plan, PlannedNode
 from runners import components, replication
 from runners.bare import GaleraCluster, PrimaryPair
+from runners.disk import disk_nodes, move_onto_tmpfs
+from runners.errors import ComponentError
 from runners.haproxy import Backend, HAProxy
 from runners.mysql import Address, Credentials, execute_all, wait_until
 from runners.node import Node, SandboxNode
@@ -125,6 +128,7 @@ class NativeTopology:
     toxi: Toxiproxy | None = None
     primary: str | None = None  # current primary (replication); changes on promote
     timings: dict[str, float] = field(default_factory=dict)
+    tmpfs: dict[str, int] = field(default_factory=dict)  # node -> size of its data dir's tmpfs
 
     # --- building ------------------------------------------------------------------------------
     @classmethod
@@ -149,6 +153,11 @@ class NativeTopology:
     def _deploy(self) -> None:
         t0 = time.monotonic()
         kind = self.plan.topology
+        on_tmpfs = disk_nodes(self.plan.actions())
+        if on_tmpfs and os.geteuid() != 0:
+            raise ComponentError("disk full", "needs root: the lab mounts a tmpfs for "
+                                 f"{', '.join(on_tmpfs)}'s data directory (run as root, or "
+                                 "leave the fault out)")
         if self._uses_network_faults():
             self.toxi = Toxiproxy(self.run, self.run.ports.toxiproxy_api)
             self.toxi.start()
@@ -157,8 +166,8 @@ class NativeTopology:
         elif kind == "galera":
             cluster = GaleraCluster(self.run, list(self.cell.nodes), self.admin, self.app,
                                     self.repl)
-            for node in cluster.deploy():
-                self.nodes[node.name] = node
+            for gnode in cluster.deploy():
+                self.nodes[gnode.name] = gnode
         elif kind == "primary_primary":
             names = [n.name for n in self.cell.nodes]
             repl_ports: dict[str, int] = {}
@@ -170,8 +179,8 @@ class NativeTopology:
                     repl_ports[name] = self.run.ports.replication_proxy(i)
             pair = PrimaryPair(self.run, list(self.cell.nodes), self.admin, self.app,
                                self.repl, repl_ports)
-            for node in pair.deploy():
-                self.nodes[node.name] = node
+            for pnode in pair.deploy():
+                self.nodes[pnode.name] = pnode
         else:  # mongodb_replset: never run on the project's build machine (README)
             from runners.mongo import MongoReplicaSet
 
@@ -183,6 +192,8 @@ class NativeTopology:
             for node in self.nodes.values():
                 self.toxi.add_link(node.name, "clients", self.run.ports.client_proxy(node.index),
                                    node.port)
+        if on_tmpfs:
+            self._datadirs_on_tmpfs(on_tmpfs)
         self.timings["nodes_ready"] = time.monotonic() - t0
         if self.plan.router is not None:
             self._start_router()
@@ -298,6 +309,23 @@ class NativeTopology:
                 continue
             wait_until(partial(replication.replicating, node), timeout, "replicating",
                        node.component, node.error_log)
+
+    def _datadirs_on_tmpfs(self, names: list[str]) -> None:
+        """``disk full NODE`` needs the node's data directory on a tmpfs of its own
+        (``runners.disk``): stop the node, move its files there, start it again."""
+        t0 = time.monotonic()
+        for name in names:
+            node = self.nodes[name]
+            node.stop()
+            self.tmpfs[name] = move_onto_tmpfs(node.datadir)
+            node.start()
+        if self.plan.topology == "replication":
+            self.wait_replication_running()
+        elif self.plan.topology == "galera":
+            for node in self.nodes.values():
+                wait_until(partial(replication.synced, node), 60, "synced with the cluster",
+                           node.component, node.error_log)
+        self.timings["tmpfs"] = time.monotonic() - t0
 
     def promote_targets(self) -> set[str]:
         return {a.node.name for a in self.plan.actions() if isinstance(a, Promote)}

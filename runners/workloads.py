@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import MySQLdb
@@ -33,7 +34,7 @@ from runners.mysql import (
     error_code,
     run_within,
 )
-from runners.ops import CONNECT_TIMEOUT, NOT_SENT_CODES, NOT_SENT_PREFIX, Op
+from runners.ops import CONNECT_TIMEOUT, NOT_SENT_CODES, NOT_SENT_PREFIX, Op, OpType
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ class Client:
             self.close()
             self.node = node  # the node that did not answer, in the completion
             was_sent = sent and e.sent  # a timeout while opening the connection sent nothing
-            typ = "info" if is_write and was_sent else "fail"
+            typ: OpType = "info" if is_write and was_sent else "fail"
             code = None if was_sent else CONNECT_TIMEOUT
             msg = str(e) if was_sent else NOT_SENT_PREFIX + str(e)
             op = rec(Op(typ, f, self.process, time.monotonic_ns(), self.workload,
@@ -151,16 +152,16 @@ class Client:
             if code == 0:  # mysqlclient's "connection unusable": the outcome is unknown
                 code = None
             never_sent = not sent or code in CONNECT_ERRORS
-            typ = "fail"
+            outcome: OpType = "fail"
             if is_write and not never_sent and (code in UNKNOWN_OUTCOME or code is None):
-                typ = "info"
+                outcome = "info"
             node = self.node
             if code in UNKNOWN_OUTCOME or never_sent or code is None:
                 self.close()
                 self.node = node
             if never_sent:
                 msg = NOT_SENT_PREFIX + msg
-            op = rec(Op(typ, f, self.process, time.monotonic_ns(), self.workload,
+            op = rec(Op(outcome, f, self.process, time.monotonic_ns(), self.workload,
                         self.endpoint, self.node, key, value, code, msg[:200]))
             if self.conn is None:
                 self.node = None  # the next connection may reach another node
@@ -372,7 +373,7 @@ class _Reader:
                     marks = ", ".join(["%s"] * len(keys))
                     got = c.op("poll", f"SELECT k, v FROM {t} WHERE k IN ({marks})",
                                tuple(keys), is_write=False,
-                               result=lambda rows, keys=keys: _poll_value(keys, rows))
+                               result=partial(_poll_value, keys))
                     if got.type == "ok":
                         for k, seen in got.value:
                             if seen is not None and seen >= self.pending.get(k, seen + 1):

@@ -3,10 +3,11 @@
 Second ``s`` is the interval [s, s+1) seconds after the start of the load. For operation-based
 workloads it counts the ``ok`` operations completed in it: the workload's unit of work, so the
 polls of ``read_your_writes`` (how it waits for visibility) never count, and a
-``read_your_writes`` workload counts its acknowledged writes (its reads follow each write). For sysbench (no operations, only
-``Sample(series="sysbench", subject=<workload>, values={"tps", "qps", "lat_p95", "errors",
-"reconnects"})`` rows, one per ``--report-interval=1`` line; ``lat_p95`` in seconds, errors and
-reconnects per second) it is the ``tps`` of the row whose interval ends in (s, s+1].
+``read_your_writes`` workload counts its acknowledged writes (its reads follow each write).
+For sysbench (no operations, only ``Sample(series="sysbench", subject=<workload>,
+values={"tps", "qps", "lat_p95", "errors", "reconnects"})`` rows, one per
+``--report-interval=1`` line; ``lat_p95`` in seconds, errors and reconnects per second) it is
+the ``tps`` of the row whose interval ends in (s, s+1].
 
 A workload's *active window* runs from its first invoke (first sysbench interval) to its last
 completion (last interval), within the load; a workload that started (ended) less than a second

@@ -4,104 +4,25 @@ remembers, what healing undoes and in which order, and that the history gets eve
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fakes import FakeTopology, FakeToxiproxy, nemesis, ref
 
 import fault
 from dsl.models import (
     DropCaches,
     NetworkFault,
     NodeAction,
-    NodeRef,
     Promote,
     ReplicationControl,
     SetGlobal,
     Sleep,
 )
-from fault.nemesis import ActionFailed, Nemesis
+from fault.nemesis import ActionFailed
 from runners.mysql import Address, Credentials
-from runners.ops import NEMESIS, Op
-from runners.runtime import PortLayout
-from runners.toxiproxy import Link, Toxiproxy
-
-ADMIN = Credentials("lab_admin", "pw")
-
-
-class FakeNode:
-    def __init__(self, name: str, index: int, datadir: Path) -> None:
-        self.name, self.index = name, index
-        self.port = 23000 + index
-        self.addr = Address("127.0.0.1", self.port)
-        self.admin = ADMIN
-        self.datadir = datadir
-        self.running = True
-        self.paused = False
-
-    def pid(self) -> int | None:
-        return 1000 + self.index if self.running else None
-
-    def is_running(self) -> bool:
-        return self.running
-
-
-class FakeToxiproxy(Toxiproxy):
-    """The real bookkeeping of links, without toxiproxy: API calls are recorded."""
-
-    def __init__(self) -> None:
-        self.links = {}
-        self.calls: list[tuple[str, str, Any]] = []
-
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        self.calls.append((method, path, body))
-        return [] if method == "GET" else {}
-
-
-class FakeTopology:
-    """The Topology protocol's process primitives, as a log of what was asked."""
-
-    def __init__(self, tmp_path: Path, kind: str = "replication") -> None:
-        self.plan = SimpleNamespace(topology=kind)
-        self.run = SimpleNamespace(ports=PortLayout(23000), dir=tmp_path)
-        self.admin = self.app = ADMIN
-        self.repl = Credentials("lab_repl", "pw")
-        self.nodes = {n: FakeNode(n, i, tmp_path / n) for i, n in
-                      enumerate(("db1", "db2", "db3"), start=1)}
-        self.primary: str | None = "db1"
-        self.router = None
-        self.toxi: FakeToxiproxy | None = None
-        self.log: list[str] = []
-
-    def address(self, endpoint: str) -> Address:
-        return self.nodes[endpoint].addr
-
-    def _verb(self, verb: str, name: str) -> None:
-        self.log.append(f"{verb} {name}")
-        node = self.nodes[name]
-        if verb in ("kill", "stop"):
-            node.running = False
-        elif verb in ("start", "restart"):
-            node.running = True
-        node.paused = verb == "pause"
-
-    def kill(self, name: str) -> None:
-        self._verb("kill", name)
-
-    def pause(self, name: str) -> None:
-        self._verb("pause", name)
-
-    def resume(self, name: str) -> None:
-        self._verb("resume", name)
-
-    def stop(self, name: str) -> None:
-        self._verb("stop", name)
-
-    def start(self, name: str, options: dict[str, str] | None = None) -> None:
-        self._verb("start", name)
-
-    def restart(self, name: str, options: dict[str, str] | None = None) -> None:
-        self._verb("restart", name)
+from runners.ops import NEMESIS
+from runners.toxiproxy import Link
 
 
 @pytest.fixture
@@ -116,20 +37,6 @@ def sql(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, list[str]]]:
     for module in ("fault.replication", "fault.sql"):
         monkeypatch.setattr(f"{module}.execute_all", execute_all)
     return sent
-
-
-def ref(name: str) -> NodeRef:
-    return NodeRef(name=name)
-
-
-def nemesis(topo: FakeTopology) -> tuple[Nemesis, list[Op]]:
-    history: list[Op] = []
-
-    def record(op: Op) -> Op:
-        history.append(op)
-        return op
-
-    return Nemesis(topo, record), history  # type: ignore[arg-type]
 
 
 # --- the registry ------------------------------------------------------------------------------

@@ -262,18 +262,32 @@ GOOD = exp(
 )
 
 
+def test_disk_full_needs_root() -> None:
+    text = exp(
+        "  workload writes: probe { target db1 }\n  at 5s disk full db2\n  at 9s disk free db2\n"
+    )
+    assert found(text) == [
+        (
+            5,
+            9,
+            "'disk full db2' needs root: when the topology starts, the lab mounts a tmpfs of its own for db2's data directory",
+            "run the experiment as root, or leave the fault out",
+        )
+    ]
+
+
 def test_a_file_with_no_problem_has_no_warnings() -> None:
     assert warnings_of(GOOD) == []
 
 
-def test_the_valid_examples_of_the_doc_have_no_warnings_but_one() -> None:
+def test_the_valid_examples_of_the_doc_warn_only_where_the_doc_says() -> None:
     blocks = re.findall(r"```([\w-]*)\n(.*?)```", DOC, re.S)
     warned = [
         re.search(r'experiment "([^"]+)"', body).group(1)  # type: ignore[union-attr]
         for lang, body in blocks
         if lang == "exp" and plan_warnings(plan_text(body, "example.exp"), "example.exp")
     ]
-    assert warned == ["unmeasured"]
+    assert warned == ["disk-full", "unmeasured"]  # needs root; the warnings example
 
 
 def test_the_warnings_example_of_the_doc_prints_what_the_doc_says() -> None:
