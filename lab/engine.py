@@ -246,6 +246,8 @@ class CellRunner:
         self.out.timings["settle"] = time.monotonic() - t
         if not settled:
             self.out.notes.append(f"replication did not settle: {why}")
+        if self.load is not None:
+            self.out.notes.extend(self.load.slips)
         self.facts.after_settle(settled)
         self.view.phase("reading the final state")
         self.facts.read_final_state(list(self.cell.workloads))

@@ -38,6 +38,19 @@ class Joinable(Protocol):
     def join(self, timeout: float | None = None) -> None: ...
 
 
+TIMELINE_PRECISION = 0.1  # seconds: a timeline action starts within this of its `at`
+
+
+def timeline_slip(at: float, started: float, label: str) -> str | None:
+    """A note when an action started later than the timeline's precision (an action before it
+    blocked: a start, a wait); its real start is in the history either way."""
+    late = started - at
+    if late <= TIMELINE_PRECISION:
+        return None
+    return (f"at {at:g}s {label} started at {started:.2f}s ({late:.2f}s late: an action "
+            "before it took that long); its effects are timed from its real start")
+
+
 class Load:
     def __init__(self, plan: Plan, cell: Cell, topo: Topology, view: View, recorder: Recorder,
                  facts: CellFacts, apply: ApplyAction, check_store: Callable[[], None],
@@ -53,6 +66,7 @@ class Load:
         self.load_end: int | None = None
         self.bg: list[Joinable] = []
         self.repl_watch: ReplicationWatcher | None = None
+        self.slips: list[str] = []  # timeline actions that started later than their precision
 
     def record(self, op: Op) -> Op:
         return self.recorder.record(op)
@@ -150,6 +164,10 @@ class Load:
                 upcoming = f"{timeline[0].at:g}s {action_label(timeline[0])}" if timeline \
                     else None
                 self.view.tick(elapsed, duration, counts, done_labels, upcoming)
+                started = time.monotonic() - t_start
+                slip = timeline_slip(ta.at, started, action_label(ta))
+                if slip:
+                    self.slips.append(slip)
                 self.apply(ta.action, f"at {ta.at:g}s: {action_label(ta)}")
                 done_labels.append(f"{ta.at:g}s {action_label(ta)}")
             for name, wl in self.workloads.items():
