@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from dsl.actions import label as action_words
 from dsl.models import Action
 from dsl.plan import Cell, Plan
 from lab.cell_facts import SETTLE_TIMEOUT, CellFacts
@@ -137,7 +138,7 @@ class Load:
     # --- the load --------------------------------------------------------------------------------
     def _run_actions(self, actions: list[Action], label: str) -> None:
         for a in actions:
-            self.apply(a, f"{label}: {a.action}")
+            self.apply(a, f"{label}: {action_words(a)}")
 
     def run(self) -> None:
         for s in [s for s in self.plan.steps if s.when == "before_load"]:
