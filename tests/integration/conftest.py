@@ -18,6 +18,7 @@ from runners.components import find
 ROOT = Path(__file__).resolve().parents[2]
 
 _session_dir = tempfile.mkdtemp(prefix="rcl-it-", dir="/tmp")
+SESSION_DIR = Path(_session_dir)
 os.environ["LAB_RUNTIME"] = str(Path(_session_dir) / "rt")
 os.environ.setdefault("LAB_HOME", str(Path(_session_dir) / "home"))
 

@@ -1,4 +1,6 @@
-"""`lab run` end to end on real servers: the quickstart, and Ctrl-C in the middle of a run."""
+"""`lab run` end to end on real servers: the quickstart (as an unprivileged user when the suite
+runs as root: the lab needs no root for anything but a few faults), and Ctrl-C in the middle of a
+run."""
 
 from __future__ import annotations
 
@@ -8,10 +10,11 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from .conftest import ROOT, our_processes, require
+from .conftest import ROOT, SESSION_DIR, our_processes, require
 
 LAB = [sys.executable, "-m", "lab.cli"]
 
@@ -20,10 +23,32 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return dict(os.environ, LAB_HOME=str(tmp_path / "home"))
 
 
+UNPRIVILEGED = 65534  # nobody / nogroup on Debian
+
+
+def _unprivileged(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
+    """The quickstart's command, environment and home for the user ``nobody`` when the suite
+    runs as root (as the current user otherwise). The project's interpreter lives under /root
+    (pyenv), which nobody cannot enter: Debian's python3 of the same minor version runs the
+    lab with the project's installed packages instead."""
+    if os.geteuid() != 0:
+        return [*LAB], _env(tmp_path), tmp_path / "home"
+    base = Path(tempfile.mkdtemp(prefix="nobody-", dir=SESSION_DIR))
+    os.chmod(SESSION_DIR, 0o711)  # nobody may pass through to its own directory
+    os.chown(base, UNPRIVILEGED, UNPRIVILEGED)
+    site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
+    env = dict(os.environ, HOME=str(base), LAB_HOME=str(base / "home"),
+               LAB_RUNTIME=str(base / "rt"), PYTHONPATH=f"{ROOT}:{site}")
+    cmd = ["setpriv", f"--reuid={UNPRIVILEGED}", f"--regid={UNPRIVILEGED}", "--clear-groups",
+           f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}", "-m", "lab.cli"]
+    return cmd, env, base / "home"
+
+
 def test_quickstart_runs_end_to_end_and_measures(tmp_path: Path) -> None:
     require("mariadbd", "dbdeployer", "haproxy")
-    out = subprocess.run([*LAB, "run", "experiments/quickstart.exp", "--json"], cwd=ROOT,
-                         env=_env(tmp_path), capture_output=True, text=True, timeout=240)
+    lab, env, home = _unprivileged(tmp_path)
+    out = subprocess.run([*lab, "run", "experiments/quickstart.exp", "--json"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=240)
     assert out.returncode in (0, 1), out.stderr[-3000:]
     summary = json.loads(out.stdout)
     cell = summary["cells"][0]
@@ -40,7 +65,10 @@ def test_quickstart_runs_end_to_end_and_measures(tmp_path: Path) -> None:
     # the killed replica shows up as an outage of the readers that read from it
     ryw = cell["measurements"]["downtime"]["subjects"]["ryw on db2"]
     assert ryw["longest"] > 5
-    db = sqlite3.connect(tmp_path / "home" / "results.db")
+    db = sqlite3.connect(home / "results.db")
+    if os.geteuid() == 0:  # the run, its servers and its files belonged to nobody
+        assert (home / "results.db").stat().st_uid == UNPRIVILEGED
+        assert all(p.stat().st_uid == UNPRIVILEGED for p in (home.parent / "rt").iterdir())
     n_ops = db.execute("select count(*) from operations where run_id = ?",
                        [summary["run_id"]]).fetchone()[0]
     assert n_ops > 1000
