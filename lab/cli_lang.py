@@ -10,15 +10,16 @@ status. Bad input never produces a traceback.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from dsl.actions import describe, seconds
+from dsl.actions import describe, is_left, seconds, undo
 from dsl.api import check_file, format_errors, load_plan
-from dsl.compile import plan_warnings
+from dsl.compile import plan_warnings, root_notes
 from dsl.errors import LanguageError, LanguageErrors
 from dsl.models import Action
 from dsl.owned import RUNTIME
@@ -48,11 +49,17 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
 def print_warnings(plan: Plan, path: str) -> int:
-    """Print the plan's warnings to stderr (a blank line after them); return how many."""
+    """Print the plan's warnings to stderr, and, when the user is not root, a note for each
+    action that needs root (a blank line after them); return how many warnings."""
     warnings = plan_warnings(plan, path)
-    if warnings:
-        print(format_errors(warnings), file=sys.stderr)
+    notes = [] if is_root() else root_notes(plan, path)
+    if warnings or notes:
+        print(format_errors([*warnings, *notes]), file=sys.stderr)
         print(file=sys.stderr)
     return len(warnings)
 
@@ -113,8 +120,26 @@ def cmd_plan(path: str, as_json: bool) -> int:
 
 
 def describe_action(a: Action) -> str:
-    """An action in the language's own words (``dsl.actions``)."""
-    return describe(a)
+    """An action in the language's own words (``dsl.actions``), ``for good`` included."""
+    return describe(a) + (" for good (never undone)" if is_left(a) else "")
+
+
+def schedule_rows(plan: Plan) -> list[tuple[str, str]]:
+    """The timeline as the plan shows it: each action at its time, and for a fault with
+    ``for D`` the action that undoes it, D after the fault started."""
+    rows: list[tuple[float, int, str, str]] = []
+    for i, timed in enumerate(plan.timeline):
+        words = describe_action(timed.action)
+        if timed.lasts is not None:
+            words += f" for {seconds(timed.lasts)}"
+        rows.append((timed.at, i, f"at {seconds(timed.at)}", words))
+        back = undo(timed.action)
+        if timed.lasts is not None and back is not None:
+            ends = timed.at + timed.lasts
+            rows.append((ends, i, f"at {seconds(ends)}",
+                         f"{describe(back)} (ends the fault at {seconds(timed.at)}, "
+                         f"{seconds(timed.lasts)} after it started)"))
+    return [(when, words) for _, _, when, words in sorted(rows, key=lambda r: (r[0], r[1]))]
 
 
 def _table(title: str, *columns: str) -> Table:
@@ -322,8 +347,8 @@ def render_plan(plan: Plan, console: Console) -> None:
             when = "before load" if step.when == "before_load" else f"after {step.workload}"
             for i, action in enumerate(step.actions):
                 _row(table, when if i == 0 else "", describe_action(action))
-        for timed in plan.timeline:
-            _row(table, f"at {seconds(timed.at)}", describe_action(timed.action))
+        for when, words in schedule_rows(plan):
+            _row(table, when, words)
         console.print(table)
     if plan.expectations or plan.reports:
         table = _table("Measurements", "line", "statistic")
