@@ -18,12 +18,12 @@ from typing import Any
 
 from dsl.models import (
     Action,
-    NodeRef,
     ConvertStandalone,
     DiskFault,
     DropCaches,
     NetworkFault,
     NodeAction,
+    NodeRef,
     Promote,
     ReplicationControl,
     RunSql,
@@ -262,6 +262,13 @@ def with_node(a: Action, node: str) -> Action:
     if not isinstance(old, NodeRef):
         return a
     return a.model_copy(update={"node": old.model_copy(update={"name": node})})
+
+
+def resolved_action(a: Action, detail: dict[str, Any] | None) -> Action:
+    """``a`` as it was applied: aimed at the node ``router.writer`` resolved to (the op's
+    value says ``resolved``), else ``a``."""
+    node = (detail or {}).get("resolved")
+    return with_node(a, str(node)) if node and addresses_router_writer(a) else a
 
 
 def is_left(a: Action) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dsl.actions import ROUTER_WRITER, describe, takes_router_writer, undo
+from dsl.actions import ROUTER_WRITER, describe, takes_router_writer
 from dsl.errors import LanguageError, sorted_errors
 from dsl.metrics import METRICS, resolve_stat
 from dsl.models import (
