@@ -117,7 +117,8 @@ class Nemesis:
         name, node = describe(action)
         handler = HANDLERS.get(type(action))
         t0 = time.monotonic_ns()
-        self.record(Op("invoke", name, NEMESIS, t0, "nemesis", "", node))
+        self.record(Op("invoke", name, NEMESIS, t0, "nemesis", "", node,
+                       value=resolution or None))
         try:
             if handler is None:
                 raise ActionFailed(f"unknown action {action!r}")

@@ -268,6 +268,45 @@ def _config_table(nodes: list[PlannedNode], title: str) -> Table:
     return table
 
 
+# Options the lab passes on the server's command line, not in its option file (runners.bare)
+ARGV_OPTIONS = {
+    "primary_primary": "--skip-slave-start (the lab wires replication itself once both run)",
+}
+SERVER_DEFAULTS_NOTE = (
+    "Every setting not listed is the server's own default: for example innodb_flush_method "
+    "(O_DIRECT on MariaDB since 10.6), innodb_doublewrite, sync_binlog on a single server."
+)
+
+
+def links_rows(plan: Plan) -> list[tuple[str, str, str, str]]:
+    """The toxiproxy links a run creates when the experiment has network faults (``dsl.ports``):
+    (link, listens on, forwards to, what goes through it)."""
+    from dsl.models import NetworkFault
+    from dsl.ports import CLIENT_PROXY_OFFSET, REPLICATION_PROXY_OFFSET, TOXIPROXY_API_OFFSET
+
+    if not plan.cells or not any(isinstance(a, NetworkFault) for a in plan.actions()):
+        return []
+    base = plan.base_port
+    nodes = plan.cells[0].nodes
+    by_name = {n.name: n for n in nodes}
+    rows = [("toxiproxy API", f"{base + TOXIPROXY_API_OFFSET}", "-", "the lab's own")]
+    for n in nodes:
+        via = "clients that name the node, and the router" if plan.router else \
+            "clients that name the node"
+        rows.append((f"{n.name}.clients", f"{base + CLIENT_PROXY_OFFSET + n.index}",
+                     f"{n.name} ({n.port})", via))
+    for n in nodes:
+        for up in n.replicates_from:
+            rows.append((f"{n.name}.replication", f"{base + REPLICATION_PROXY_OFFSET + n.index}",
+                         f"{up} ({by_name[up].port})",
+                         f"{n.name}'s replication from {up}"
+                         + (" (follows a promote)" if plan.topology == "replication" else "")))
+    if plan.topology in ("galera", "mongodb_replset"):
+        rows.append(("group", "-", "-", "not a proxy: `on group` cuts the group port with "
+                     "iptables (root)"))
+    return rows
+
+
 def _matrix_table(plan: Plan) -> Table:
     base = {n.name: n.config for n in plan.cells[0].nodes} if plan.cells else {}
     table = _table(
@@ -310,6 +349,17 @@ def render_plan(plan: Plan, console: Console) -> None:
             " (cell 1; other cells in the matrix below)" if len(plan.cells) > 1 else ""
         )
         console.print(_config_table(first.nodes, title))
+        extra = ARGV_OPTIONS.get(plan.topology)
+        if extra:
+            console.print(Text(f"Also on every server's command line: {extra}."))
+        console.print(Text(SERVER_DEFAULTS_NOTE))
+    links = links_rows(plan)
+    if links:
+        table = _table("Network links (toxiproxy)", "link", "listens on", "forwards to",
+                       "carries")
+        for row in links:
+            _row(table, *row)
+        console.print(table)
     if plan.router is not None:
         r = plan.router
         table = _table(

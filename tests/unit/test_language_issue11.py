@@ -345,3 +345,24 @@ def test_units_of_between_must_agree() -> None:
     assert messages(exp("expect downtime(w) between 1s and 5%")) == [
         "both ends of 'between' need the same kind of number: '1s' is a duration, '5%' a "
         "percent"]
+
+
+def test_the_plan_lists_the_toxiproxy_links_and_the_servers_command_line() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from lab.cli_lang import links_rows, render_plan
+
+    plan = plan_text(exp("at 5s network link_down db2 for 2s"))
+    rows = links_rows(plan)
+    assert ("db2.clients", "23022", "db2 (23002)",
+            "clients that name the node, and the router") in rows
+    assert ("db2.replication", "23032", "db1 (23001)",
+            "db2's replication from db1 (follows a promote)") in rows
+    assert links_rows(plan_text(exp("at 5s kill db2"))) == []
+    pp = plan_text('experiment "p" {\n  topology primary_primary { nodes p1, p2 }\n'
+                   '  workload w: probe { target p1 }\n}\n')
+    out = StringIO()
+    render_plan(pp, Console(file=out, width=200))
+    assert "--skip-slave-start" in out.getvalue() and "innodb_flush_method" in out.getvalue()
