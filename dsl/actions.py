@@ -1,10 +1,13 @@
 """Every action of the language in one table: its name in the history, its words in the plan,
-whether it is a fault a workload should observe.
+whether it is a fault a workload should observe, what undoes it, whether it may address the
+router's current writer, and whether it needs root.
 
 ``ACTIONS`` maps each action model (``dsl.models``) to its ``ActionInfo``; adding an action
 adds one row here (and its grammar rule, model, handler in ``fault/`` and docs). ``lab plan``
-(``words``), the live view (``label``), the history (``history_name``) and the plan's
-warnings (``is_fault``) all read it.
+(``words``), the live view (``label``), the history (``history_name``), the plan's
+warnings (``is_fault``), ``for 2s`` / ``for good`` (``undo``), ``router.writer`` as a target
+(``routed``) and the root notes of ``lab check`` and the runtime's refusal (``needs_root``)
+all read it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dsl.models import (
     DropCaches,
     NetworkFault,
     NodeAction,
+    NodeRef,
     Promote,
     ReplicationControl,
     RunSql,
@@ -61,6 +65,9 @@ def _nodes(refs: Iterable[object]) -> str:
 # --- each action: its words in the plan ------------------------------------------------------
 
 
+ROUTER_WRITER = "router.writer"  # as an action's target: the router's writer when it fires
+
+
 def _node_words(a: NodeAction) -> str:
     verb = "cold restart" if a.verb == "cold_restart" else a.verb
     opts = ", ".join(f"{k} = {v}" for k, v in a.options.items())
@@ -83,11 +90,73 @@ def _wait_words(a: WaitUntil) -> str:
     return f"wait until {node}{a.condition} timeout {seconds(a.timeout)}"
 
 
+# --- what undoes a fault (``for 2s``, ``for good``) -------------------------------------------
+
+
+def _undo_node(a: NodeAction) -> Action | None:
+    verb = {"kill": "start", "stop": "start", "pause": "resume"}.get(a.verb)
+    return None if verb is None else NodeAction(verb=verb, node=a.node, span=a.span)  # type: ignore[arg-type]
+
+
+def _undo_network(a: NetworkFault) -> Action | None:
+    if a.verb == "heal":
+        return None
+    return NetworkFault(verb="heal", node=a.node, link=a.link, span=a.span)
+
+
+def _undo_replication(a: ReplicationControl) -> Action | None:
+    if a.verb != "stop":
+        return None
+    return ReplicationControl(verb="start", node=a.node, threads=a.threads, span=a.span)
+
+
+def _undo_disk(a: DiskFault) -> Action | None:
+    return DiskFault(verb="free", node=a.node, span=a.span) if a.verb == "full" else None
+
+
+def _no_undo(a: Any) -> Action | None:
+    return None
+
+
+# --- what needs root (``lab check`` notes it; the runtime refuses it up front) ----------------
+
+
+def _root_drop_caches(a: DropCaches, topology: str) -> str | None:
+    return "writing /proc/sys/vm/drop_caches" if a.node is None else None
+
+
+def _root_disk(a: DiskFault, topology: str) -> str | None:
+    if a.verb != "full":
+        return None
+    return (f"mounting a tmpfs of its own for {a.node.name}'s data directory when the "
+            "topology starts")
+
+
+def _root_network(a: NetworkFault, topology: str) -> str | None:
+    """``fault.network``: the group link (and a Galera partition of all links) is cut with
+    iptables rules; the other links are toxiproxy's, which needs no privilege."""
+    if a.verb == "heal":
+        return None
+    if a.link == "group" or (topology == "galera" and a.verb == "partition" and a.link == "all"):
+        return "inserting iptables rules that cut the node's group traffic"
+    return None
+
+
+def _root_never(a: Any, topology: str) -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class ActionInfo:
     history_name: Callable[[Any], str]  # the fault's name in the history: kill, promote ...
     words: Callable[[Any], str]  # the action in the language's own words (``lab plan``)
     is_fault: Callable[[Any], bool]  # a workload should observe its effect (plan warnings)
+    # the action that undoes it (``for 2s`` runs it; ``for good`` never does), or None
+    undo: Callable[[Any], Action | None] = _no_undo
+    # needs_root: reason -- (action, topology kind) -> why it needs root, or None
+    needs_root: Callable[[Any, str], str | None] = _root_never
+    # it may address ``router.writer`` (resolved when it fires)
+    routed: Callable[[Any], bool] = lambda a: False
 
 
 def _verb(a: Any) -> str:
@@ -107,19 +176,23 @@ def _never(a: Any) -> bool:
 
 
 ACTIONS: dict[type, ActionInfo] = {
-    NodeAction: ActionInfo(_verb, _node_words, lambda a: a.verb not in ("start", "resume")),
+    NodeAction: ActionInfo(_verb, _node_words, lambda a: a.verb not in ("start", "resume"),
+                           undo=_undo_node,
+                           routed=lambda a: a.verb not in ("start", "resume")),
     DropCaches: ActionInfo(
         _kind, lambda a: "drop caches" + (f" on {a.node.name}" if a.node else " (whole OS)"),
-        _always),
+        _always, needs_root=_root_drop_caches),
     Promote: ActionInfo(_kind, lambda a: f"promote {a.node.name}", _always),
     ReplicationControl: ActionInfo(
         lambda a: f"{a.verb}_replication",
         lambda a: f"{a.verb} replication {a.node.name}"
                   + {"io": " io_only", "sql": " sql_only"}.get(a.threads, ""),
-        lambda a: a.verb == "stop"),
-    NetworkFault: ActionInfo(_verb, _network_words, lambda a: a.verb != "heal"),
+        lambda a: a.verb == "stop", undo=_undo_replication),
+    NetworkFault: ActionInfo(_verb, _network_words, lambda a: a.verb != "heal",
+                             undo=_undo_network, needs_root=_root_network,
+                             routed=lambda a: a.verb != "heal"),
     DiskFault: ActionInfo(lambda a: f"disk_{a.verb}", lambda a: f"disk {a.verb} {a.node.name}",
-                          lambda a: a.verb == "full"),
+                          lambda a: a.verb == "full", undo=_undo_disk, needs_root=_root_disk),
     SetGlobal: ActionInfo(
         _kind, lambda a: f"set global {a.name} = {a.value}"
                          + (f" on {_nodes(a.nodes)}" if a.nodes else " on every node"),
@@ -158,6 +231,49 @@ def is_fault(a: Action) -> bool:
     convert. Recoveries (start, resume, start replication, network heal, disk free), waits and
     ``execute`` are not faults."""
     return info(a).is_fault(a)
+
+
+def undo(a: Action) -> Action | None:
+    """The action that undoes ``a`` (kill, stop -> start; pause -> resume; stop replication ->
+    start replication, same threads; a network fault -> network heal of that node and link;
+    disk full -> disk free), or None when nothing does."""
+    return info(a).undo(a)
+
+
+def needs_root(a: Action, topology: str) -> str | None:
+    """Why the action needs root on a topology of this kind (None: it does not)."""
+    return info(a).needs_root(a, topology)
+
+
+def takes_router_writer(a: Action) -> bool:
+    """``a`` may name ``router.writer``: kill, pause, stop, restart, cold restart and the
+    network faults of one node (not their recoveries: a recovery names the node itself)."""
+    return info(a).routed(a)
+
+
+def addresses_router_writer(a: Action) -> bool:
+    node = getattr(a, "node", None)
+    return isinstance(node, NodeRef) and node.name == ROUTER_WRITER
+
+
+def with_node(a: Action, node: str) -> Action:
+    """``a`` aimed at ``node`` (``router.writer`` resolved when the action fires)."""
+    old = getattr(a, "node", None)
+    if not isinstance(old, NodeRef):
+        return a
+    return a.model_copy(update={"node": old.model_copy(update={"name": node})})
+
+
+def resolved_action(a: Action, detail: dict[str, Any] | None) -> Action:
+    """``a`` as it was applied: aimed at the node ``router.writer`` resolved to (the op's
+    value says ``resolved``), else ``a``."""
+    node = (detail or {}).get("resolved")
+    return with_node(a, str(node)) if node and addresses_router_writer(a) else a
+
+
+def is_left(a: Action) -> bool:
+    """The action says ``for good``: its fault is never undone."""
+    return bool(getattr(a, "left", False))
 
 
 def label(a: Action) -> str:

@@ -16,9 +16,11 @@ from typing import Any, Literal, cast
 from lark import Token, Transformer, Tree, v_args
 from lark.tree import Meta
 
+from dsl.actions import describe, undo
 from dsl.errors import LanguageError
 from dsl.models import (
     NO_SPAN,
+    Action,
     ConfigBlock,
     ConvertStandalone,
     DelaySpec,
@@ -532,6 +534,14 @@ class Builder(Transformer[Token, Any]):
     def delay(self, meta: Meta, children: list[Token]) -> Stmt:
         node = NodeRef(name=str(children[0]), span=token_span(children[0]))
         seconds = self.measure(children[1], ("duration",), "delay")
+        if seconds is not None and seconds != int(seconds):
+            # MASTER_DELAY is whole seconds: refuse rather than round behind the DBA's back
+            self.error(
+                token_span(children[1]),
+                f"'delay' is whole seconds (MASTER_DELAY), not {children[1]}",
+                f"write {int(seconds)}s or {int(seconds) + 1}s",
+            )
+            seconds = None
         value = (
             None if seconds is None else DelaySpec(node=node, seconds=seconds, span=meta_span(meta))
         )
@@ -753,17 +763,67 @@ class Builder(Transformer[Token, Any]):
             ),
         )
 
+    def lasting(self, meta: Meta, children: list[Token]) -> tuple[str, Token, Span]:
+        """``for 2s`` / ``for good``: (``"good"`` or ``"for"``, the token, the span)."""
+        tok = children[1]
+        kind = "good" if tok.type != "QUANTITY" else "for"
+        return kind, tok, meta_span(meta)
+
+    def _lasting(
+        self, action: Action | None, lasting: tuple[str, Token, Span] | None, in_step: bool
+    ) -> tuple[Action | None, float | None]:
+        """The action with ``for good`` applied, and how long it lasts (``for 2s``)."""
+        if action is None or lasting is None:
+            return action, None
+        kind, tok, span = lasting
+        if undo(action) is None:
+            self.error(
+                span,
+                f"'{describe(action)}' has nothing that undoes it, so it takes no 'for'",
+                "'for' applies to a fault with an opposite: kill, stop, pause (start, resume), "
+                "stop replication, network latency/bandwidth/partition/link_down (network "
+                "heal), disk full (disk free)",
+            )
+            return None, None
+        if kind == "good":
+            return action.model_copy(update={"left": True}), None
+        if in_step:
+            self.error(
+                span,
+                f"in a step, 'for' takes only 'good', not '{tok}'",
+                f"put a fault that lasts on the timeline: at 10s {describe(action)} for {tok}",
+            )
+            return None, None
+        seconds = self.measure(tok, ("duration",), "for")
+        return (None, None) if seconds is None else (action, seconds)
+
+    def step_action(self, meta: Meta, children: list[Any]) -> Action | None:
+        action, _ = self._lasting(children[0], children[1], in_step=True)
+        return action
+
     def timed(self, meta: Meta, children: list[Any]) -> Stmt:
         at = self.measure(children[0], ("duration",), "at", allow_zero=True)
-        action = children[1]
-        if at is None or action is None:
+        action, lasts = self._lasting(children[1], children[2], in_step=False)
+        if at is None or action is None or (children[2] is not None and
+                                             children[2][0] == "for" and lasts is None):
             return self.stmt(meta, "timed", None)
-        return self.stmt(meta, "timed", TimedAction(at=at, action=action, span=meta_span(meta)))
+        return self.stmt(
+            meta, "timed", TimedAction(at=at, action=action, lasts=lasts, span=meta_span(meta))
+        )
 
-    def _ref(self, tok: Token | None) -> NodeRef | None:
-        return None if tok is None else NodeRef(name=str(tok), span=token_span(tok))
+    def fault_target(self, meta: Meta, children: list[Token]) -> NodeRef:
+        tok = children[0]
+        name = str(tok) if tok.type == "NAME" else f"router.{tok}"
+        return NodeRef(name=name, span=meta_span(meta))
 
-    def _node(self, tok: Token) -> NodeRef:
+    def _ref(self, tok: Token | NodeRef | None) -> NodeRef | None:
+        if tok is None or isinstance(tok, NodeRef):
+            return tok
+        return NodeRef(name=str(tok), span=token_span(tok))
+
+    def _node(self, tok: Token | NodeRef) -> NodeRef:
+        if isinstance(tok, NodeRef):
+            return tok
         return NodeRef(name=str(tok), span=token_span(tok))
 
     def _node_action(self, meta: Meta, verb: NodeVerb, children: list[Any]) -> NodeAction:
@@ -970,24 +1030,105 @@ class Builder(Transformer[Token, Any]):
             return ""
         return self.text[meta.start_pos : meta.end_pos]
 
+    def scope(self, meta: Meta, children: list[Token]) -> Text:
+        return text_of(children[0])
+
+    def compared(self, meta: Meta, children: list[Token]) -> tuple[str, Any]:
+        return "compared", (str(children[0]), self.quantity(children[1]))
+
+    def between(self, meta: Meta, children: list[Token]) -> tuple[str, Any]:
+        low, high = self.quantity(children[0]), self.quantity(children[1])
+        if low is not None and high is not None:
+            if low.kind != high.kind:
+                self.error(
+                    high.span,
+                    f"both ends of 'between' need the same kind of number: '{low.text}' is "
+                    f"a {low.kind}, '{high.text}' a {high.kind}",
+                )
+                return "between", None
+            if high.value < low.value:
+                self.error(
+                    meta_span(meta),
+                    f"'between {low.text} and {high.text}': the low end comes first",
+                    f"between {high.text} and {low.text}",
+                )
+                return "between", None
+        return "between", (low, high)
+
+    def factor(self, meta: Meta, children: list[Token]) -> tuple[Quantity | None]:
+        tok = children[0]
+        text = str(tok)
+        number = text[:-1] if text.endswith("x") else text
+        span = token_span(tok)
+        try:
+            value = float(number)
+        except ValueError:
+            self.error(
+                span,
+                f"a claim across cells multiplies by a plain number, not '{text}'",
+                "expect throughput(w) in a >= 1.3 * throughput(w) in b",
+            )
+            return (None,)
+        if value <= 0:
+            self.error(span, f"the factor must be more than zero, not '{text}'")
+            return (None,)
+        return (Quantity(value=value, kind="count", text=number, span=span),)
+
+    def relative(self, meta: Meta, children: list[Any]) -> tuple[str, Any]:
+        op, factor, metric = children
+        if factor is not None and factor[0] is None:  # already reported
+            return "relative", None
+        return "relative", (str(op), factor[0] if factor else None, metric)
+
     def expect(self, meta: Meta, children: list[Any]) -> Stmt:
-        metric, op, value_tok = children
-        value = self.quantity(value_tok)
-        if metric is None or value is None:
+        metric, before, (form, body), after = children
+        span = meta_span(meta)
+        fields: dict[str, Any] = {"text": self._source(meta), "span": span}
+        if metric is None or body is None:
             return self.stmt(meta, "expect", None)
-        return self.stmt(
-            meta,
-            "expect",
-            Expectation.model_validate(
-                {
-                    "metric": metric,
-                    "op": str(op),
-                    "value": value,
-                    "text": self._source(meta),
-                    "span": meta_span(meta),
-                }
-            ),
-        )
+        if form == "relative":
+            op, factor, other = body
+            if other is None:
+                return self.stmt(meta, "expect", None)
+            if before is None or after is None:
+                self.error(
+                    span,
+                    "a claim across cells names the variant of each side",
+                    "expect throughput(w) in relaxed >= 1.3 * throughput(w) in durable",
+                )
+                return self.stmt(meta, "expect", None)
+            fields.update(
+                metric=metric,
+                op=op,
+                value=factor or Quantity(value=1.0, kind="count", text="1", span=NO_SPAN),
+                variant=before.value,
+                variant_span=before.span,
+                other=other,
+                other_variant=after.value,
+                other_variant_span=after.span,
+            )
+            return self.stmt(meta, "expect", Expectation.model_validate(fields))
+        if before is not None and after is not None:
+            self.error(
+                after.span,
+                f"'in {after.value}': this expectation already says 'in {before.value}'",
+                "keep one",
+            )
+            return self.stmt(meta, "expect", None)
+        scope = before or after
+        if scope is not None:
+            fields.update(variant=scope.value, variant_span=scope.span)
+        if form == "between":
+            low, high = body
+            if low is None or high is None:
+                return self.stmt(meta, "expect", None)
+            fields.update(metric=metric, op="between", value=low, high=high)
+        else:
+            op, value = body
+            if value is None:
+                return self.stmt(meta, "expect", None)
+            fields.update(metric=metric, op=op, value=value)
+        return self.stmt(meta, "expect", Expectation.model_validate(fields))
 
     def report(self, meta: Meta, children: list[Any]) -> Stmt:
         metric = children[0]

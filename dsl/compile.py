@@ -36,17 +36,18 @@ import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from dsl.actions import is_fault
+from dsl.actions import describe, is_fault, needs_root
 from dsl.errors import LanguageError, LanguageErrors
 from dsl.metrics import resolve_stat
 from dsl.models import (
+    Action,
     ConfigBlock,
-    DiskFault,
     Expectation,
     Experiment,
     IntOrParam,
     ParamRef,
     PrimaryPrimaryTopology,
+    Promote,
     ReplicationTopology,
     Report,
     Span,
@@ -633,24 +634,57 @@ def _cell_warnings(plan: Plan, cell: Cell) -> list[Found]:
     return out
 
 
-def _root_warnings(plan: Plan) -> list[Found]:
-    """Faults that need root to run: ``disk full`` (the lab mounts a tmpfs)."""
+def root_needs(plan: Plan) -> list[tuple[Action, str]]:
+    """Every action of the plan that needs root, with why (``dsl.actions``'s
+    ``needs_root``): ``lab check`` notes them, the runtime refuses them up front."""
+    out: list[tuple[Action, str]] = []
+    for a in plan.actions():
+        reason = needs_root(a, plan.topology)
+        if reason is not None:
+            out.append((a, reason))
+    return out
+
+
+def root_notes(plan: Plan, path: str | None = None) -> list[LanguageError]:
+    """One note (``severity="note"``) per action that needs root; the caller shows them when
+    the current user is not root."""
+    where = path or plan.source or "<string>"
+    return [
+        LanguageError(
+            where,
+            a.span,
+            f"line {a.span.line}: `{describe(a)}` needs root: {reason}",
+            "run the experiment as root, or leave the action out",
+            severity="note",
+        )
+        for a, reason in root_needs(plan)
+    ]
+
+
+def _promote_warnings(plan: Plan) -> list[Found]:
+    """A promote of a node the router's writers do not list: say what the router does."""
+    r = plan.router
+    if r is None:
+        return []
     out: list[Found] = []
     for a in plan.actions():
-        if isinstance(a, DiskFault) and a.verb == "full":
+        if isinstance(a, Promote) and a.node.name not in r.writers:
             out.append((
                 a.span,
-                f"'disk full {a.node.name}' needs root: when the topology starts, the lab "
-                f"mounts a tmpfs of its own for {a.node.name}'s data directory",
-                "run the experiment as root, or leave the fault out",
+                f"'{a.node.name}' is not in the router's writers ({', '.join(r.writers)}): the "
+                f"lab puts every node of a replication topology in the writer backend behind a "
+                f"role check, so after this promote router.writer sends writes to "
+                f"{a.node.name} (the first writable node)",
+                f"list it to say so: writers {', '.join([*r.writers, a.node.name])}",
             ))
     return out
 
 
 def plan_warnings(plan: Plan, path: str | None = None) -> list[LanguageError]:
     """Warnings (``severity="warning"``) about a valid plan: every fault on the timeline that
-    no workload observes, and every fault that needs root. Computed for every cell; a warning
-    that holds for some cells only names them."""
+    no workload observes, and every promote of a node the router's writers do not list.
+    Computed for every cell; a warning that holds for some cells only names them. (Actions
+    that need root are notes: ``root_notes``.)"""
     where = path or plan.source or "<string>"
     cells: dict[Found, list[Cell]] = {}
     for cell in plan.cells:
@@ -663,6 +697,6 @@ def plan_warnings(plan: Plan, path: str | None = None) -> list[LanguageError]:
             labels = ", ".join(f"{c.index} '{c.label}'" for c in hit)
             message += f" (only in {word} {labels})"
         out.append(LanguageError(where, span, message, hint, severity="warning"))
-    for span, message, hint in _root_warnings(plan):
+    for span, message, hint in _promote_warnings(plan):
         out.append(LanguageError(where, span, message, hint, severity="warning"))
     return sorted(out, key=LanguageError.sort_key)

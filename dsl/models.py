@@ -202,6 +202,7 @@ class NodeAction(Frozen):
     verb: NodeVerb
     node: NodeRef
     options: dict[str, str] = Field(default_factory=dict)  # start/restart ... with k = v
+    left: bool = False  # ``for good``: never undone, not even when the run ends
     span: Span = NO_SPAN
 
 
@@ -224,6 +225,7 @@ class ReplicationControl(Frozen):
     verb: Literal["stop", "start"]
     node: NodeRef
     threads: Literal["both", "io", "sql"] = "both"
+    left: bool = False  # ``for good``
     span: Span = NO_SPAN
 
 
@@ -238,6 +240,7 @@ class NetworkFault(Frozen):
     latency: float | None = None  # seconds
     jitter: float | None = None  # seconds
     bandwidth: float | None = None  # bytes per second
+    left: bool = False  # ``for good``
     span: Span = NO_SPAN
 
 
@@ -248,6 +251,7 @@ class DiskFault(Frozen):
     action: Literal["disk"] = "disk"
     verb: Literal["full", "free"]
     node: NodeRef
+    left: bool = False  # ``for good``
     span: Span = NO_SPAN
 
 
@@ -306,10 +310,12 @@ Action = Annotated[
 
 
 class TimedAction(Frozen):
-    """``at 10s kill db2``: seconds from the start of the load."""
+    """``at 10s kill db2``: seconds from the start of the load. ``lasts`` (``for 2s``): the
+    fault is undone that long after it started (``dsl.actions.undo``)."""
 
     at: float
     action: Action
+    lasts: float | None = None
     span: Span = NO_SPAN
 
 
@@ -358,12 +364,29 @@ class Metric(Frozen):
     span: Span = NO_SPAN
 
 
+Comparison = Literal["<", "<=", ">", ">=", "==", "!="]
+
+
 class Expectation(Frozen):
+    """``expect M < 2s``, ``expect M between 1s and 2s``, either with ``in VARIANT`` (judged
+    only in that variant's cells), or a claim across cells: ``expect M in V1 >= 1.3 * M2 in
+    V2`` (``other`` is set; judged once every cell has run)."""
+
     metric: Metric
-    op: Literal["<", "<=", ">", ">=", "==", "!="]
-    value: Quantity
+    op: Comparison | Literal["between"]
+    value: Quantity  # the bound; the low end for ``between``; the factor for a claim
+    high: Quantity | None = None  # ``between``: the high end
+    variant: str | None = None  # ``in VARIANT``: the left side's variant
+    variant_span: Span = NO_SPAN
+    other: Metric | None = None  # a claim across cells: the right side's metric ...
+    other_variant: str | None = None  # ... in this variant's cells
+    other_variant_span: Span = NO_SPAN
     text: str  # the expect line as written
     span: Span = NO_SPAN
+
+    @property
+    def across_cells(self) -> bool:
+        return self.other is not None
 
 
 class Report(Frozen):

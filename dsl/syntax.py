@@ -120,6 +120,7 @@ KEYWORD_HOME: dict[str, str] = {
     **{w: "is a statement of the experiment block" for w in _EXPERIMENT_WORDS},
 }
 UNIT_WORDS = frozenset({"s", "ms", "us", "m", "h", "K", "M", "G", "T", "B", "KB", "MB", "GB"})
+UNITS_HINT = "us ms s m h (durations), B K M G T (sizes), /s (rates), % (ratios)"
 
 
 # --- braces ------------------------------------------------------------------------------------
@@ -419,9 +420,21 @@ def _expected(exc: UnexpectedInput) -> set[str]:
     return set(getattr(exc, "expected", None) or getattr(exc, "allowed", None) or ())
 
 
+def _metric_terminals() -> set[str]:
+    """The terminals of the metric names (``downtime``, ``lost_writes`` ...)."""
+    from dsl.metrics import METRICS
+
+    words = _words()
+    return {name for name, desc in words.items() if desc.strip("'") in METRICS}
+
+
 def _describe(names: set[str], limit: int = LIST_LIMIT) -> str:
     words = _words()
     real = [n for n in names if n not in {"_NL", "$END"}] or list(names)
+    if "NAME" in real and "ROUTER" in real:  # an action's target
+        real = [n for n in real if n not in {"NAME", "ROUTER"}]
+        rest = _describe(set(real), limit) if real else ""
+        return "a node (or router.writer)" + (f" or {rest}" if rest else "")
     # keywords and punctuation first (alphabetically), then kinds of values
     shown = sorted((words.get(n, n) for n in real), key=lambda w: (not w.startswith("'"), w))
     if len(shown) > limit:
@@ -509,6 +522,13 @@ def _same_line(prev: str) -> bool:
     return bool(prev) and prev not in {"{", "}"}
 
 
+def _misspelt_keyword(word: str, expected: set[str]) -> bool:
+    """``word`` is close to (not equal to) a keyword the parser would take here."""
+    keywords = [k for k in (_keyword_of(n) for n in expected) if k]
+    close = difflib.get_close_matches(word.lower(), keywords, n=1, cutoff=0.75)
+    return bool(close) and close[0] != word
+
+
 def describe_token_error(exc: UnexpectedToken, text: str, path: str) -> LanguageError:
     tok = exc.token
     span = _token_span(tok, text)
@@ -524,6 +544,8 @@ def describe_token_error(exc: UnexpectedToken, text: str, path: str) -> Language
         token_type_match_fallback=True,
         use_accepts=False,
     )
+    if label == "missing_comma" and _misspelt_keyword(str(tok), _expected(exc)):
+        label = None  # `target db1  evrey 10ms`: a misspelt statement, not a missing ','
     if label is not None:
         mistake = MISTAKES[label]
         if tok.type in mistake.tokens and (mistake.accept is None or mistake.accept(str(tok))):
@@ -550,6 +572,23 @@ def _generic(
     if tok.type in _WORDS and word in UNIT_WORDS and re.fullmatch(r"[\d.]+", prev):
         return LanguageError(
             path, span, "a unit is written right after its number", f"write {prev}{word}"
+        )
+    if tok.type in _WORDS and re.fullmatch(r"[A-Za-z]+", word) and re.fullmatch(r"[\d.]+", prev):
+        return LanguageError(
+            path,
+            span,
+            f"'{word}' is not a unit; a unit is written right after its number",
+            f"units: {UNITS_HINT} (e.g. {prev}s)",
+        )
+    metrics = _metric_terminals()
+    if tok.type in _WORDS and expected & metrics and expected <= metrics | {"_NL", "RBRACE"}:
+        names = sorted(_words()[n].strip("'") for n in expected & metrics)
+        close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+        return LanguageError(
+            path,
+            span,
+            f"unknown metric '{word}' (known: {', '.join(names)})",
+            f"did you mean '{close[0]}'?" if close else None,
         )
     if tok.type in _WORDS and re.fullmatch(r"[A-Za-z_]\w*", word) and keywords:
         statement_position = "RBRACE" in expected or "_NL" in expected

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from dsl.actions import ROUTER_WRITER, describe, takes_router_writer
 from dsl.errors import LanguageError, sorted_errors
 from dsl.metrics import METRICS, resolve_stat
 from dsl.models import (
@@ -27,6 +28,7 @@ from dsl.models import (
     DiskFault,
     DropCaches,
     Endpoint,
+    Expectation,
     Experiment,
     GaleraTopology,
     Metric,
@@ -610,6 +612,14 @@ class _Validator:
                     f"at {timed.at:g}s is after the end of the load (duration {duration:g}s)",
                     "move the action earlier or lengthen the experiment: duration ...",
                 )
+            elif timed.lasts is not None and timed.at + timed.lasts > duration:
+                ends = timed.at + timed.lasts
+                self.error(
+                    timed.span,
+                    f"the fault at {timed.at:g}s would be undone at {ends:g}s, after the end "
+                    f"of the load (duration {duration:g}s)",
+                    "shorten it, lengthen the experiment, or leave it in place: for good",
+                )
             self.check_action(timed.action)
 
     def check_action(self, a: Action) -> None:
@@ -618,8 +628,37 @@ class _Validator:
         if check is not None:
             check(self, a)
 
+    def target(self, a: NodeAction | NetworkFault) -> NodeInfo | None:
+        """The node an action addresses; ``router.writer`` is resolved when it fires (it
+        needs a router, and an action that may address it)."""
+        ref = a.node
+        if ref is None or not ref.name.startswith("router."):
+            return self.node(ref)
+        if ref.name != ROUTER_WRITER:
+            self.error(
+                ref.span,
+                f"'{ref.name}' spreads over several nodes; only router.writer names one node "
+                "when the action fires",
+                "name the node, or use router.writer",
+            )
+        elif self.exp.router is None:
+            self.error(
+                ref.span,
+                "'router.writer' needs a router: it is the node the router sends writes to "
+                "when the action fires",
+                "add: router haproxy { writer db1 }",
+            )
+        elif not takes_router_writer(a):
+            self.error(
+                ref.span,
+                f"'{describe(a)}' cannot address router.writer",
+                "router.writer is for kill, pause, stop, restart, cold restart and the network "
+                "faults of one node; a recovery names the node itself",
+            )
+        return None
+
     def check_node_action(self, a: NodeAction) -> None:
-        self.node(a.node)
+        self.target(a)
         self.check_settings(a.options, a.span, "option")
 
     def check_drop_caches(self, a: DropCaches) -> None:
@@ -693,7 +732,7 @@ class _Validator:
             )
 
     def check_network(self, a: NetworkFault) -> None:
-        self.node(a.node)
+        self.target(a)
         if a.link == "replication" and self.kind not in ("replication", "primary_primary"):
             hint = "use: on group" if self.kind in ("galera", "mongodb_replset") else None
             self.error(a.span, f"a {self.kind} topology has no asynchronous replication link", hint)
@@ -757,9 +796,45 @@ class _Validator:
 
     def check_measurements(self) -> None:
         for e in self.exp.expectations:
+            self.check_variant(e.variant, e.variant_span)
+            if e.other is not None:
+                self.check_claim(e)
+                continue
             self.check_metric(e.metric, e.value)
+            if e.high is not None:
+                self.check_metric(e.metric, e.high)
         for r in self.exp.reports:
             self.check_metric(r.metric, None)
+
+    def check_variant(self, name: str | None, span: Span) -> None:
+        if name is None:
+            return
+        known = [v.name for v in self.exp.variants]
+        if name not in known:
+            self.error(
+                span,
+                f"unknown variant '{name}' (known: {listing(known)})",
+                did_you_mean(name, known) or "define it: variant NAME { setting = value }",
+            )
+
+    def check_claim(self, e: Expectation) -> None:
+        """``expect M in V1 >= 1.3 * M2 in V2``: both sides measured, of one unit."""
+        assert e.other is not None
+        self.check_variant(e.other_variant, e.other_variant_span)
+        self.check_metric(e.metric, None)
+        self.check_metric(e.other, None)
+        units = []
+        for m in (e.metric, e.other):
+            spec = METRICS[m.name]
+            stat = resolve_stat(m.name, m.stat)
+            units.append(spec.stats.get(stat))
+        if None not in units and units[0] != units[1]:
+            self.error(
+                e.span,
+                f"the two sides of this claim measure different things: a {units[0]} and a "
+                f"{units[1]}",
+                "compare a figure with the same figure in another variant",
+            )
 
     def check_metric(self, m: Metric, value: Quantity | None) -> None:
         spec = METRICS[m.name]

@@ -10,20 +10,30 @@ argv elements, never through a shell.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
-from dsl.actions import history_name, target
-from dsl.models import Action
+from dsl.actions import (
+    ROUTER_WRITER,
+    addresses_router_writer,
+    history_name,
+    is_left,
+    target,
+    with_node,
+)
+from dsl.models import Action, DiskFault, NetworkFault, NodeAction, ReplicationControl
 from fault import HANDLERS, HEALERS
 from fault import replication as _replication
 from fault.cache import cached_bytes_total, evict_files, resident_bytes
 from fault.context import ActionFailed, Context, Record
-from fault.network import NetworkState
+from fault.disk import DiskState
+from fault.network import NetworkState, galera_partition, iptables_rules
 from fault.process import ProcessState
 from fault.replication import ReplicationState
 from fault.sql import sql_literal
 from runners.node import Node
 from runners.ops import NEMESIS, Op
+from runners.router import current_writer
 from runners.topology import Topology
 
 __all__ = ["ActionFailed", "Nemesis", "cached_bytes_total", "describe", "evict_files",
@@ -73,16 +83,50 @@ class Nemesis:
         return self.topo.nodes[name]
 
     # --- applying ------------------------------------------------------------------------------
-    def apply(self, action: Action) -> dict[str, Any]:
+    def resolve(self, action: Action) -> tuple[Action, dict[str, Any]]:
+        """``router.writer`` -> the node the router sends writes to now; the action aimed at
+        it, and what the history says of the resolution (``target``, ``resolved``)."""
+        if not addresses_router_writer(action):
+            return action, {}
+        router = self.topo.router
+        node = current_writer(router) if router is not None else None
+        if node is None:
+            raise ActionFailed(f"{history_name(action)} router.writer: the router sends writes "
+                               "to no node now")
+        return with_node(action, node), {"target": ROUTER_WRITER, "resolved": node}
+
+    def apply(self, action: Action,
+              before: Callable[[Action], None] | None = None) -> dict[str, Any]:
+        """Apply one action and record it (``invoke`` at its start, ``ok``/``fail`` at its
+        end). ``router.writer`` is resolved first: the op's node is the resolved node and its
+        value says ``target: router.writer, resolved: NODE``. A ``for good`` fault is taken
+        out of its family's heal state (``leave_in_place``). ``before`` is called with the
+        resolved action just before it is applied (the snapshots it needs). Returns the op's
+        value."""
+        t0 = time.monotonic_ns()
+        try:
+            action, resolution = self.resolve(action)
+        except ActionFailed as e:
+            name, node = describe(action)
+            self.record(Op("invoke", name, NEMESIS, t0, "nemesis", "", node))
+            self.record(Op("fail", name, NEMESIS, time.monotonic_ns(), "nemesis", "", node,
+                           error_msg=str(e)[:500]))
+            raise
+        if before is not None:  # snapshots taken before the fault's window opens
+            before(action)
         name, node = describe(action)
         handler = HANDLERS.get(type(action))
         t0 = time.monotonic_ns()
-        self.record(Op("invoke", name, NEMESIS, t0, "nemesis", "", node))
+        self.record(Op("invoke", name, NEMESIS, t0, "nemesis", "", node,
+                       value=resolution or None))
         try:
             if handler is None:
                 raise ActionFailed(f"unknown action {action!r}")
             self.ctx.applied = len(self.events)
-            detail = handler(self.ctx, action) or {}
+            detail = {**resolution, **(handler(self.ctx, action) or {})}
+            if is_left(action):
+                leave_in_place(self.ctx, action, detail)
+                detail["left"] = True
         except Exception as e:
             self.record(Op("fail", name, NEMESIS, time.monotonic_ns(), "nemesis", "", node,
                            error_msg=str(e)[:500]))
@@ -105,6 +149,21 @@ class Nemesis:
         return _replication.rejoin(self.ctx, name)
 
     # --- healing -----------------------------------------------------------------------------
+    def release(self) -> list[str]:
+        """At the end of a cell, whatever was healed or left: delete every iptables rule the
+        faults inserted (a rule outlives the servers; ``for good`` and ``leave faults`` leave
+        the servers' state, never the machine's firewall)."""
+        st = self.ctx.state(NetworkState)
+        if not st.iptables_rules and not st.left_rules:
+            return []
+        galera_partition(self.ctx, None, heal=True, include_left=True)
+        return ["delete the group partition's iptables rules"]
+
+    def left_paused(self) -> set[str]:
+        """Nodes still paused (left, or not healed): they cannot answer the final reads."""
+        st = self.ctx.state(ProcessState)
+        return set(st.paused) | set(st.left_paused)
+
     def heal_all(self) -> list[str]:
         """Undo every fault still in force, family by family (``fault.HEALERS``): resume,
         heal links, start, restart replication."""
@@ -112,3 +171,30 @@ class Nemesis:
         for _, heal in HEALERS:
             done += heal(self.ctx)
         return done
+
+
+def leave_in_place(ctx: Context, action: Action, detail: dict[str, Any]) -> None:
+    """``for good``: take the fault out of its family's heal state, so that healing at the end
+    of the run leaves it (a killed node stays down, a paused one paused, a link cut ...). An
+    explicit recovery later on the timeline still undoes it."""
+    if isinstance(action, NodeAction):
+        name = action.node.name
+        if action.verb in ("kill", "stop"):
+            ctx.down.discard(name)
+        elif action.verb == "pause":
+            st = ctx.state(ProcessState)
+            st.paused.discard(name)
+            st.left_paused.add(name)
+    elif isinstance(action, NetworkFault):
+        net = ctx.state(NetworkState)
+        net.damaged_links -= set(detail.get("links") or [])
+        port = detail.get("port")
+        if port is not None:  # a group partition: iptables rules, deleted at the cell's end
+            for rule in iptables_rules(int(port)):
+                if rule in net.iptables_rules:
+                    net.iptables_rules.remove(rule)
+                    net.left_rules.append(rule)
+    elif isinstance(action, ReplicationControl):
+        ctx.state(ReplicationState).stopped.discard(action.node.name)
+    elif isinstance(action, DiskFault):
+        ctx.state(DiskState).full.discard(action.node.name)

@@ -20,6 +20,7 @@ from fault.context import ActionFailed, Context, Detail, Handler
 class NetworkState:
     damaged_links: set[str] = field(default_factory=set)
     iptables_rules: list[list[str]] = field(default_factory=list)
+    left_rules: list[list[str]] = field(default_factory=list)  # ``for good``: not healed
 
 
 def network(ctx: Context, a: NetworkFault) -> Detail:
@@ -68,14 +69,20 @@ def iptables_rules(port: int) -> list[list[str]]:
             ["INPUT", "-i", "lo", "-p", "tcp", "--sport", str(port), "-j", "DROP"]]
 
 
-def galera_partition(ctx: Context, node: str | None, heal: bool) -> Detail:
+def galera_partition(ctx: Context, node: str | None, heal: bool,
+                     include_left: bool = True) -> Detail:
+    """Cut (or, with ``heal``, restore) a node's group traffic with iptables rules. Healing
+    deletes every rule inserted, those of ``for good`` faults too unless ``include_left`` is
+    False (the heal at the end of a run leaves them; the cell's release deletes them)."""
     st = ctx.state(NetworkState)
     if heal:
-        for rule in st.iptables_rules:
+        rules = st.iptables_rules + (st.left_rules if include_left else [])
+        for rule in rules:
             subprocess.run(["iptables", "-D", *rule], capture_output=True)
-        n = len(st.iptables_rules)
         st.iptables_rules = []
-        return {"removed_rules": n}
+        if include_left:
+            st.left_rules = []
+        return {"removed_rules": len(rules)}
     if os.geteuid() != 0:
         raise ActionFailed("partitioning Galera group traffic needs root (iptables)")
     if node is None:
@@ -100,7 +107,7 @@ def heal(ctx: Context) -> list[str]:
                 done.append(f"heal {link}")
     st.damaged_links.clear()
     if st.iptables_rules:
-        galera_partition(ctx, None, heal=True)
+        galera_partition(ctx, None, heal=True, include_left=False)
         done.append("heal group partition")
     return done
 

@@ -26,6 +26,7 @@ COMES_UP = frozenset({"start", "restart", "cold_restart"})  # the node starts ag
 @dataclass
 class ProcessState:
     paused: set[str] = field(default_factory=set)
+    left_paused: set[str] = field(default_factory=set)  # ``pause NODE for good``
 
 
 def node_action(ctx: Context, a: NodeAction) -> Detail:
@@ -43,6 +44,7 @@ def node_action(ctx: Context, a: NodeAction) -> Detail:
     elif verb == "resume":
         topo.resume(name)
         paused.discard(name)
+        ctx.state(ProcessState).left_paused.discard(name)
     elif verb == "stop":
         topo.stop(name)
         ctx.down.add(name)

@@ -48,6 +48,14 @@ class CellFacts:
         self.facts: dict[str, Any] = {"primary_gtid_last": {}, "relay_log_bytes": {}}
         self.final_state: dict[str, dict[str, dict[int, Any]]] = {}
         self._started_at_gtid: dict[str, dict[int, int]] = {}
+        # nodes whose process runs but cannot answer (left paused): not read, not waited for
+        self.unavailable: set[str] = set()
+
+    def running(self) -> dict[str, Any]:
+        """The nodes that run and can answer: the ones whose state is read and waited for."""
+        topo = self._topo()
+        return {n: node for n, node in topo.nodes.items()
+                if n not in self.unavailable and node.is_running()}
 
     def _topo(self) -> Topology:
         assert self.topo is not None
@@ -102,7 +110,7 @@ class CellFacts:
     def missing(self) -> dict[str, int]:
         """Transactions each running node lacks, per topology (runners.replication)."""
         topo = self._topo()
-        running = {n: node for n, node in topo.nodes.items() if node.is_running()}
+        running = self.running()
         return replication.missing_transactions(
             self.plan.topology, running, topo.primary, self.facts.get("primary_gtid_last") or {})
 
@@ -113,8 +121,9 @@ class CellFacts:
         self.facts["missing_before_heal"] = self.missing()
         topo = self._topo()
         applied: dict[str, str] = {}
-        for name, node in topo.nodes.items():
-            if name == topo.primary or not node.is_running():
+        running = self.running()
+        for name, node in running.items():
+            if name == topo.primary:
                 continue
             with contextlib.suppress(Exception):
                 pos = replication.read_gtid(node, "gtid_slave_pos")
@@ -128,9 +137,7 @@ class CellFacts:
                         if dom != HEARTBEAT_DOMAIN
                     )
         repl_errors: dict[str, dict[str, Any]] = {}
-        for name, node in topo.nodes.items():
-            if not node.is_running():
-                continue
+        for name, node in running.items():
             with contextlib.suppress(Exception):
                 st = replication.slave_status(node)
                 if st:
@@ -146,20 +153,23 @@ class CellFacts:
         not). Two primaries whose SQL thread stopped on an error never settle: said at once."""
         topo = self._topo()
         deadline = time.monotonic() + timeout
+        running = self.running()
         if self.plan.topology == "galera":
             try:
-                for node in topo.nodes.values():
-                    if node.is_running():
-                        wait_until(partial(replication.synced, node), timeout, "synced",
-                                   node.component)
+                for node in running.values():
+                    wait_until(partial(replication.synced, node), timeout, "synced",
+                               node.component)
             except ComponentError as e:
                 return False, str(e)
             return True, ""
+        if (self.plan.topology == "replication" and topo.primary is not None
+                and topo.primary not in running and len(topo.nodes) > 1):
+            return self._settle_without_primary(running, timeout)
         if self.plan.topology in ("replication", "primary_primary") and len(topo.nodes) > 1:
             # settled: every running node has every transaction of the authoritative state
             # (the same GTID arithmetic as missing_transactions)
             while True:
-                stopped = replication.stopped_sql_threads(topo.nodes)
+                stopped = replication.stopped_sql_threads(running)
                 if stopped:
                     return False, "SQL thread stopped on " + ", ".join(stopped)
                 missing = self.missing()
@@ -173,24 +183,63 @@ class CellFacts:
                 time.sleep(0.1)
         return True, ""
 
+    def _settle_without_primary(self, running: dict[str, Any], timeout: float
+                                ) -> tuple[bool, str]:
+        """The primary is down at the end (left down, or never restarted): the replicas can
+        only apply what they downloaded. Settled when every running replica has."""
+        replicas = {n: node for n, node in running.items() if n != self._topo().primary}
+        deadline = time.monotonic() + timeout
+        while True:
+            behind = []
+            for name, node in sorted(replicas.items()):
+                try:
+                    done = replication.caught_up(node, None)
+                except Exception:  # noqa: BLE001 - not readable: not settled
+                    done = False
+                if not done:
+                    behind.append(name)
+            if not behind:
+                return True, ""
+            if time.monotonic() > deadline:
+                return False, (f"the primary is down and {', '.join(behind)} had not applied "
+                               f"what it downloaded after {timeout:g}s")
+            time.sleep(0.1)
+
     def after_settle(self, settled: bool) -> None:
-        """After settling: the definition of missing transactions (docs/results.md), and the
-        node whose final state is the truth."""
+        """After settling: the definition of missing transactions (docs/results.md), the node
+        whose final state is the truth, and, when the writer is down at the end, the surviving
+        nodes that hold it instead."""
         self.facts["settled"] = settled
         self.facts["missing_transactions"] = self.missing()
         self.facts["authority"] = self.authority()
+        survivors = self.survivors()
+        if survivors is not None:
+            self.facts["survivors"] = survivors
 
     def authority(self) -> str | None:
-        """The node whose final state is the truth for lost writes: the primary after settling;
-        on Galera a running node (they hold one state); None on two primaries (each write is
-        judged where it was acknowledged)."""
+        """The node whose final state is the truth for lost writes: the current writer (the
+        primary, or the replica promoted last) when it runs at the end; on Galera a running
+        node (they hold one state); None on two primaries (each write is judged where it was
+        acknowledged) and when the writer is down (see ``survivors``)."""
         topo = self._topo()
         if self.plan.topology == "primary_primary":
             return None
+        running = self.running()
         if topo.primary is not None:
-            return topo.primary if topo.nodes[topo.primary].is_running() else None
-        running = [n for n, node in topo.nodes.items() if node.is_running()]
-        return running[0] if running else None
+            return topo.primary if topo.primary in running else None
+        return next(iter(running), None)
+
+    def survivors(self) -> list[str] | None:
+        """When the writer of a replication topology is down at the end (a fault left in
+        place): the nodes still running, whose rows are the truth instead (a write is lost
+        when none of them has it; none running: lost writes are unknown). None otherwise."""
+        topo = self._topo()
+        if self.plan.topology != "replication" or topo.primary is None:
+            return None
+        running = self.running()
+        if topo.primary in running:
+            return None
+        return sorted(running)
 
     # --- the final rows ------------------------------------------------------------------------
     def read_final_state(self, workloads: list[PlannedWorkload]) -> None:
@@ -201,9 +250,7 @@ class CellFacts:
             if not table_ddl(spec):
                 continue
             per_node: dict[str, dict[int, Any]] = {}
-            for name, node in topo.nodes.items():
-                if not node.is_running():
-                    continue
+            for name, node in self.running().items():
                 try:
                     conn = connect(node.addr, topo.admin, timeout=30)
                     try:

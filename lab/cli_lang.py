@@ -10,15 +10,16 @@ status. Bad input never produces a traceback.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from dsl.actions import describe, seconds
+from dsl.actions import describe, is_left, seconds, undo
 from dsl.api import check_file, format_errors, load_plan
-from dsl.compile import plan_warnings
+from dsl.compile import plan_warnings, root_notes
 from dsl.errors import LanguageError, LanguageErrors
 from dsl.models import Action
 from dsl.owned import RUNTIME
@@ -48,11 +49,17 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
 def print_warnings(plan: Plan, path: str) -> int:
-    """Print the plan's warnings to stderr (a blank line after them); return how many."""
+    """Print the plan's warnings to stderr, and, when the user is not root, a note for each
+    action that needs root (a blank line after them); return how many warnings."""
     warnings = plan_warnings(plan, path)
-    if warnings:
-        print(format_errors(warnings), file=sys.stderr)
+    notes = [] if is_root() else root_notes(plan, path)
+    if warnings or notes:
+        print(format_errors([*warnings, *notes]), file=sys.stderr)
         print(file=sys.stderr)
     return len(warnings)
 
@@ -113,8 +120,26 @@ def cmd_plan(path: str, as_json: bool) -> int:
 
 
 def describe_action(a: Action) -> str:
-    """An action in the language's own words (``dsl.actions``)."""
-    return describe(a)
+    """An action in the language's own words (``dsl.actions``), ``for good`` included."""
+    return describe(a) + (" for good (never undone)" if is_left(a) else "")
+
+
+def schedule_rows(plan: Plan) -> list[tuple[str, str]]:
+    """The timeline as the plan shows it: each action at its time, and for a fault with
+    ``for D`` the action that undoes it, D after the fault started."""
+    rows: list[tuple[float, int, str, str]] = []
+    for i, timed in enumerate(plan.timeline):
+        words = describe_action(timed.action)
+        if timed.lasts is not None:
+            words += f" for {seconds(timed.lasts)}"
+        rows.append((timed.at, i, f"at {seconds(timed.at)}", words))
+        back = undo(timed.action)
+        if timed.lasts is not None and back is not None:
+            ends = timed.at + timed.lasts
+            rows.append((ends, i, f"at {seconds(ends)}",
+                         f"{describe(back)} (ends the fault at {seconds(timed.at)}, "
+                         f"{seconds(timed.lasts)} after it started)"))
+    return [(when, words) for _, _, when, words in sorted(rows, key=lambda r: (r[0], r[1]))]
 
 
 def _table(title: str, *columns: str) -> Table:
@@ -243,6 +268,45 @@ def _config_table(nodes: list[PlannedNode], title: str) -> Table:
     return table
 
 
+# Options the lab passes on the server's command line, not in its option file (runners.bare)
+ARGV_OPTIONS = {
+    "primary_primary": "--skip-slave-start (the lab wires replication itself once both run)",
+}
+SERVER_DEFAULTS_NOTE = (
+    "Every setting not listed is the server's own default: for example innodb_flush_method "
+    "(O_DIRECT on MariaDB since 10.6), innodb_doublewrite, sync_binlog on a single server."
+)
+
+
+def links_rows(plan: Plan) -> list[tuple[str, str, str, str]]:
+    """The toxiproxy links a run creates when the experiment has network faults (``dsl.ports``):
+    (link, listens on, forwards to, what goes through it)."""
+    from dsl.models import NetworkFault
+    from dsl.ports import CLIENT_PROXY_OFFSET, REPLICATION_PROXY_OFFSET, TOXIPROXY_API_OFFSET
+
+    if not plan.cells or not any(isinstance(a, NetworkFault) for a in plan.actions()):
+        return []
+    base = plan.base_port
+    nodes = plan.cells[0].nodes
+    by_name = {n.name: n for n in nodes}
+    rows = [("toxiproxy API", f"{base + TOXIPROXY_API_OFFSET}", "-", "the lab's own")]
+    for n in nodes:
+        via = "clients that name the node, and the router" if plan.router else \
+            "clients that name the node"
+        rows.append((f"{n.name}.clients", f"{base + CLIENT_PROXY_OFFSET + n.index}",
+                     f"{n.name} ({n.port})", via))
+    for n in nodes:
+        for up in n.replicates_from:
+            rows.append((f"{n.name}.replication", f"{base + REPLICATION_PROXY_OFFSET + n.index}",
+                         f"{up} ({by_name[up].port})",
+                         f"{n.name}'s replication from {up}"
+                         + (" (follows a promote)" if plan.topology == "replication" else "")))
+    if plan.topology in ("galera", "mongodb_replset"):
+        rows.append(("group", "-", "-", "not a proxy: `on group` cuts the group port with "
+                     "iptables (root)"))
+    return rows
+
+
 def _matrix_table(plan: Plan) -> Table:
     base = {n.name: n.config for n in plan.cells[0].nodes} if plan.cells else {}
     table = _table(
@@ -285,6 +349,17 @@ def render_plan(plan: Plan, console: Console) -> None:
             " (cell 1; other cells in the matrix below)" if len(plan.cells) > 1 else ""
         )
         console.print(_config_table(first.nodes, title))
+        extra = ARGV_OPTIONS.get(plan.topology)
+        if extra:
+            console.print(Text(f"Also on every server's command line: {extra}."))
+        console.print(Text(SERVER_DEFAULTS_NOTE))
+    links = links_rows(plan)
+    if links:
+        table = _table("Network links (toxiproxy)", "link", "listens on", "forwards to",
+                       "carries")
+        for row in links:
+            _row(table, *row)
+        console.print(table)
     if plan.router is not None:
         r = plan.router
         table = _table(
@@ -322,8 +397,8 @@ def render_plan(plan: Plan, console: Console) -> None:
             when = "before load" if step.when == "before_load" else f"after {step.workload}"
             for i, action in enumerate(step.actions):
                 _row(table, when if i == 0 else "", describe_action(action))
-        for timed in plan.timeline:
-            _row(table, f"at {seconds(timed.at)}", describe_action(timed.action))
+        for when, words in schedule_rows(plan):
+            _row(table, when, words)
         console.print(table)
     if plan.expectations or plan.reports:
         table = _table("Measurements", "line", "statistic")

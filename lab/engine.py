@@ -20,7 +20,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
+from dsl.actions import resolved_action
 from dsl.models import Action
 from dsl.plan import Cell, Plan
 from fault.nemesis import ActionFailed, Nemesis
@@ -34,6 +36,7 @@ from lab.cell_store import (
     store_cell,
 )
 from lab.checkers import CheckContext, WorkloadInfo, run_checkers
+from lab.claims import CellSides, claims_passed, judge_claims, measure_sides
 from lab.exits import EXIT_EXPECTATION, EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK
 from lab.expectations import all_passed, evaluate_all
 from lab.load import Load
@@ -79,6 +82,8 @@ def run_plan(
                 break
     except KeyboardInterrupt:
         outcome.status = "interrupted"
+    outcome.claims = judge_claims(plan, [CellSides(c.cell, c.claim_sides)
+                                         for c in outcome.cells])
     statuses = [c.status for c in outcome.cells]
     outcome.store_error = next((c.store_error for c in outcome.cells if c.store_error), None)
     if outcome.status == "interrupted" or "interrupted" in statuses:
@@ -88,7 +93,7 @@ def run_plan(
     elif "error" in statuses:
         outcome.status, outcome.exit_code = "error", EXIT_INCOMPLETE
         outcome.message = next(c.error for c in outcome.cells if c.status == "error")
-    elif "failed" in statuses:
+    elif "failed" in statuses or not claims_passed(outcome.claims):
         outcome.status, outcome.exit_code = "failed", EXIT_EXPECTATION
     else:
         outcome.status, outcome.exit_code = "passed", EXIT_OK
@@ -180,6 +185,11 @@ class CellRunner:
             self.stop.set()
             if self.load is not None:
                 self.load.stop_workloads()
+            if self.nemesis is not None and not self.keep:
+                try:
+                    self.out.healed += self.nemesis.release()
+                except Exception as e:  # noqa: BLE001 - teardown goes on
+                    log.warning("could not delete the fault's iptables rules: %s", e)
             if self.topo is not None and not self.keep:
                 t = time.monotonic()
                 self.topo.teardown()
@@ -212,13 +222,14 @@ class CellRunner:
             return None, None
         return self.load.load_start, self.load.load_end
 
-    def _apply(self, a: Action, shown: str) -> None:
-        """One action of a step or the timeline, with the facts it needs around it."""
+    def _apply(self, a: Action, shown: str) -> dict[str, Any]:
+        """One action of a step or the timeline, with the facts it needs around it; the op's
+        value (``resolved``: the node ``router.writer`` named when it fired)."""
         assert self.nemesis is not None
-        self.facts.before_action(a)
         self.view.phase(shown)
-        self.nemesis.apply(a)
-        self.facts.after_action(a)
+        detail = self.nemesis.apply(a, before=self.facts.before_action)
+        self.facts.after_action(resolved_action(a, detail))
+        return detail
 
     # --- preparation ---------------------------------------------------------------------------
     def _prepare(self) -> None:
@@ -240,6 +251,8 @@ class CellRunner:
         if not self.plan.leave_faults:
             self.view.phase("healing faults")
             self.out.healed = self.nemesis.heal_all()
+        # nodes left paused cannot answer: the final state is read from the others
+        self.facts.unavailable = self.nemesis.left_paused()
         self.view.phase("letting replication settle")
         t = time.monotonic()
         settled, why = self.facts.settle()
@@ -274,7 +287,9 @@ class CellRunner:
             facts=facts,
         )
         self.out.results = run_checkers(history, ctx)
-        self.out.expectations = evaluate_all(self.plan.expectations, self.out.results, ctx)
+        self.out.expectations = evaluate_all(self.plan.expectations, self.out.results, ctx,
+                                             variant=self.cell.variant)
+        self.out.claim_sides = measure_sides(self.plan, self.cell, self.out.results, ctx)
         self.out.reports = [report_figure(r.metric, r.text, self.out.results, ctx)
                             for r in self.plan.reports]
         # the lab's own operations, plus sysbench's transactions (its per-second tps rows)

@@ -215,6 +215,16 @@ def compare(measured: float, op: str, target: float) -> bool:
     raise ValueError(f"unknown comparison {op!r}")
 
 
+def within(measured: float, low: float, high: float, lower_bound: bool = False) -> bool | None:
+    """``between low and high`` (both ends included). With only a lower bound known, it fails
+    once the bound is past ``high`` and is undecided otherwise."""
+    above_high = measured > high and not math.isclose(measured, high, rel_tol=1e-9)
+    if lower_bound:
+        return False if above_high else None
+    below_low = measured < low and not math.isclose(measured, low, rel_tol=1e-9)
+    return not (below_low or above_high)
+
+
 def compare_lower_bound(bound: float, op: str, target: float) -> bool | None:
     """The verdict when the true value is >= bound: decided only if the bound settles it."""
     if op in ("<", "<="):
@@ -853,19 +863,31 @@ def evaluate(
             f"unknown: {name} is a {got.unit}, it cannot be compared with {q.text} (a {q.kind})",
             name, got.lower_bound,
         )  # fmt: skip
-    if got.lower_bound:
+    high = expectation.high
+    if expectation.op == "between" and high is not None:
+        passed = within(got.value, q.value, high.value, got.lower_bound)
+        wanted = f"between {q.text} and {high.text}"
+    elif got.lower_bound:
         passed = compare_lower_bound(got.value, expectation.op, q.value)
+        wanted = f"{expectation.op} {q.text}"
     else:
         passed = compare(got.value, expectation.op, q.value)
+        wanted = f"{expectation.op} {q.text}"
     verdict = {True: "holds", False: "fails", None: "undecided"}[passed]
     why = figure_clause(name, got.value, got.unit, got.lower_bound)
     if got.note:  # one parenthesis: "≥ 4.20 s (still down at end; 1 outage window)"
         why = why[:-1] + f"; {got.note})" if why.endswith(")") else why + f" ({got.note})"
-    why += f"; expected {expectation.op} {q.text}: {verdict}"
+    why += f"; expected {wanted}: {verdict}"
     if passed is None and got.lower_bound:
         why += " (only a lower bound is known)"
     return ExpectationOutcome(passed, got.value, got.unit, expectation.text, why, name,
                               got.lower_bound)  # fmt: skip
+
+
+def applies_in_cell(e: Expectation, variant: str | None) -> bool:
+    """An expectation judged in a cell of this variant: not a claim across cells (judged once
+    every cell has run, ``lab.claims``), and ``in VARIANT`` only in that variant's cells."""
+    return not e.across_cells and (e.variant is None or e.variant == variant)
 
 
 def evaluate_all(
@@ -873,8 +895,11 @@ def evaluate_all(
     results: Mapping[str, CheckResult],
     ctx: CheckContext,
     history: Sequence[Op] | None = None,
+    variant: str | None = None,
 ) -> list[ExpectationOutcome]:
-    return [evaluate(e, results, ctx, history) for e in expectations]
+    """The expectations that apply in a cell of ``variant`` (``applies_in_cell``), judged."""
+    return [evaluate(e, results, ctx, history) for e in expectations
+            if applies_in_cell(e, variant)]
 
 
 def all_passed(outcomes: Iterable[ExpectationOutcome]) -> bool:

@@ -10,12 +10,14 @@ at any time (teardown calls it).
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from dsl.actions import label as action_words
-from dsl.models import Action
+from dsl.actions import resolved_action, undo
+from dsl.models import Action, TimedAction
 from dsl.plan import Cell, Plan
 from lab.cell_facts import SETTLE_TIMEOUT, CellFacts
 from lab.outcome import View
@@ -30,7 +32,8 @@ from runners.sysbench import SysbenchWorkload
 from runners.topology import Topology
 from runners.workloads import KINDS, SCHEMA, ClientEnv, Workload, table_ddl
 
-ApplyAction = Callable[[Action, str], None]  # (action, what the view shows)
+# (action, what the view shows) -> the op's value (``resolved``: router.writer's node)
+ApplyAction = Callable[[Action, str], dict[str, Any] | None]
 
 
 class Joinable(Protocol):
@@ -50,6 +53,19 @@ def timeline_slip(at: float, started: float, label: str) -> str | None:
         return None
     return (f"at {at:g}s {label} started at {started:.2f}s ({late:.2f}s late: an action "
             "before it took that long); its effects are timed from its real start")
+
+
+def undo_of(ta: TimedAction, started: float, detail: dict[str, Any] | None
+            ) -> TimedAction | None:
+    """``at 10s kill db1 for 2s``: the timeline entry that undoes the fault ``lasts`` after it
+    really started (``started``, seconds since the load began), aimed at the node it was
+    applied to (``router.writer`` resolved when it fired). None without ``for``."""
+    if ta.lasts is None:
+        return None
+    back = undo(resolved_action(ta.action, detail))
+    if back is None:
+        return None
+    return TimedAction(at=started + ta.lasts, action=back, span=ta.span)
 
 
 class Load:
@@ -169,8 +185,11 @@ class Load:
                 slip = timeline_slip(ta.at, started, action_label(ta))
                 if slip:
                     self.slips.append(slip)
-                self.apply(ta.action, f"at {ta.at:g}s: {action_label(ta)}")
+                detail = self.apply(ta.action, f"at {ta.at:g}s: {action_label(ta)}")
                 done_labels.append(f"{ta.at:g}s {action_label(ta)}")
+                ends = undo_of(ta, started, detail)
+                if ends is not None:  # `for D`: undone D after its real start
+                    bisect.insort(timeline, ends, key=lambda t: t.at)
             for name, wl in self.workloads.items():
                 if name in self.started and wl.finished.is_set() and name not in self.steps_done:
                     self.steps_done.add(name)

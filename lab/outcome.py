@@ -8,6 +8,7 @@ from typing import Any
 
 from dsl.plan import Cell, Plan
 from lab.checkers import CheckResult
+from lab.claims import ClaimOutcome, Side
 from lab.exits import EXIT_INCOMPLETE
 from lab.expectations import ExpectationOutcome
 
@@ -41,6 +42,7 @@ class CellOutcome:
     reports: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the reader must know (not settled)
     store_error: str | None = None  # the results database failed: which, why, where data went
+    claim_sides: dict[str, Side] = field(default_factory=dict)  # lab.claims.measure_sides
 
 
 @dataclass
@@ -52,3 +54,4 @@ class RunOutcome:
     exit_code: int = EXIT_INCOMPLETE
     message: str | None = None
     store_error: str | None = None  # one line: the database, the cause, where things went
+    claims: list[ClaimOutcome] = field(default_factory=list)  # claims across cells (lab.claims)

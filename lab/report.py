@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from lab.claims import claim_lines
 from lab.expectations import figure_clause, format_count, format_value
 
 RYW = "read_your_writes"
@@ -502,6 +503,11 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
         for name, vals in rows:
             meas.add_row(escape(name), *(escape(v) for v in vals))
         console.print(meas)
+    claims = claim_lines(summary)
+    if claims:
+        console.print("[bold]claims across cells[/]")
+        for line in claims:
+            console.print(escape(line))
     render_notes(summary, console)
 
 

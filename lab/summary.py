@@ -21,6 +21,7 @@ def summary(outcome: RunOutcome) -> dict[str, Any]:
         "topology": outcome.plan.topology,
         "exit_code": outcome.exit_code,
         "message": outcome.message,
+        "claims": [c.to_json() for c in outcome.claims],
         "cells": [
             {
                 "index": c.cell.index,

@@ -34,6 +34,18 @@ class MissingComponent(RuntimeError):
         self.how = how
 
 
+class NeedsRoot(MissingComponent):
+    """An action of the experiment needs root and the lab does not run as root. Raised before
+    any server starts (``runners.topology.check_components``); the reason is the action
+    table's (``dsl.actions``), the same words ``lab check`` notes."""
+
+    def __init__(self, what: str, reason: str) -> None:
+        RuntimeError.__init__(self, f"{what} needs root: {reason} (run the experiment as root, "
+                                    "or leave the action out)")
+        self.component = what
+        self.how = reason
+
+
 @dataclass(frozen=True)
 class ComponentSpec:
     name: str

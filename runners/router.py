@@ -12,6 +12,15 @@ from typing import Protocol
 RoleCheck = Callable[[str], bool]  # node name -> it may take this role now
 
 
+def current_writer(router: Router) -> str | None:
+    """The node the router sends writes to now: the first server its writer backend has up
+    (HAProxy balances the writer backend with ``balance first``: every connection goes to the
+    first server, in topology order, that is up and passes the writer role check; the next
+    one takes writes only when it is down). None when no server takes writes."""
+    up = router.up_servers("writer")
+    return up[0] if up else None
+
+
 class Router(Protocol):
     def start(self, writer_check: RoleCheck, reader_check: RoleCheck,
               ready_timeout: float = 15.0) -> None:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from dsl.compile import for_base_port
+from dsl.actions import describe
+from dsl.compile import for_base_port, root_needs
 from dsl.models import NetworkFault, Promote
 from dsl.plan import Cell, Plan, PlannedNode
 from runners import components, replication
@@ -67,8 +68,21 @@ def needed_components(plan: Plan) -> list[str]:
     return need
 
 
+def check_privileges(plan: Plan, is_root: bool | None = None) -> None:
+    """Stop before starting anything when an action needs root and the lab is not root
+    (``dsl.actions``'s needs_root: the reason ``lab check`` notes)."""
+    if is_root is None:
+        is_root = os.geteuid() == 0
+    if is_root:
+        return
+    for action, reason in root_needs(plan):
+        raise components.NeedsRoot(f"line {action.span.line}: `{describe(action)}`", reason)
+
+
 def check_components(plan: Plan) -> None:
-    """Stop before starting anything when a component is missing (one line, how to get it)."""
+    """Stop before starting anything when a component is missing (one line, how to get it)
+    or an action needs root that the lab does not have."""
+    check_privileges(plan)
     for name in needed_components(plan):
         components.require(name)
 

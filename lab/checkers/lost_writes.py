@@ -5,6 +5,9 @@ healed and replication has settled. Which node's state is the truth:
 
 - ``ctx.facts["authority"]`` names it when the topology has one writer at the end (the primary
   after settling: replication, a promoted replica, Galera's synced writer);
+- when the writer of a replication topology is down at the end (a fault left in place:
+  ``for good``, ``leave faults``), ``ctx.facts["survivors"]`` lists the nodes still running:
+  a write is lost when none of them has it; with no survivor it is unchecked (unknown);
 - otherwise (two primaries) each write is judged on the node that acknowledged it.
 
 For each write (``write``/``insert``) of a workload with a final state:
@@ -117,7 +120,10 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
             for c in cs:
                 writes[c.workload].append(c)
     authority = ctx.facts.get("authority")
-    multi = authority is None  # several primaries: each write is judged where it was acked
+    # the writer is down at the end (a fault left in place): the surviving nodes hold the truth
+    survivors: list[str] | None = ctx.facts.get("survivors")
+    # several primaries: each write is judged where it was acked
+    multi = authority is None and survivors is None
 
     subjects: dict[str, dict[str, Any]] = {}
     unchecked: list[str] = []
@@ -155,6 +161,19 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
                             nl.value_mismatch += 1
                         if len(nl.keys) < MAX_LISTED:
                             nl.keys.append(key)
+                if survivors is not None:
+                    judges = [n for n in survivors if n in final]
+                    if not judges:  # nothing survived to read: unknown, not 0
+                        s["unchecked"] += 1
+                    elif all(n in missing_on for n in judges):
+                        s["count"] += 1
+                        if len(lost) < MAX_LISTED:
+                            lost.append({
+                                "key": key, "value": val, "missing_on": missing_on,
+                                "judged_on": judges, "acked_by": c.node,
+                                "acked_at": ((c.end or c.start) - t0) / NS,
+                            })  # fmt: skip
+                    continue
                 judge = authority if authority is not None else c.node
                 if judge is None or judge not in final:
                     s["unchecked"] += 1
@@ -205,6 +224,8 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     metrics: dict[str, Any] = dict(tot)
     metrics["ratio"] = tot["count"] / tot["acknowledged"] if tot["acknowledged"] else None
     metrics["authority"] = authority
+    if survivors is not None:
+        metrics["survivors"] = survivors
     metrics["unchecked_workloads"] = unchecked
     metrics["subjects"] = subjects
     if not subjects:
@@ -216,7 +237,10 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     notes = [f"{tot['count']} acknowledged writes lost"] if tot["count"] else []
     if tot["unchecked"]:
         notes.append(f"{tot['unchecked']} acknowledged writes could not be checked (the node "
-                     "that holds the truth for them was not running at the end)")
+                     "that holds the truth for them was not running at the end)"
+                     if survivors is None else
+                     f"{tot['unchecked']} acknowledged writes could not be checked (the writer "
+                     "is down at the end and no other node could be read)")
     if unchecked:
         notes.append("no final state for: " + ", ".join(unchecked))
     if tot["unchecked"] and not tot["count"]:

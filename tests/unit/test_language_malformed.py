@@ -105,7 +105,7 @@ CASES: dict[str, tuple[str, list[tuple[int, int, str]]]] = {
     ),
     "kill_without_node": (
         b("at 10s kill"),
-        [(4, 14, "missing a name after 'kill'")],
+        [(4, 14, "missing a node (or router.writer) after 'kill'")],
     ),
     "unit_apart": (
         b("at 10 s kill db2"),

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dsl.api import format_errors, plan_text
-from dsl.compile import plan_warnings
+from dsl.compile import plan_warnings, root_notes
 from dsl.errors import LanguageError
 from lab.cli import main
 from lab.cli_lang import cmd_check, cmd_plan
@@ -262,16 +262,19 @@ GOOD = exp(
 )
 
 
-def test_disk_full_needs_root() -> None:
+def test_disk_full_needs_root_is_a_note_not_a_warning() -> None:
     text = exp(
         "  workload writes: probe { target db1 }\n  at 5s disk full db2\n  at 9s disk free db2\n"
     )
-    assert found(text) == [
+    assert found(text) == []
+    plan = plan_text(text, "t.exp")
+    notes = root_notes(plan, "t.exp")
+    assert [(n.span.line, n.severity, n.message) for n in notes] == [
         (
             5,
-            9,
-            "'disk full db2' needs root: when the topology starts, the lab mounts a tmpfs of its own for db2's data directory",
-            "run the experiment as root, or leave the fault out",
+            "note",
+            "line 5: `disk full db2` needs root: mounting a tmpfs of its own for db2's data "
+            "directory when the topology starts",
         )
     ]
 
@@ -287,7 +290,7 @@ def test_the_valid_examples_of_the_doc_warn_only_where_the_doc_says() -> None:
         for lang, body in blocks
         if lang == "exp" and plan_warnings(plan_text(body, "example.exp"), "example.exp")
     ]
-    assert warned == ["disk-full", "unmeasured"]  # needs root; the warnings example
+    assert warned == ["unmeasured"]  # the warnings example (root is a note, not a warning)
 
 
 def test_the_warnings_example_of_the_doc_prints_what_the_doc_says() -> None:
