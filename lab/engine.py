@@ -36,11 +36,12 @@ from lab.cell_store import (
 from lab.checkers import CheckContext, WorkloadInfo, run_checkers
 from lab.exits import EXIT_EXPECTATION, EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK
 from lab.expectations import all_passed, evaluate_all
+from lab.history import fault_windows
 from lab.load import Load
 from lab.outcome import CellOutcome, RunOutcome, View
 from lab.recorder import Recorder
 from lab.store import Store, StoreUnavailable
-from lab.summary import report_figure, summary
+from lab.summary import fault_timeline, report_figure, summary
 from runners.components import MissingComponent
 from runners.errors import ComponentError
 from runners.ops import Op
@@ -274,6 +275,8 @@ class CellRunner:
             facts=facts,
         )
         self.out.results = run_checkers(history, ctx)
+        origin = load_start if load_start is not None else (history[0].time if history else 0)
+        self.out.faults = fault_timeline(fault_windows(history), origin)
         self.out.expectations = evaluate_all(self.plan.expectations, self.out.results, ctx)
         self.out.reports = [report_figure(r.metric, r.text, self.out.results, ctx)
                             for r in self.plan.reports]
