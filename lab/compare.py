@@ -72,11 +72,20 @@ class Value:
                 "text": self.text(name), "why": self.why}  # fmt: skip
 
 
+def format_ratio(r: float) -> str:
+    """Three significant digits, as every figure: ``0.500×``, ``1.50×``, ``2.00×``, ``12.3×``,
+    ``1,234×`` (``format_value`` writes a whole number without decimals: they are added)."""
+    text = format_value(r, "count")
+    if float(r).is_integer() and abs(r) < 100:
+        text = f"{r:.{2 if abs(r) < 10 else 1}f}"
+    return text + "×"
+
+
 def ratio_text(r: Ratio | None) -> str:
-    """``1.23×``, ``≥ 2.5×``; ``–`` when the ratio is not defined (base 0, unknown)."""
+    """``1.23×``, ``≥ 2.50×``; ``–`` when the ratio is not defined (base 0, unknown)."""
     if r is None or r.value is None:
         return "–"
-    shown = format_value(r.value, "count") + "×"
+    shown = format_ratio(r.value)
     return f"{r.bound} {shown}" if r.bound else shown
 
 

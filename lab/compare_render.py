@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -38,9 +39,9 @@ def spread_texts(row: VariantRow, sp: Spread) -> dict[str, str]:
     n = f"{sp.n}" if sp.n == sp.of else f"{sp.n} of {sp.of}"
     if sp.n == 0:
         return {"n": n, "median": "unknown", "min–max": "–", "ci": "n/a (no value)"}
-    lo_hi = f"{_short(sp.min, row, sp.lower_bound)} – {_short(sp.max, row, sp.lower_bound)}"
+    lo_hi = f"{_short(sp.min, row, sp.lower_bound)}–{_short(sp.max, row, sp.lower_bound)}"
     if sp.ci is not None:
-        ci = f"{_fig(sp.ci[0], row)} – {_fig(sp.ci[1], row)}"
+        ci = f"{_fig(sp.ci[0], row)}–{_fig(sp.ci[1], row)}"
     else:
         ci = "n/a" + (" (lower bounds)" if sp.lower_bound else " (1 repeat)" if sp.n == 1 else "")
     return {"n": n, "median": _fig(sp.median, row, sp.lower_bound),
@@ -72,7 +73,7 @@ def render_runs(cmp: RunComparison, console: Console) -> None:
     header, rows = runs_table_rows(cmp)
     title = "compare: ratios against the first run" + (
         f"; series over the last {cmp.last:g} s of the load" if cmp.last is not None else "")
-    t = Table(title=escape(title))
+    t = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False)
     for i, h in enumerate(header):
         t.add_column(escape(h), justify="left" if i == 0 else "right", overflow="fold",
                      no_wrap=i == 0)
@@ -83,7 +84,7 @@ def render_runs(cmp: RunComparison, console: Console) -> None:
 
 # --- variants -----------------------------------------------------------------------------------
 
-VARIANT_HEADER = ["figure", "group", "n", "median", "min – max", "95% CI of the mean", "× base"]
+VARIANT_HEADER = ["figure", "group", "n", "median", "min–max", "95% CI (mean)", "× base"]
 
 
 def variants_table_rows(cmp: VariantComparison) -> list[list[str]]:
@@ -103,10 +104,10 @@ def render_variants(cmp: VariantComparison, console: Console) -> None:
              "against the base variant")
     if cmp.last is not None:
         title += f"; series over the last {cmp.last:g} s of the load"
-    t = Table(title=escape(title))
+    t = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False)
     for i, h in enumerate(VARIANT_HEADER):
         t.add_column(escape(h), justify="left" if i < 2 else "right", overflow="fold",
-                     no_wrap=i in (0, 2, 6))
+                     no_wrap=i in (0, 1, 2, 3, 6))
     prev_fig = None
     for line in variants_table_rows(cmp):
         if line[0] and prev_fig is not None:

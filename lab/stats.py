@@ -5,8 +5,9 @@ The interval is Student's t interval of the mean, ``mean ± t(0.975, n-1) · s /
 sample standard deviation of the n repeats): it assumes the repeats vary around a true mean
 roughly normally, and it is wide with few repeats (t = 12.7 with 2, 4.30 with 3) — which is
 what two or three repeats can tell. With one repeat there is no interval (``None``), never an
-invented one. ``t_quantile`` is computed here (regularised incomplete beta function, then
-bisection), so no statistics package is needed.
+invented one. For a figure that cannot be negative (every value is >= 0) an interval that
+would reach below 0 starts at 0. ``t_quantile`` is computed here (regularised incomplete beta
+function, then bisection), so no statistics package is needed.
 
 A figure that is only a lower bound in some repeat (an outage still open at the end of the
 load) makes the median, min, max and mean lower bounds too (each true value is at least its
@@ -142,6 +143,8 @@ def spread(values: Sequence[float | None], lower_bounds: Sequence[bool] = ()) ->
         return Spread(0, len(values), no_ci="no repeat has a value")
     lower = any(b for _, b in known)
     ci = None if lower else t_interval(xs)
+    if ci is not None and min(xs) >= 0 and ci[0] < 0:
+        ci = (0.0, ci[1])  # a figure that cannot be negative: the interval starts at 0
     why = None
     if lower:
         why = "some repeats give only a lower bound"
