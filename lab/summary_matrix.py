@@ -240,14 +240,13 @@ def latency_text(figs: dict[str, Any]) -> str:
 
 
 def lag_text(figs: dict[str, Any], repl_errors: dict[str, Any] | None) -> str:
-    if _num(figs.get("max")):
-        text = fmt_duration(figs["max"])
-    else:
-        text = "unknown (never read)"
     unreadable = int(figs.get("unreadable") or 0)
-    if unreadable:
-        total = unreadable + int(figs.get("samples") or 0)
-        text += f" ({format_count(unreadable)} of {format_count(total)} samples unreadable)"
+    total = unreadable + int(figs.get("samples") or 0)
+    unknown = f"{format_count(unreadable)} of {format_count(total)} samples unreadable"
+    if _num(figs.get("max")):
+        text = fmt_duration(figs["max"]) + (f" ({unknown})" if unreadable else "")
+    else:
+        text = f"unknown ({unknown})" if unreadable else "unknown (never read)"
     return text + _replication_stops(repl_errors)
 
 

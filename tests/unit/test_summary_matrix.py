@@ -140,7 +140,7 @@ def test_node_rows_show_lag_and_what_the_workloads_saw_there() -> None:
 def test_a_figure_that_cannot_be_known_is_unknown() -> None:
     s = quickstart()
     m = build_matrix(s)
-    assert m.row("db3").text("lag max") == "unknown (never read) (50 of 50 samples unreadable)"
+    assert m.row("db3").text("lag max") == "unknown (50 of 50 samples unreadable)"
     del s["cells"][0]["measurements"]["lost_writes"]  # the checker did not run
     m = build_matrix(s)
     assert m.row("writes").text("lost writes") == UNKNOWN
@@ -286,3 +286,28 @@ def test_lab_show_prints_the_matrix_and_show_all_every_figure(
     full = capsys.readouterr().out
     assert "measurements" in full and "downtime(writes).longest" in full
     assert "throughput(writes).mean" in full
+
+
+def test_the_engine_puts_the_cell_faults_in_the_summary(tmp_path: Path) -> None:
+    from dsl.api import load_plan
+    from lab import engine
+    from lab.outcome import RunOutcome, View
+    from lab.recorder import Recorder
+    from lab.summary import summary
+
+    plan = load_plan(str(Path(__file__).resolve().parents[2] / "experiments/quickstart.exp"))
+    with Store(tmp_path / "r.db") as store:
+        rid = store.create_run(plan.name)
+        runner = engine.CellRunner(plan, plan.cells[0], store, rid, View())
+        runner.recorder = Recorder(None)
+        inv = runner.recorder.invoke("write", 1, workload="writes", endpoint="db1", key=1,
+                                     value=1)  # fmt: skip
+        runner.recorder.complete(inv, "ok", node="db1")
+        kill = runner.recorder.fault_start("kill", "db2")
+        runner.recorder.fault_end(kill)
+        runner._check()
+    (f,) = runner.out.faults
+    assert (f["name"], f["node"], f["ok"]) == ("kill", "db2", True)
+    assert 0 <= f["at"] < 5 and f["end"] >= f["at"]  # since the first operation: no load start
+    doc = summary(RunOutcome(rid, plan, [runner.out]))
+    assert doc["cells"][0]["faults"] == runner.out.faults
