@@ -72,7 +72,14 @@ def _runs(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from lab.cli_run import cmd_show
 
-    return cmd_show(args.run, db=args.db, as_json=args.json)
+    return cmd_show(args.run, db=args.db, as_json=args.json, show_all=args.all)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from lab.cli_compare import cmd_compare
+
+    return cmd_compare(args.runs, variants=args.variants, base=args.base, last=args.last,
+                       as_json=args.json, markdown=args.markdown, db=args.db)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,11 +131,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--db", default=None, help=db_help)
     s.set_defaults(func=_runs)
 
-    s = sub.add_parser("show", help="print one stored run")
+    s = sub.add_parser("show", help="print one stored run: faults, the matrix, expectations")
     s.add_argument("run", metavar="RUN", help="run id (any unique prefix)")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--all", action="store_true", help="every figure, one per line")
     s.add_argument("--db", default=None, help=db_help)
     s.set_defaults(func=_show)
+
+    s = sub.add_parser(
+        "compare", help="stored runs side by side with ratios; or a run's variants over repeats"
+    )
+    s.add_argument("runs", nargs="+", metavar="RUN",
+                   help="run ids (any unique prefix); RUN:N is cell N of a run")
+    s.add_argument("--variants", action="store_true",
+                   help="the cells of one run by variant: median, min-max, 95%% CI, ratio")
+    s.add_argument("--base", default=None, metavar="NAME",
+                   help="the base variant (default: the first)")
+    s.add_argument("--last", default=None, metavar="DURATION",
+                   help="also the per-second series over the last DURATION of the load (10s)")
+    s.add_argument("--json", action="store_true", help="the comparison as JSON")
+    s.add_argument("--markdown", action="store_true", help="a Markdown table for a ticket")
+    s.add_argument("--db", default=None, help=db_help)
+    s.set_defaults(func=_compare)
     return p
 
 

@@ -28,6 +28,7 @@ from lab.store import (
     StoreUnavailable,
     default_db_path,
 )
+from lab.summary_matrix import render_matrix_summary
 
 
 def _sigterm(signum: int, frame: FrameType | None) -> None:
@@ -91,13 +92,13 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
     if as_json:
         print(json.dumps(s, indent=2, default=str))
     else:
-        render_summary(s, Console())
+        render_matrix_summary(s, Console())
         if outcome.store_error:
             print(f"run {outcome.run_id}: {outcome.status} (exit {outcome.exit_code})")
         else:
             print(
                 f"run {outcome.run_id}: {outcome.status} (exit {outcome.exit_code}); "
-                f"details: lab show {outcome.run_id}"
+                f"every figure: lab show {outcome.run_id} --all"
             )
     if outcome.store_error:
         print(f"Error: {outcome.store_error}", file=sys.stderr)
@@ -142,7 +143,10 @@ def ambiguous(store: Store, e: AmbiguousRun, shown: int = 20) -> str:
     return "\n".join(lines)
 
 
-def cmd_show(ref: str, db: str | None = None, as_json: bool = False) -> int:
+def cmd_show(ref: str, db: str | None = None, as_json: bool = False,
+             show_all: bool = False) -> int:
+    """The run's compact summary (faults, the matrix, expectations); ``show_all``: every
+    figure (the measurements table)."""
     try:
         store = Store(_db_path(db))
         _mark_abandoned(store)
@@ -157,6 +161,8 @@ def cmd_show(ref: str, db: str | None = None, as_json: bool = False) -> int:
         return store_failed(db, e)
     if as_json:
         print(json.dumps(s, indent=2, default=str))
-    else:
+    elif show_all:
         render_summary(s, Console())
+    else:
+        render_matrix_summary(s, Console())
     return EXIT_OK

@@ -39,11 +39,12 @@ from lab.checkers import CheckContext, WorkloadInfo, run_checkers
 from lab.claims import CellSides, claims_passed, judge_claims, measure_sides
 from lab.exits import EXIT_EXPECTATION, EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK
 from lab.expectations import all_passed, evaluate_all
+from lab.history import fault_windows
 from lab.load import Load
 from lab.outcome import CellOutcome, RunOutcome, View
 from lab.recorder import Recorder
 from lab.store import Store, StoreUnavailable
-from lab.summary import report_figure, summary
+from lab.summary import fault_timeline, report_figure, summary
 from runners.components import MissingComponent
 from runners.errors import ComponentError
 from runners.ops import Op
@@ -287,6 +288,8 @@ class CellRunner:
             facts=facts,
         )
         self.out.results = run_checkers(history, ctx)
+        origin = load_start if load_start is not None else (history[0].time if history else 0)
+        self.out.faults = fault_timeline(fault_windows(history), origin)
         self.out.expectations = evaluate_all(self.plan.expectations, self.out.results, ctx,
                                              variant=self.cell.variant)
         self.out.claim_sides = measure_sides(self.plan, self.cell, self.out.results, ctx)

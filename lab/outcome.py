@@ -41,6 +41,7 @@ class CellOutcome:
     healed: list[str] = field(default_factory=list)
     reports: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the reader must know (not settled)
+    faults: list[dict[str, Any]] = field(default_factory=list)  # lab.summary.fault_timeline
     store_error: str | None = None  # the results database failed: which, why, where data went
     claim_sides: dict[str, Side] = field(default_factory=dict)  # lab.claims.measure_sides
 

@@ -458,9 +458,34 @@ def _label(c: dict[str, Any]) -> str:
 
 
 def render_summary(summary: dict[str, Any], console: Console) -> None:
+    """Every figure (``lab show RUN --all``): expectations, report lines, the measurements
+    table, notes. The compact summary is ``lab.summary_matrix``."""
     cells = summary.get("cells", [])
-    title = f"{summary['experiment']} — run {summary['run_id']} — {summary['status']}"
-    exp = Table(title=escape(title))
+    render_expectations(summary, console)
+    render_reports(summary, console)
+    rows = measurement_rows(summary)
+    if rows:
+        meas = Table(title="measurements")
+        meas.add_column("figure")
+        for c in cells:
+            meas.add_column(_label(c), overflow="fold")
+        for name, vals in rows:
+            meas.add_row(escape(name), *(escape(v) for v in vals))
+        console.print(meas)
+    render_claims(summary, console)
+    render_notes(summary, console)
+
+
+def _title(summary: dict[str, Any]) -> str:
+    return f"{summary['experiment']} — run {summary['run_id']} — {summary['status']}"
+
+
+def render_expectations(summary: dict[str, Any], console: Console,
+                        title: str | None = "") -> None:
+    """The expectations table, one column per cell. ``title``: "" the run's (experiment, id,
+    status), None "expectations"."""
+    cells = summary.get("cells", [])
+    exp = Table(title=escape(_title(summary) if title == "" else (title or "expectations")))
     exp.add_column("expect")
     for c in cells:
         exp.add_column(_label(c), overflow="fold")
@@ -477,6 +502,11 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
         exp.add_row(*row)
     if texts:
         console.print(exp)
+
+
+def render_reports(summary: dict[str, Any], console: Console) -> None:
+    """The file's ``report`` lines, one column per cell."""
+    cells = summary.get("cells", [])
     rep_texts: list[str] = []
     for c in cells:
         for r in c.get("reports") or []:
@@ -494,21 +524,15 @@ def render_summary(summary: dict[str, Any], console: Console) -> None:
                 row.append(escape(report_text(r)) if r else "-")
             rep.add_row(*row)
         console.print(rep)
-    rows = measurement_rows(summary)
-    if rows:
-        meas = Table(title="measurements")
-        meas.add_column("figure")
-        for c in cells:
-            meas.add_column(_label(c), overflow="fold")
-        for name, vals in rows:
-            meas.add_row(escape(name), *(escape(v) for v in vals))
-        console.print(meas)
+
+
+def render_claims(summary: dict[str, Any], console: Console) -> None:
+    """The claims across cells (``expect X in a >= 1.3 × X in b``): both figures and ratio."""
     claims = claim_lines(summary)
     if claims:
         console.print("[bold]claims across cells[/]")
         for line in claims:
             console.print(escape(line))
-    render_notes(summary, console)
 
 
 def render_notes(summary: dict[str, Any], console: Console) -> None:

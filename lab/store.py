@@ -800,6 +800,26 @@ class Store:
             out.append(r)
         return out
 
+    def fault_timeline(self, run_id: str, cell: int) -> list[dict[str, Any]]:
+        """The cell's faults as its summary lists them (``lab.summary.fault_timeline``): times
+        in seconds since the start of the load (or since the first fault when the load never
+        started)."""
+        from lab.summary import fault_timeline
+
+        faults = self.faults(run_id, cell)
+        row = self.conn.execute(
+            "select load_start_ns from cells where run_id = ? and idx = ?", [run_id, cell]
+        ).fetchone()
+        origin = row[0] if row and row[0] is not None else None
+        if origin is None:
+            origin = min((int(f["start_ns"]) for f in faults), default=0)
+        windows = [
+            FaultWindow(f["name"], f["node"], int(f["start_ns"]), f["end_ns"],
+                        None if f["ok"] is None else bool(f["ok"]), f["detail"], f["error_msg"])
+            for f in faults
+        ]  # fmt: skip
+        return fault_timeline(windows, int(origin))
+
     # --- results ------------------------------------------------------------------------
 
     def write_measurements(self, run_id: str, cell: int, results: Mapping[str, CheckResult]) -> int:
@@ -925,6 +945,12 @@ class Store:
                 "lab_version",
             ):
                 out.setdefault(k, run[k])
+            # a summary stored before cells carried their fault timeline: from the table
+            out["cells"] = [
+                c if not isinstance(c, dict) or "faults" in c or not isinstance(c.get("index"), int)
+                else {**c, "faults": self.fault_timeline(run["id"], c["index"])}
+                for c in stored["cells"]
+            ]
             return out
         return self.build_summary(run["id"])
 
@@ -952,6 +978,7 @@ class Store:
                     for e in exps
                 ],
                 "measurements": {ch["checker"]: ch["metrics"] for ch in checks},
+                "faults": self.fault_timeline(rid, c["idx"]),
             })  # fmt: skip
         return {
             "run_id": rid,

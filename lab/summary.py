@@ -1,13 +1,17 @@
-"""The JSON summary of a run (docs/results.md) and the figures of its ``report`` lines."""
+"""The JSON summary of a run (docs/results.md), the figures of its ``report`` lines and each
+cell's fault timeline (``fault_timeline``: the faults with their times since the start of the
+load)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from dsl.actions import label
 from dsl.models import Metric, Quantity, TimedAction
 from lab.checkers import CheckContext, CheckResult
 from lab.expectations import Unmeasurable, format_figure, measure, metric_text
+from lab.history import NS, FaultWindow
 from lab.outcome import RunOutcome
 
 
@@ -35,6 +39,7 @@ def summary(outcome: RunOutcome) -> dict[str, Any]:
                 "timings": {k: round(v, 3) for k, v in c.timings.items()},
                 "healed": c.healed,
                 "notes": c.notes,
+                "faults": c.faults,
                 "workloads": {w.name: w.kind for w in c.cell.workloads},
                 "expectations": [e.to_json() for e in c.expectations],
                 "reports": c.reports,
@@ -61,3 +66,17 @@ def report_figure(metric: Metric, text: str, results: dict[str, CheckResult],
 def action_label(ta: TimedAction) -> str:
     """``kill db2``: a timed action as the live view lists it."""
     return label(ta.action)
+
+
+def fault_timeline(windows: Iterable[FaultWindow], origin_ns: int) -> list[dict[str, Any]]:
+    """The cell's faults in start order, times in seconds since ``origin_ns`` (the start of the
+    load): ``name``, ``node``, ``at``, ``end`` (None: still active when the history ended),
+    ``ok`` (None while active, False when the action failed), ``error``, ``detail``."""
+    out = []
+    for w in sorted(windows, key=lambda f: f.start):
+        out.append({
+            "name": w.name, "node": w.node, "at": round((w.start - origin_ns) / NS, 3),
+            "end": None if w.end is None else round((w.end - origin_ns) / NS, 3),
+            "ok": w.ok, "error": w.error_msg, "detail": w.detail,
+        })  # fmt: skip
+    return out

@@ -76,6 +76,26 @@ def test_quickstart_runs_end_to_end_and_measures(tmp_path: Path) -> None:
                                         [summary["run_id"]])]
     assert "kill" in faults and "start" in faults
     assert not our_processes()
+    # the summary's fault timeline, in seconds since the load started (`at 10s kill db2`)
+    kill = next(f for f in cell["faults"] if f["name"] == "kill")
+    assert kill["node"] == "db2" and 9.9 < kill["at"] < 11 and kill["ok"] is True
+    # `lab show` prints the compact matrix, `--all` every figure; no server is involved
+    rid = summary["run_id"]
+    show = subprocess.run([*LAB, "show", rid], cwd=ROOT, env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=60)
+    assert show.returncode == 0 and "kill db2" in show.stdout and "lost writes" in show.stdout
+    assert "downtime(ryw on db2).longest" not in show.stdout
+    show_all = subprocess.run([*LAB, "show", rid, "--all"], cwd=ROOT, env=_env(tmp_path),
+                              capture_output=True, text=True, timeout=60)
+    assert "downtime(ryw on db2).longest" in show_all.stdout
+    # the run against itself: every ratio that is defined is 1
+    cmp = subprocess.run([*LAB, "compare", rid, rid, "--last", "10s", "--json"], cwd=ROOT,
+                         env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert cmp.returncode == 0, cmp.stderr
+    rows = {r["figure"]: r for r in json.loads(cmp.stdout)["rows"]}
+    tput = rows["throughput(writes).mean last 10s"]
+    assert tput["values"][0]["value"] > 0 and tput["ratios"][1]["value"] == 1.0
+    assert rows["replication_lag(db3).max"]["ratios"][1]["value"] == 1.0
 
 
 def test_sigint_tears_down_and_keeps_the_partial_history(tmp_path: Path) -> None:

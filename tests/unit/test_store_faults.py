@@ -475,7 +475,7 @@ def test_lab_run_prints_the_report_and_one_error_line_then_exits_3(
     assert main(["run", QUICKSTART, "--db", str(db)]) == 3
     out, err = capsys.readouterr()
     assert "— error" in out  # the report's title: the report is printed
-    assert "measurements" in out
+    assert "lost writes" in out and "expectations" in out  # the matrix, then the expectations
     assert "run " in out and ": error (exit 3)" in out
     lines = error_lines(err)
     assert len(lines) == 1

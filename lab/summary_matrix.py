@@ -1,0 +1,535 @@
+"""The compact end-of-run summary: the faults timeline, then one matrix a DBA reads in five
+seconds — one row per workload and one per node; columns for downtime, stale reads and
+visibility, lost writes, errors, lag, throughput and latency — then the expectations, the
+``report`` lines and the cell notes. ``lab run`` and ``lab show RUN`` print it; ``lab show RUN
+--all`` prints every figure (``lab.report.render_summary``).
+
+The matrix is built as data (``build_matrix``: rows of formatted texts, testable) and drawn with
+rich (``render_matrix_summary``). It keeps the report's rules (``lab.report``'s docstring): every
+number through ``lab.expectations.format_value``; an outage still open at the end is ``≥ …
+(still down at end)``; visibility carries its resolution and is ``≥`` when a write never seen
+could change it; stale reads only for ``read_your_writes``; a figure that applies but could not
+be measured is ``unknown``; one that does not apply to the row is ``–``.
+
+A node row shows what the workloads saw on that node (``w on n`` in the figures): counts and
+throughput added up over the workloads, durations and percentages of the worst workload;
+replication lag and replication errors are the node's own. Several cells (variants, sweeps,
+repeats): one matrix still, each workload or node row followed by one line per cell, so that
+the cells sit next to each other and the matrix fits an 80- or 120-column terminal whatever the
+number of cells.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeGuard
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.measure import Measurement
+from rich.table import Table
+
+from lab.expectations import format_count
+from lab.report import (
+    RYW,
+    STILL_DOWN,
+    CellInfo,
+    cell_info,
+    fmt_count,
+    fmt_duration,
+    fmt_percent,
+    fmt_rate,
+    render_claims,
+    render_expectations,
+    render_notes,
+    render_reports,
+)
+
+NA = "–"  # the figure does not apply to this row
+UNKNOWN = "unknown"
+WRITE_KINDS = frozenset({"probe", "unique_writes", "read_your_writes", "unique_insert"})
+
+COLUMNS: tuple[str, ...] = (
+    "downtime",
+    "stale reads",
+    "visible p50 / p99",
+    "lost writes",
+    "errors",
+    "lag max",
+    "throughput",
+    "latency p50 / p99",
+)
+SYSBENCH_MARK = "†"
+LEGEND_SYSBENCH = f"{SYSBENCH_MARK} sysbench: over its per-second p95 latency"
+LEGEND_NODES = (
+    "node rows: what the workloads saw on that node (counts and throughput added up, times "
+    "and percentages of the worst workload; lost writes: acknowledged writes missing there at "
+    "the end); lag: the node's own"
+)
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    """One line of the matrix: a workload or a node of one cell. ``values[column]`` is the
+    text shown; a column missing from it does not apply (``–``)."""
+
+    kind: Literal["workload", "node"]
+    name: str
+    cell: int  # 0-based position in the summary's cells
+    values: dict[str, str]
+
+    def text(self, column: str) -> str:
+        return self.values.get(column, NA)
+
+
+@dataclass
+class Matrix:
+    columns: list[str]  # the columns some row has a figure in, in COLUMNS order
+    rows: list[MatrixRow]  # grouped: workloads, then nodes; within a name, cell by cell
+    cells: list[str]  # cell labels
+    legend: list[str] = field(default_factory=list)
+
+    def row(self, name: str, cell: int = 0) -> MatrixRow:
+        return next(r for r in self.rows if r.name == name and r.cell == cell)
+
+
+# --- helpers over a cell's figures -----------------------------------------------------------
+
+
+def _num(v: Any) -> TypeGuard[int | float]:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _checker(cell: dict[str, Any], name: str) -> dict[str, Any] | None:
+    m = (cell.get("measurements") or {}).get(name)
+    return m if isinstance(m, dict) else None
+
+
+def _subjects(cell: dict[str, Any], checker: str) -> dict[str, dict[str, Any]]:
+    s = _dict(_dict(_checker(cell, checker)).get("subjects"))
+    return {k: v for k, v in s.items() if isinstance(v, dict)}
+
+
+def _on(subjects: dict[str, dict[str, Any]], node: str) -> dict[str, dict[str, Any]]:
+    """``{workload: figures}`` of the subjects ``w on node``."""
+    out = {}
+    for k, v in subjects.items():
+        w, sep, n = k.partition(" on ")
+        if sep and n == node:
+            out[w] = v
+    return out
+
+
+def _natural(name: str) -> list[Any]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+
+
+def _is_node(name: str) -> bool:
+    return "." not in name  # router.writer, router.reader are endpoints, not nodes
+
+
+def workloads_of(cell: dict[str, Any], info: CellInfo) -> list[str]:
+    """The cell's workloads: as declared (``cells[].workloads``), else as the figures name
+    them, in order of first appearance."""
+    names = list(info.kinds) if isinstance(cell.get("workloads"), dict) else []
+    if names:
+        return names
+    for checker in ("throughput", "latency", "errors", "downtime", "lost_writes", "stale_reads"):
+        for s in _subjects(cell, checker):
+            if " on " not in s and s not in names:
+                names.append(s)
+    return names
+
+
+def nodes_of(cell: dict[str, Any]) -> list[str]:
+    """Nodes named by the figures (replication lag, facts, ``w on node``), in natural order."""
+    found: set[str] = set()
+    for checker in ("replication_lag", "facts", "replication_errors"):
+        found.update(_subjects(cell, checker))
+    for checker in ("downtime", "stale_reads", "lost_writes", "errors", "throughput", "latency"):
+        for s in _subjects(cell, checker):
+            _, sep, n = s.partition(" on ")
+            if sep:
+                found.add(n)
+    return sorted((n for n in found if _is_node(n)), key=_natural)
+
+
+# --- the texts of one figure -----------------------------------------------------------------
+
+
+def downtime_text(figs: dict[str, Any], windows: bool = True) -> str:
+    """The longest outage; ``≥ … (still down at end)`` when it was still open; the number of
+    windows when there were several (and how many were stalls)."""
+    if not _num(figs.get("longest")):
+        return UNKNOWN
+    text = fmt_duration(figs["longest"])
+    if figs.get("longest_open_at_end") or figs.get("open_at_end"):
+        # the longest may be a closed window while another is still open: either way the
+        # workload's longest is only known to be at least this
+        text = f"≥ {text} ({STILL_DOWN})"
+    n = int(figs.get("count") or 0)
+    stalls = int(figs.get("stalls") or 0)
+    if windows and (n > 1 or stalls):
+        extra = f"{format_count(n)} windows" if n > 1 else "1 window"
+        if stalls:
+            extra += f", {format_count(stalls)} a stall" if stalls == 1 else \
+                f", {format_count(stalls)} stalls"
+        text += f" ({extra})"
+    return text
+
+
+def stale_text(figs: list[dict[str, Any]]) -> str:
+    """Stale reads over eligible reads, added up over ``figs``."""
+    count = sum(int(f.get("count") or 0) for f in figs)
+    eligible = sum(int(f.get("eligible_reads") or 0) for f in figs)
+    if not eligible:
+        return "no eligible reads" if all(_num(f.get("count")) for f in figs) else UNKNOWN
+    return fmt_percent(count / eligible)
+
+
+def _vis_stat(vis: dict[str, Any], stat: str) -> str:
+    v = vis.get(stat)
+    if not _num(v):
+        return UNKNOWN
+    text = fmt_duration(v)
+    bound = vis.get("unseen_min_bound")
+    if (vis.get("unseen") or 0) > 0 and _num(bound) and float(bound) <= float(v):
+        text = f"≥ {text}"
+    return text
+
+
+def visibility_text(figs: dict[str, Any]) -> str:
+    """``8.6 ms / 10.6 s ± 7.2 ms``: ack → visible at p50 / p99, with the resolution;
+    writes never seen there are named."""
+    vis = _dict(figs.get("visibility"))
+    if not vis:
+        return UNKNOWN
+    text = f"{_vis_stat(vis, 'p50')} / {_vis_stat(vis, 'p99')}"
+    if _num(vis.get("resolution")):
+        text += f" ± {fmt_duration(vis['resolution'])}"
+    unseen = int(vis.get("unseen") or 0)
+    if unseen:
+        text += f" ({format_count(unseen)} never seen)"
+    return text
+
+
+def errors_text(figs: list[dict[str, Any]]) -> str:
+    if not figs or not all(_num(f.get("total")) for f in figs):
+        return UNKNOWN
+    total = sum(float(f["total"]) for f in figs)
+    ops = sum(float(f.get("ops") or 0) for f in figs)
+    text = fmt_count(total)
+    if total and ops:
+        text += f" ({fmt_percent(total / ops)})"
+    return text
+
+
+def latency_text(figs: dict[str, Any]) -> str:
+    if not _num(figs.get("p50")) and not _num(figs.get("p99")):
+        return UNKNOWN
+    text = f"{fmt_duration(figs.get('p50'))} / {fmt_duration(figs.get('p99'))}"
+    if figs.get("source") not in (None, "ops"):
+        text += f" {SYSBENCH_MARK}"
+    return text
+
+
+def lag_text(figs: dict[str, Any], repl_errors: dict[str, Any] | None) -> str:
+    unreadable = int(figs.get("unreadable") or 0)
+    total = unreadable + int(figs.get("samples") or 0)
+    unknown = f"{format_count(unreadable)} of {format_count(total)} samples unreadable"
+    if _num(figs.get("max")):
+        text = fmt_duration(figs["max"]) + (f" ({unknown})" if unreadable else "")
+    else:
+        text = f"unknown ({unknown})" if unreadable else "unknown (never read)"
+    return text + _replication_stops(repl_errors)
+
+
+def _replication_stops(figs: dict[str, Any] | None) -> str:
+    if not figs:
+        return ""
+    parts = []
+    for th in ("sql", "io"):
+        if figs.get(f"{th}_count"):
+            parts.append(f"{th.upper()} stopped, error {figs.get(f'{th}_errno')}")
+    return ("; " + "; ".join(parts)) if parts else ""
+
+
+# --- rows -------------------------------------------------------------------------------------
+
+
+def workload_row(cell: dict[str, Any], w: str, info: CellInfo) -> dict[str, str]:
+    """The matrix texts of workload ``w`` in ``cell``."""
+    kind = info.kind(w)
+    out: dict[str, str] = {}
+    down = _checker(cell, "downtime")
+    if down is not None:
+        figs = _subjects(cell, "downtime").get(w)
+        out["downtime"] = downtime_text(figs) if figs else UNKNOWN
+    elif cell.get("measurements"):
+        out["downtime"] = UNKNOWN
+    stale = _subjects(cell, "stale_reads").get(w)
+    ryw = kind == RYW or (kind is None and stale is not None
+                          and bool(stale.get("eligible_reads") or stale.get("count")))
+    if ryw:
+        out["stale reads"] = stale_text([stale]) if stale else UNKNOWN
+        out["visible p50 / p99"] = visibility_text(stale) if stale else UNKNOWN
+    lost = _checker(cell, "lost_writes")
+    figs = _subjects(cell, "lost_writes").get(w)
+    if figs is not None:
+        text = fmt_count(figs.get("count"))
+        if figs.get("unchecked"):
+            text += f" (+ {format_count(figs['unchecked'])} unchecked)"
+        out["lost writes"] = text
+    elif lost is not None and w in (lost.get("unchecked_workloads") or []):
+        out["lost writes"] = "unknown (no final state)"
+    elif kind in WRITE_KINDS or (kind is None and lost is None and cell.get("measurements")):
+        out["lost writes"] = UNKNOWN
+    errs = _subjects(cell, "errors").get(w)
+    out["errors"] = errors_text([errs]) if errs else UNKNOWN
+    tput = _subjects(cell, "throughput").get(w)
+    out["throughput"] = fmt_rate(tput.get("mean")) if tput else UNKNOWN
+    lat = _subjects(cell, "latency").get(w)
+    out["latency p50 / p99"] = latency_text(lat) if lat else UNKNOWN
+    return out
+
+
+def _worst(figs: Iterable[dict[str, Any]], key: str) -> dict[str, Any] | None:
+    known = [f for f in figs if _num(_dict(f).get(key))]
+    return max(known, key=lambda f: float(f[key])) if known else None
+
+
+def node_row(cell: dict[str, Any], n: str, info: CellInfo) -> dict[str, str]:
+    """The matrix texts of node ``n``: what the workloads saw there, and its own lag."""
+    out: dict[str, str] = {}
+    down = _on(_subjects(cell, "downtime"), n)
+    if down:
+        worst = _worst(down.values(), "longest")
+        text = downtime_text(worst, windows=False) if worst else UNKNOWN
+        if worst and not text.startswith("≥") and any(
+                f.get("longest_open_at_end") or f.get("open_at_end") for f in down.values()):
+            text = f"≥ {text} ({STILL_DOWN})"  # another workload there was still down
+        out["downtime"] = text
+    stale = {w: f for w, f in _on(_subjects(cell, "stale_reads"), n).items()
+             if info.kind(w) == RYW or (info.kind(w) is None
+                                        and (f.get("eligible_reads") or f.get("count")))}
+    if stale:
+        out["stale reads"] = stale_text(list(stale.values()))
+        with_vis = [f for f in stale.values() if _num(_dict(f.get("visibility")).get("p99"))]
+        worst_vis = max(with_vis, key=lambda f: float(f["visibility"]["p99"])) \
+            if with_vis else None
+        out["visible p50 / p99"] = visibility_text(worst_vis) if worst_vis else UNKNOWN
+    lost = _on(_subjects(cell, "lost_writes"), n)
+    if lost:
+        total = sum(int(f.get("count") or 0) for f in lost.values())
+        text = format_count(total)
+        if any(f.get("authoritative") for f in lost.values()):
+            text += " (authority)"
+        out["lost writes"] = text
+    errs = _on(_subjects(cell, "errors"), n)
+    if errs:
+        out["errors"] = errors_text(list(errs.values()))
+    lag = _subjects(cell, "replication_lag").get(n)
+    repl = _subjects(cell, "replication_errors").get(n)
+    if lag is not None:
+        out["lag max"] = lag_text(lag, repl)
+    elif repl and _replication_stops(repl):
+        out["lag max"] = _replication_stops(repl)[2:]
+    tput = _on(_subjects(cell, "throughput"), n)
+    if tput:
+        means = [f.get("mean") for f in tput.values()]
+        known = [float(m) for m in means if _num(m)]
+        out["throughput"] = fmt_rate(sum(known)) if len(known) == len(means) else UNKNOWN
+    lat = _on(_subjects(cell, "latency"), n)
+    if lat:
+        p50 = _worst(lat.values(), "p50")
+        p99 = _worst(lat.values(), "p99")
+        if p50 is None and p99 is None:
+            out["latency p50 / p99"] = UNKNOWN
+        else:
+            text = (f"{fmt_duration(p50.get('p50') if p50 else None)} / "
+                    f"{fmt_duration(p99.get('p99') if p99 else None)}")
+            if any(f.get("source") not in (None, "ops") for f in lat.values()):
+                text += f" {SYSBENCH_MARK}"
+            out["latency p50 / p99"] = text
+    return out
+
+
+def _label(c: dict[str, Any]) -> str:
+    return str(c.get("label") or f"cell {c.get('index')}")
+
+
+def build_matrix(summary: dict[str, Any]) -> Matrix:
+    """The matrix of every cell: workload rows, then node rows; each name's rows cell by
+    cell. Columns no row has a figure in are left out."""
+    cells = [c for c in summary.get("cells", []) if isinstance(c, dict)]
+    per_cell = [(ci, c, cell_info(summary, c)) for ci, c in enumerate(cells)]
+    workloads: list[str] = []
+    nodes: list[str] = []
+    for _, c, info in per_cell:
+        workloads += [w for w in workloads_of(c, info) if w not in workloads]
+        nodes += [n for n in nodes_of(c) if n not in nodes]
+    nodes.sort(key=_natural)
+    rows: list[MatrixRow] = []
+    for w in workloads:
+        for ci, c, info in per_cell:
+            if w in workloads_of(c, info):
+                rows.append(MatrixRow("workload", w, ci, workload_row(c, w, info)))
+    for n in nodes:
+        for ci, c, info in per_cell:
+            if n in nodes_of(c):
+                values = node_row(c, n, info)
+                if values:
+                    rows.append(MatrixRow("node", n, ci, values))
+    columns = [col for col in COLUMNS if any(r.text(col) != NA for r in rows)]
+    legend = []
+    if any(SYSBENCH_MARK in v for r in rows for v in r.values.values()):
+        legend.append(LEGEND_SYSBENCH)
+    if any(r.kind == "node" for r in rows):
+        legend.append(LEGEND_NODES)
+    return Matrix(columns, rows, [_label(c) for c in cells], legend)
+
+
+# --- the faults timeline ----------------------------------------------------------------------
+
+TOOK_SHOWN = 0.1  # seconds: an action shorter than this is shown without its duration
+
+
+def fault_text(f: dict[str, Any]) -> str:
+    """``kill db2``, ``wait_caught_up db2 (took 10.4 s)``, ``partition … (failed: why)``."""
+    text = str(f.get("name"))
+    if f.get("node"):
+        text += f" {f['node']}"
+    at, end = f.get("at"), f.get("end")
+    if f.get("ok") is False:
+        text += f" (failed: {f.get('error') or 'no reason recorded'})"
+    elif end is None and f.get("ok") is None:
+        text += " (still active at the end)"
+    elif _num(at) and _num(end) and float(end) - float(at) >= TOOK_SHOWN:
+        text += f" (took {fmt_duration(float(end) - float(at))})"
+    return text
+
+
+def fault_lines(cell: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(at, what)`` per fault of the cell, times since the start of the load."""
+    out = []
+    for f in cell.get("faults") or []:
+        if isinstance(f, dict):
+            at = f.get("at")
+            out.append((fmt_duration(at) if _num(at) else "?", fault_text(f)))
+    return out
+
+
+def failover_lines(cell: dict[str, Any]) -> list[str]:
+    """One line per promote the clients saw (the ``failover`` checker)."""
+    out = []
+    for rec in _dict(_checker(cell, "failover")).get("failovers") or []:
+        if not isinstance(rec, dict):
+            continue
+        if rec.get("open_at_end") and _num(rec.get("outage_lower_bound")):
+            outage = f"≥ {fmt_duration(rec['outage_lower_bound'])} ({STILL_DOWN})"
+        else:
+            outage = fmt_duration(rec.get("outage"))
+        acc = rec.get("new_writer_accepts")
+        accepts = f"+{fmt_duration(acc)}" if _num(acc) else "never"
+        out.append(f"failover {rec.get('old_primary')} → {rec.get('new_primary')}: writers' "
+                   f"outage {outage}; first write accepted by {rec.get('new_primary')}: "
+                   f"{accepts} after the fault")
+    return out
+
+
+# --- drawing ----------------------------------------------------------------------------------
+
+
+def _title(summary: dict[str, Any]) -> str:
+    return f"{summary.get('experiment')} — run {summary.get('run_id')} — {summary.get('status')}"
+
+
+TIMELINE_HEADING = "faults [dim](seconds since the load started)[/]"
+
+
+def render_timeline(summary: dict[str, Any], console: Console) -> None:
+    """The faults (and promotes) above the matrix: one line per fault for a single cell, one
+    line per cell otherwise."""
+    cells = [c for c in summary.get("cells", []) if isinstance(c, dict)]
+    t = Table.grid(padding=(0, 2))
+    t.add_column(justify="right" if len(cells) == 1 else "left")
+    t.add_column()
+    if len(cells) == 1:
+        for at, what in fault_lines(cells[0]):
+            t.add_row(escape(at), escape(what))
+        promotes = failover_lines(cells[0])
+    else:
+        promotes = []
+        for c in cells:
+            text = " · ".join(f"{at} {what}" for at, what in fault_lines(c))
+            if text or failover_lines(c):
+                t.add_row(escape(_label(c)), escape("; ".join([text or "no fault",
+                                                               *failover_lines(c)])))
+    if t.row_count:
+        console.print(TIMELINE_HEADING)
+        console.print(t)
+    for line in promotes:
+        console.print(escape(line))
+
+
+# the two halves of a matrix too wide for the terminal: what clients lost, what they got
+SPLIT = (COLUMNS[:4], COLUMNS[4:])
+
+
+def _table(m: Matrix, columns: list[str]) -> Table:
+    several = len(m.cells) > 1
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("")
+    if several:
+        table.add_column("cell")
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    prev: tuple[str, str] | None = None
+    for r in m.rows:
+        if prev is not None and prev[0] != r.kind:
+            table.add_section()
+        first = prev is None or prev[1] != r.name or prev[0] != r.kind
+        name = escape(r.name) if first else ""
+        cells = [escape(m.cells[r.cell])] if several else []
+        table.add_row(name, *cells, *(escape(r.text(col)) for col in columns))
+        prev = (r.kind, r.name)
+    return table
+
+
+def render_matrix(summary: dict[str, Any], console: Console) -> Matrix:
+    """The matrix; when it is wider than the terminal, as two tables (downtime, stale reads,
+    visibility, lost writes; then errors, lag, throughput, latency)."""
+    m = build_matrix(summary)
+    if not m.rows:
+        return m
+    whole = _table(m, m.columns)
+    natural = Measurement.get(console, console.options.update_width(10_000), whole).maximum
+    if natural <= console.width:
+        console.print(whole)
+    else:
+        for half in SPLIT:
+            cols = [c for c in m.columns if c in half]
+            if cols:
+                console.print(_table(m, cols))
+    for line in m.legend:
+        console.print(f"[dim]{escape(line)}[/]")
+    return m
+
+
+def render_matrix_summary(summary: dict[str, Any], console: Console) -> None:
+    """The compact summary: the run's title, the faults timeline, the matrix, expectations,
+    report lines, notes."""
+    console.print(f"[bold]{escape(_title(summary))}[/]")
+    render_timeline(summary, console)
+    render_matrix(summary, console)
+    render_expectations(summary, console, title=None)
+    render_reports(summary, console)
+    render_claims(summary, console)
+    render_notes(summary, console)
