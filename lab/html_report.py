@@ -47,6 +47,7 @@ FAULT_FILL = {  # shading of fault periods, by family
     "pause": "rgba(255,159,28,0.16)", "promote": "rgba(44,160,44,0.16)",
 }  # fmt: skip
 FAULT_FILL_OTHER = "rgba(120,120,160,0.14)"
+PATTERNS = ("", "/", ".", "x", "\\", "+")  # the workloads' bars in the errors chart
 CHART_HEIGHT = 300
 ZERO_VISIBLE = 1e-4  # visibility times of 0 are drawn at 0.1 ms on the log axis
 
@@ -100,7 +101,7 @@ class Axes:
 
     time: tuple[float, float]
     throughput: float
-    latency: tuple[float, float] | None  # log10 range
+    latency: tuple[float, float] | None  # log10 range, milliseconds
     errors: float
     lag: float
     failover: tuple[float, float] | None = None  # the failover chart's time axis
@@ -132,7 +133,8 @@ def build_page(report: RunReport) -> tuple[str, list[Chart]]:
     charts: list[Chart] = []
     body: list[str] = []
     n = max(1, len(report.cells))
-    body.append(f'<div class="grid" style="grid-template-columns: repeat({n}, minmax(540px, 1fr))">')
+    columns = f"repeat({n}, minmax(540px, 1fr))"
+    body.append(f'<div class="grid" style="grid-template-columns: {columns}">')
     for c in report.cells:
         body.append(f'<div class="cellhead">{cell_header(c)}</div>')
     for sid, title, hint in SECTIONS:
@@ -209,8 +211,9 @@ def expectations_table(c: CellReport) -> str:
     rows = []
     for e in c.expectations:
         passed = e.get("passed")
-        verdict, css = (("holds", "pass") if passed is True else
-                        ("fails", "fail") if passed is False else ("unknown", "unknown"))  # fmt: skip
+        verdict, css = ("holds", "pass") if passed is True else ("unknown", "unknown")
+        if passed is False:
+            verdict, css = "fails", "fail"
         rows.append(f'<tr class="{css}"><td class="verdict">{verdict}</td>'
                     f"<td><code>{html.escape(str(e.get('text') or ''))}</code></td>"
                     f"<td>{html.escape(str(e.get('explanation') or ''))}</td></tr>")  # fmt: skip
@@ -253,7 +256,8 @@ def shared_axes(report: RunReport) -> Axes:
     tp = max((v for c in report.cells for s in c.throughput.values() for v in s), default=0.0)
     lats = [v for c in report.cells for s in c.latency.values()
             for v in (*s.p50, *s.p95, *s.p99) if v > 0]  # fmt: skip
-    lat = ((math.log10(min(lats)) - 0.2, math.log10(max(lats)) + 0.2) if lats else None)
+    lat = ((math.log10(min(lats) * 1000) - 0.2, math.log10(max(lats) * 1000) + 0.2)
+           if lats else None)  # fmt: skip
     errs = 0.0
     for c in report.cells:
         per_sec: dict[int, int] = {}
@@ -285,7 +289,7 @@ def _figure(axes: Axes, *, time_axis: bool = True, **layout: Any) -> Any:
         height=CHART_HEIGHT, margin={"l": 60, "r": 12, "t": 28, "b": 44},
         template="plotly_white", font={"size": 11},
         legend={"orientation": "h", "y": -0.22, "x": 0, "font": {"size": 10}},
-        hovermode="closest", **layout,
+        hovermode="closest", **{"showlegend": True, **layout},
     )  # fmt: skip
     if time_axis:
         fig.update_xaxes(range=list(axes.time), title_text="seconds since the start of the load",
@@ -331,7 +335,7 @@ def throughput_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
 def latency_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     if not c.latency:
         return "no successful operation to time in this cell"
-    fig = _figure(axes, yaxis_title="latency (s)")
+    fig = _figure(axes, yaxis_title="latency (ms, log)")
     colors = []
     for w, s in c.latency.items():
         col = pal.workload[w]
@@ -344,7 +348,7 @@ def latency_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
                 continue
             label = f"{w} {name}" + (" (sysbench)" if sysbench else "")
             fig.add_trace(go.Scatter(
-                x=x, y=ys, name=label, mode="lines",
+                x=x, y=[v * 1000 for v in ys], name=label, mode="lines",
                 line={"color": col, "width": 2 if name == "p50" else 1.5, "dash": dash},
                 customdata=[[format_value(v, "duration"), sec] for v, sec in zip(ys, s.seconds,
                                                                                    strict=True)],
@@ -362,7 +366,7 @@ def downtime_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     windows = [o for ws in c.outages.values() for o in ws]
     if not windows:
         return "no outage: every workload had a success within 200 ms all along"
-    fig = _figure(axes, barmode="overlay", showlegend=True)
+    fig = _figure(axes, barmode="overlay")
     short = (axes.time[1] - axes.time[0]) * 0.01
     colors = []
     for kind in ("error", "stall"):
@@ -406,7 +410,8 @@ def errors_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     fig = _figure(axes, barmode="stack", bargap=0.05, yaxis_title="errors per second")
     colors: list[str] = []
     several = len(c.errors) > 1
-    for w, codes in c.errors.items():
+    for i, (w, codes) in enumerate(c.errors.items()):
+        pattern = PATTERNS[i % len(PATTERNS)]
         for code, row in codes.items():
             col = pal.code[code]
             if col not in colors:
@@ -415,7 +420,9 @@ def errors_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
             name = code + (f" {meaning}" if meaning else "") + (f" ({w})" if several else "")
             fig.add_trace(go.Bar(
                 x=[s + 0.5 for s in range(len(row))], y=row, name=name, width=1,
-                marker={"color": col, "line": {"width": 0}}, customdata=list(range(len(row))),
+                marker={"color": col, "line": {"width": 0},
+                        "pattern": {"shape": pattern, "fgcolor": "#fff", "solidity": 0.25}},
+                customdata=list(range(len(row))),
                 hovertemplate=f"{name}: %{{y}} in second %{{customdata}}<extra></extra>",
             ))  # fmt: skip
     fig.update_yaxes(range=[0, axes.errors])
@@ -497,11 +504,13 @@ def visibility_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
         return "no visibility times: no read_your_writes workload in this cell"
     fig = _figure(axes, time_axis=False, yaxis_title="writes visible (%)")
     colors = []
+    xs_all: list[float] = []
     for v in c.visibility:
         col = pal.node[v.node]
         colors.append(col)
         total = len(v.times) + len(v.unseen)
-        xs = [max(t, ZERO_VISIBLE) for t in v.times]
+        xs = [max(t, ZERO_VISIBLE) * 1000 for t in v.times]
+        xs_all.extend(xs)
         ys = [100.0 * (i + 1) / total for i in range(len(xs))]
         name = v.subject + (f" ± {fmt_s(v.resolution)}" if v.resolution is not None else "")
         if v.unseen:
@@ -512,8 +521,9 @@ def visibility_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
             hovertemplate=f"{v.subject}: %{{y:.1f}}% visible within %{{customdata}}"
                           "<extra></extra>",
         ))  # fmt: skip
-    fig.update_xaxes(type="log", title_text="seconds from the ack (log; 0 drawn at 0.1 ms)",
-                     title_standoff=4)  # fmt: skip
+    lo, hi = (min(xs_all), max(xs_all)) if xs_all else (ZERO_VISIBLE * 1000, 1000.0)
+    fig.update_xaxes(type="log", range=[math.log10(lo) - 0.3, math.log10(hi) + 0.3],
+                     title_text="ms from the ack (log; 0 drawn at 0.1 ms)", title_standoff=4)
     fig.update_yaxes(range=[0, 102])
     return fig, colors
 

@@ -42,7 +42,8 @@ def ops(*specs: tuple[Any, ...]) -> list[Op]:
         if b is not None:
             out.append(Op(ty, f, p, t(b), workload=kw.get("workload", "w"),
                           endpoint=kw.get("endpoint", "db1"), node=kw.get("node"),
-                          key=kw.get("key"), value=kw.get("value"), error=kw.get("error")))  # fmt: skip
+                          key=kw.get("key"), value=kw.get("value"),
+                          error=kw.get("error")))  # fmt: skip
     out.sort(key=lambda o: o.time)
     return [Op(o.type, o.f, o.process, o.time, o.workload, o.endpoint, o.node, o.key, o.value,
                o.error, o.error_msg, i) for i, o in enumerate(out)]  # fmt: skip
