@@ -50,6 +50,7 @@ FAULT_FILL_OTHER = "rgba(120,120,160,0.14)"
 PATTERNS = ("", "/", ".", "x", "\\", "+")  # the workloads' bars in the errors chart
 CHART_HEIGHT = 300
 ZERO_VISIBLE = 1e-4  # visibility times of 0 are drawn at 0.1 ms on the log axis
+MAX_ECDF_POINTS = 2000  # per visibility curve
 
 ERROR_NAMES = {  # the legend of the errors chart: what a code means
     "1040": "too many connections", "1047": "node not ready (Galera)",
@@ -355,7 +356,8 @@ def latency_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
                 hovertemplate=f"{label}: %{{customdata[0]}} in second %{{customdata[1]}}"
                               "<extra></extra>",
             ))  # fmt: skip
-    fig.update_yaxes(type="log", range=list(axes.latency) if axes.latency else None)
+    fig.update_yaxes(type="log", range=list(axes.latency) if axes.latency else None,
+                     dtick="D2")
     shade_faults(fig, c.faults)
     return fig, colors
 
@@ -485,7 +487,7 @@ def failover_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
             text = ("≥ " if p.open_at_end else "") + fmt_s(dur)
             fig.add_trace(go.Bar(
                 orientation="h", y=[row], x=[dur], base=[p.start], marker={"color": col},
-                text=[text], textposition="inside", insidetextanchor="middle",
+                text=[text], textposition="auto", insidetextanchor="middle",
                 textfont={"size": 10}, width=0.6, name=p.name,
                 hovertext=[f"{p.name}: {text} (from {p.start:.3f} s to {p.end:.3f} s)"],
                 hoverinfo="text",
@@ -508,24 +510,38 @@ def visibility_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     for v in c.visibility:
         col = pal.node[v.node]
         colors.append(col)
-        total = len(v.times) + len(v.unseen)
-        xs = [max(t, ZERO_VISIBLE) * 1000 for t in v.times]
+        xs, ys, ts = ecdf(v.times, len(v.times) + len(v.unseen))
         xs_all.extend(xs)
-        ys = [100.0 * (i + 1) / total for i in range(len(xs))]
         name = v.subject + (f" ± {fmt_s(v.resolution)}" if v.resolution is not None else "")
         if v.unseen:
             name += f", {len(v.unseen)} never seen"
         fig.add_trace(go.Scatter(
             x=xs, y=ys, name=name, mode="lines", line={"color": col, "width": 2, "shape": "hv"},
-            customdata=[fmt_s(t) for t in v.times],
+            customdata=[fmt_s(t) for t in ts],
             hovertemplate=f"{v.subject}: %{{y:.1f}}% visible within %{{customdata}}"
                           "<extra></extra>",
         ))  # fmt: skip
     lo, hi = (min(xs_all), max(xs_all)) if xs_all else (ZERO_VISIBLE * 1000, 1000.0)
-    fig.update_xaxes(type="log", range=[math.log10(lo) - 0.3, math.log10(hi) + 0.3],
+    fig.update_xaxes(type="log", range=[math.log10(lo) - 0.3, math.log10(hi) + 0.3], dtick="D2",
                      title_text="ms from the ack (log; 0 drawn at 0.1 ms)", title_standoff=4)
     fig.update_yaxes(range=[0, 102])
     return fig, colors
+
+
+def ecdf(times: Sequence[float], total: int, max_points: int = MAX_ECDF_POINTS
+         ) -> tuple[list[float], list[float], list[float]]:  # fmt: skip
+    """The cumulative curve of sorted ``times`` (seconds) out of ``total`` writes: x in ms
+    (0 drawn at ``ZERO_VISIBLE``), y in percent, and the times themselves; at most
+    ``max_points`` points, evenly spaced in rank, the last one always kept."""
+    n = len(times)
+    step = max(1, math.ceil(n / max_points))
+    idx = list(range(step - 1, n, step))
+    if n and idx[-1] != n - 1:
+        idx.append(n - 1)
+    ts = [times[i] for i in idx]
+    xs = [max(t, ZERO_VISIBLE) * 1000 for t in ts]
+    ys = [100.0 * (i + 1) / total for i in idx]
+    return xs, ys, ts
 
 
 BUILDERS: dict[str, Callable[[CellReport, Axes, Palette], Built]] = {

@@ -21,8 +21,10 @@ second ``s`` is the interval [s, s+1). The same definitions as the checkers
 - **fault periods**: from the nemesis operations; a fault that an action undoes (``kill`` /
   ``stop`` until ``start``, ``pause`` until ``resume``, a network fault until ``heal``, a full
   disk until ``disk free``, ``stop replication`` until ``start replication``) lasts until that
-  action completed; other actions (``promote``, ``restart``, ``drop caches`` ...) last as long
-  as they ran. Waits, sleeps and SQL statements are not faults.
+  action completed (a ``start``: until the server was ready, its ``ready_seconds``, when that
+  is earlier: a former primary's rejoin comes after); other actions (``promote``,
+  ``restart``, ``drop caches`` ...) last as long as they ran. Waits, sleeps and SQL statements
+  are not faults.
 """
 
 from __future__ import annotations
@@ -487,28 +489,28 @@ def fault_periods(history: Sequence[Op], t0: int, t1: int) -> list[FaultPeriod]:
     """The faults of a history as periods (see the module's docstring), clipped to the load;
     a fault still active when the load ended runs to its end with ``open_at_end``."""
     nemesis = [op for op in history if op.process == NEMESIS]
-    # each action: (name, node, start, completion time or None, ok)
-    actions: list[tuple[str, str | None, int, int | None, bool | None]] = []
+    # each action: (name, node, start, completion time or None, ok, completion's value)
+    actions: list[tuple[str, str | None, int, int | None, bool | None, Any]] = []
     open_: dict[tuple[str, str | None], int] = {}
     for op in nemesis:
         k = (op.f, op.node)
         if op.type == "invoke":
             if k in open_:
                 i = open_.pop(k)
-                actions[i] = actions[i][:3] + (None, None)
+                actions[i] = actions[i][:3] + (None, None, None)
             open_[k] = len(actions)
-            actions.append((op.f, op.node, op.time, None, None))
+            actions.append((op.f, op.node, op.time, None, None, None))
         else:
             i_done = open_.pop(k, None)
             if i_done is None:
-                actions.append((op.f, op.node, op.time, op.time, op.type == "ok"))
+                actions.append((op.f, op.node, op.time, op.time, op.type == "ok", op.value))
             else:
-                name, node, start, _, _ = actions[i_done]
-                actions[i_done] = (name, node, start, op.time, op.type == "ok")
+                name, node, start, _, _, _ = actions[i_done]
+                actions[i_done] = (name, node, start, op.time, op.type == "ok", op.value)
     actions.sort(key=lambda a: a[2])
     out: list[FaultPeriod] = []
     used: set[int] = set()
-    for i, (name, node, start, done, ok) in enumerate(actions):
+    for i, (name, node, start, done, ok, _) in enumerate(actions):
         if name.startswith("wait") or name in NOT_FAULTS or name in ENDINGS:
             continue
         label = f"{name} {node}" if node else name
@@ -517,11 +519,14 @@ def fault_periods(history: Sequence[Op], t0: int, t1: int) -> list[FaultPeriod]:
         if ends is not None and ok is not False:
             end = None
             for j in range(i + 1, len(actions)):
-                n2, node2, _, done2, _ = actions[j]
+                n2, node2, start2, done2, _, value2 = actions[j]
                 if j in used or n2 not in ends or not (node2 == node or node2 is None):
                     continue
                 used.add(j)
-                end = done2 if done2 is not None else actions[j][2]
+                end = done2 if done2 is not None else start2
+                ready = value2.get("ready_seconds") if isinstance(value2, dict) else None
+                if isinstance(ready, int | float) and start2 + ready * NS < end:
+                    end = start2 + round(ready * NS)  # up again before its rejoin ended
                 label += f" until {n2} {node2}" if node2 else f" until {n2}"
                 break
         if start > t1 or (end is not None and end < t0):

@@ -13,7 +13,7 @@ import pytest
 from report_fixture import build_run
 
 from lab.cli import main
-from lab.html_report import SECTIONS, WORKLOAD_COLORS, build_page
+from lab.html_report import SECTIONS, WORKLOAD_COLORS, build_page, ecdf
 from lab.report_data import CellReport, RunReport, load_report
 from lab.store import Store
 from tests.browser_check import decode_png
@@ -74,6 +74,18 @@ def test_the_charts_hold_the_runs_numbers(run_db: tuple[Path, str]) -> None:
     # the expectations table
     assert "expect failover.outage &lt; 3s" in page
     assert page.count('<tr class="fail">') == 2 and page.count('<tr class="pass">') == 4
+
+
+def test_the_visibility_curve() -> None:
+    # 4 writes seen (one at once), 1 never seen: the curve stops at 80%
+    xs, ys, ts = ecdf([0.0, 0.002, 0.002, 0.01], 5)
+    assert xs == [0.1, 2.0, 2.0, 10.0] and ys == [20.0, 40.0, 60.0, 80.0]
+    assert ts == [0.0, 0.002, 0.002, 0.01]
+    # many writes: thinned by rank, the last point kept
+    times = [i / 1000 for i in range(10_001)]
+    xs, ys, _ = ecdf(times, 10_001, max_points=100)
+    assert len(xs) <= 101 and ys[-1] == 100.0 and xs[-1] == 10_000.0
+    assert ys == sorted(ys) and xs == sorted(xs)
 
 
 def test_text_from_the_run_is_escaped() -> None:

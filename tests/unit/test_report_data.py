@@ -282,3 +282,11 @@ def test_an_unknown_or_ambiguous_run(tmp_path: Path) -> None:
         load_report(store, "fff")
     with pytest.raises(AmbiguousRun):
         load_report(store, "abc")
+
+
+def test_a_node_is_up_again_when_its_start_says_it_was_ready() -> None:
+    h = [*nemesis("kill", "db1", 2.0, 2.01), *nemesis("start", "db1", 5.0, 9.0)]
+    h[-1] = Op("ok", "start", NEMESIS, t(9.0), node="db1",
+               value={"ready_seconds": 1.25, "rejoined_as_replica_of": "db2"})
+    (p,) = fault_periods(h, t(0), t(10))
+    assert (p.start, p.end) == (2.0, 6.25)  # ready at 6.25 s; the rejoin took until 9 s
