@@ -82,6 +82,12 @@ def _compare(args: argparse.Namespace) -> int:
                        as_json=args.json, markdown=args.markdown, db=args.db)
 
 
+def _report(args: argparse.Namespace) -> int:
+    from lab.cli_report import cmd_report
+
+    return cmd_report(args.run, html=args.html, db=args.db)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="lab", description="replica-chaos-lab: break real replication setups, measure."
@@ -153,6 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--markdown", action="store_true", help="a Markdown table for a ticket")
     s.add_argument("--db", default=None, help=db_help)
     s.set_defaults(func=_compare)
+    s = sub.add_parser("report", help="a stored run's report; --html FILE: charts, offline")
+    s.add_argument("run", metavar="RUN", help="run id (any unique prefix)")
+    s.add_argument("--html", metavar="FILE", default=None,
+                   help="write the HTML report (one self-contained file) to FILE")
+    s.add_argument("--db", default=None, help=db_help)
+    s.set_defaults(func=_report)
     return p
 
 

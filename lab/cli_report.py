@@ -1,0 +1,45 @@
+"""`lab report RUN [--html FILE]`: a stored run again; with ``--html``, the HTML report
+(``lab.html_report``): one self-contained file with its charts, that works offline.
+
+``RUN`` is a run id or a unique prefix of one, as for ``lab show``; an ambiguous or unknown one
+exits 2, a results database that cannot be read exits 3, a file that cannot be written exits 2.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+
+from lab.cli_run import _db_path, _mark_abandoned, ambiguous, cmd_show, store_failed
+from lab.exits import EXIT_OK, EXIT_USAGE
+from lab.store import AmbiguousRun, RunNotFound, Store, StoreError
+
+
+def cmd_report(ref: str, html: str | None = None, db: str | None = None) -> int:
+    if html is None:
+        return cmd_show(ref, db=db)
+    from lab.html_report import write_html
+    from lab.report_data import load_report
+
+    try:
+        store = Store(_db_path(db))
+        _mark_abandoned(store)
+        report = load_report(store, ref)
+    except AmbiguousRun as e:
+        print(ambiguous(store, e), file=sys.stderr)
+        return EXIT_USAGE
+    except RunNotFound as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except (StoreError, sqlite3.Error, OSError) as e:
+        return store_failed(db, e)
+    try:
+        charts = write_html(report, Path(html))
+    except OSError as e:
+        print(f"Error: cannot write {html}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_USAGE
+    cells = len(report.cells)
+    print(f"wrote {html}: run {report.run_id}, {cells} cell{'s' if cells != 1 else ''}, "
+          f"{len(charts)} charts (open it in a browser; it needs no network)")
+    return EXIT_OK
