@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from lab.checkers import CheckResult
     from lab.recorder import Recorder
     from runners.mysql import Credentials
-    from runners.ops import Op
+    from runners.ops import Op, OpType
     from runners.runtime import Run
     from runners.topology import Topology
 
@@ -168,7 +168,7 @@ class LabTopology:
         except Exception as e:
             code = op.error if op.failed else error_code(e)
             msg = op.error_msg if op.failed else f"{type(e).__name__}: {e}"[:500]
-            kind = "fail" if op.failed or never_sent(code, msg) else "info"
+            kind: OpType = "fail" if op.failed or never_sent(code, msg) else "info"
             self.recorder.complete(inv, kind, error=code, error_msg=msg)
             if not suppress:
                 raise
@@ -243,7 +243,7 @@ def open_topology(path: str | Path | None = None, *, text: str | None = None, ce
         except OSError as e:
             source, unreadable = "", f"{where}: error: cannot read: {e.strerror or e}"
         else:
-            unreadable = None
+            unreadable = ""
         if unreadable:
             pytest.fail(unreadable, pytrace=False)
     try:

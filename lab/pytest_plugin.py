@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,7 +79,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ExpFile | 
         head = "experiment"  # unreadable: collected, and the collection error says why
     if not _LOOKS_LIKE_AN_EXPERIMENT.search(head):
         return None
-    return ExpFile.from_parent(parent, path=file_path)  # type: ignore[no-any-return]
+    return ExpFile.from_parent(parent, path=file_path)
 
 
 def _shown_path(path: Path) -> str:
@@ -272,7 +272,8 @@ class ExpItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
-        return self.path, self.exp_file.line_of(self.cell) - 1, f"{self.exp_file.shown}::{self.name}"
+        f = self.exp_file
+        return self.path, f.line_of(self.cell) - 1, f"{f.shown}::{self.name}"
 
 
 class ClaimsItem(pytest.Item):
@@ -302,8 +303,9 @@ class ClaimsItem(pytest.Item):
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
-                              ) -> Iterator[None] | Any:  # fmt: skip
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A skipped experiment points at its file (``-rs``), not at the plugin's code."""
     report = yield
     if isinstance(item, ExpItem | ClaimsItem) and report.skipped and \
