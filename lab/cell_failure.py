@@ -74,6 +74,6 @@ def cell_failure_text(plan: Plan, outcome: CellOutcome, path: str, run_id: str |
         db_arg = f" --db {db}" if db else ""
         lines.append(f"details: lab show {run_id}{db_arg}")
         if kept:
-            lines.append(f"the servers of this cell are kept up: `lab status` lists them, "
-                         f"`lab down {run_id}` takes them down")
+            lines.append(f"the servers of this cell are kept up: `lab status` lists them; "
+                         f"after this session, `lab down {run_id}` takes them down")
     return "\n".join(lines)

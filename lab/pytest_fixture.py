@@ -224,6 +224,7 @@ def open_topology(path: str | Path | None = None, *, text: str | None = None, ce
     from dsl.api import format_errors, parse_text
     from dsl.compile import compile_experiment
     from dsl.errors import LanguageErrors
+    from dsl.plan import Plan
     from fault.nemesis import Nemesis
     from lab.cell_run import NotRunnable
     from lab.recorder import Recorder
@@ -278,6 +279,11 @@ def open_topology(path: str | Path | None = None, *, text: str | None = None, ce
     for name in topo.endpoints():
         addr = topo.address(name)
         endpoints[name] = Endpoint(name, addr.host, addr.port, topo.app.user, topo.app.password)
+    # The plan and cell as deployed (ports of the run's block), when the topology has them.
+    deployed = getattr(topo, "plan", None)
+    if isinstance(deployed, Plan):
+        plan = deployed
+        the_cell = next((c for c in plan.cells if c.index == the_cell.index), the_cell)
     return LabTopology(plan, the_cell, source, where, topo, run, recorder,
                        Nemesis(topo, recorder.record), endpoints)
 

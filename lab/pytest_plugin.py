@@ -211,7 +211,11 @@ class ExpFile(pytest.File):
 
     def finish_run(self, interrupted: bool = False) -> None:
         if self.run is not None and not self.run.finished:
-            self.run.finish(interrupted=interrupted)
+            try:
+                self.run.finish(interrupted=interrupted)
+            finally:
+                if self.store is not None:
+                    self.store.close()
 
     def teardown(self) -> None:
         """After the file's last item: the run's status and summary go to the database."""

@@ -4,9 +4,10 @@
 ``± 10.0 ms (one operation of 'writes' every 10.0 ms, plus its latency)``, or None when
 nothing useful can be said. Each statement is the one ``docs/results.md`` makes for the figure:
 
-- downtime and failover phases: one operation interval of the workload (``every``, or
-  ``clients / rate``), plus one operation's latency; unpaced workloads: the gap between two of
-  its operations;
+- downtime and failover phases: one operation interval of a client of the workload
+  (``every``, or ``clients / rate``), plus one operation's latency (several clients may run in
+  step, so their number does not shorten it); unpaced workloads: the gap between two of its
+  operations;
 - visibility (``stale_reads(w).p50`` ...): the poll interval actually seen (the checker's
   ``resolution``);
 - per-second series (``stalls``, ``warmup``): 1 s; ``replication_lag``: sampled every second;
@@ -47,6 +48,9 @@ def _operation_interval(cell: Cell, workload: str | None) -> str:
         return (f"± the gap between two operations of '{found.name}', plus one operation's "
                 "latency")
     shown = format_duration(interval)
+    if found.clients > 1:
+        return (f"± {shown} (each of the {found.clients} clients of '{found.name}' operates "
+                f"every {shown}, plus one operation's latency)")
     return f"± {shown} (one operation of '{found.name}' every {shown}, plus its latency)"
 
 
