@@ -34,7 +34,7 @@ TAUGHT = {(ROOT / f).resolve() for p in LESSONS for c in commands(p) if c.sub ==
 EXPERIMENTS = [p for p in sorted((ROOT / "experiments").glob("*.exp")) + sorted(
     (ROOT / "experiments" / "calibration").glob("*.exp")) if p.resolve() not in TAUGHT]
 COVERED_ELSEWHERE: dict[str, str] = {}
-LONG = {"io-capacity-sweep.exp": "27 cells of 60 s", "steps-benchmark.exp": "about 6 minutes"}
+LONG = {"io-capacity-sweep.exp": "27 cells of 60 s", "steps-benchmark.exp": "2 cells of about 2 minutes"}
 
 
 def _skip_reason(path: Path) -> str | None:
