@@ -33,8 +33,8 @@ TAUGHT = {(ROOT / f).resolve() for p in LESSONS for c in commands(p) if c.sub ==
 # a stated tolerance) run here too: docs/validity.md is generated from the same files
 EXPERIMENTS = [p for p in sorted((ROOT / "experiments").glob("*.exp")) + sorted(
     (ROOT / "experiments" / "calibration").glob("*.exp")) if p.resolve() not in TAUGHT]
-COVERED_ELSEWHERE: dict[str, str] = {}
-LONG = {"io-capacity-sweep.exp": "27 cells of 60 s", "steps-benchmark.exp": "2 cells of about 2 minutes"}
+LONG = {"io-capacity-sweep.exp": "27 cells of 60 s",
+        "steps-benchmark.exp": "2 cells of about 2 minutes"}
 
 
 def _skip_reason(path: Path) -> str | None:
@@ -114,7 +114,7 @@ def test_lesson_runs_as_written(lesson: Path, tmp_path: Path) -> None:
         where = f"{cmd.lesson}:{cmd.line}: $ {cmd.text}"
         if cmd.sub == "run":
             path = ROOT / cmd.files[0]
-            reason = COVERED_ELSEWHERE.get(path.name) or _skip_reason(path)
+            reason = _skip_reason(path)
             if reason:
                 skipped.append(f"{cmd.text}: {reason}")
                 run_id = None
@@ -145,7 +145,7 @@ def _needs_a_run(cmd: Command) -> bool:
 @pytest.mark.parametrize("path", EXPERIMENTS,
                          ids=[str(p.relative_to(ROOT / "experiments"))[:-4] for p in EXPERIMENTS])
 def test_experiment_no_lesson_runs_holds(path: Path, tmp_path: Path) -> None:
-    reason = COVERED_ELSEWHERE.get(path.name) or _skip_reason(path)
+    reason = _skip_reason(path)
     if reason:
         pytest.skip(reason)
     env = dict(os.environ, LAB_HOME=str(tmp_path / "home"))
