@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from dsl.actions import label as action_words
 from dsl.models import Action, TimedAction
-from dsl.plan import Cell, Plan
+from dsl.plan import Cell, Plan, PlannedWorkload
 from lab.cell_facts import SETTLE_TIMEOUT, CellFacts
 from lab.outcome import View
 from lab.recorder import Recorder
@@ -72,10 +72,15 @@ class Load:
         self.repl_watch: ReplicationWatcher | None = None
         self.slips: list[str] = []  # timeline actions that started later than their precision
 
-    def _workload_duration(self) -> float:
-        """How long a workload with no bound of its own runs: the duration, or, in a stepped
-        run, until the load ends (the pauses lengthen it)."""
-        return math.inf if self.stepper is not None else self.plan.duration
+    def _workload_duration(self, spec: PlannedWorkload) -> float:
+        """How long a workload runs: its own duration; in a stepped run, one that runs for the
+        whole load (the plan gives it the experiment's duration) runs until the load ends,
+        which the pauses lengthen."""
+        whole = spec.duration in (None, self.plan.duration) and spec.rows is None \
+            and spec.ops is None
+        if self.stepper is not None and whole:
+            return math.inf
+        return spec.duration if spec.duration is not None else self.plan.duration
 
     def record(self, op: Op) -> Op:
         return self.recorder.record(op)
@@ -115,7 +120,8 @@ class Load:
         for spec in self.cell.workloads:
             if spec.kind == "sysbench":
                 sb = SysbenchWorkload(spec, topo.run, topo.address, topo.app, self.sample,
-                                      self.stop, self._workload_duration())
+                                      self.stop, self.plan.duration)
+                sb.duration = self._workload_duration(spec)
                 self.view.phase(f"sysbench prepare for {spec.name}")
                 target = spec.targets[0]
                 read_only = target == "router.reader" or (
@@ -123,8 +129,9 @@ class Load:
                 sb.prepare(on=topo.primary if read_only else None)
                 self.workloads[spec.name] = sb
             else:
-                self.workloads[spec.name] = KINDS[spec.kind](spec, env, first_process,
-                                                             self._workload_duration())
+                wl = KINDS[spec.kind](spec, env, first_process, self.plan.duration)
+                wl.duration = self._workload_duration(spec)
+                self.workloads[spec.name] = wl
                 first_process += 100_000
         if topo.primary is not None and len(topo.nodes) > 1:
             self._wait_caught_up(SETTLE_TIMEOUT)

@@ -5,7 +5,8 @@ user presses Enter (or after the delay).
 While paused the workloads keep running. The timeline's clock stops during a pause: every
 later action and the end of the load move by the time paused, so the time between two actions
 and after the last one is as written, and the load is that much longer than ``duration``
-(workloads with no bound of their own run until it ends). Each action therefore starts later
+(workloads that run for the whole load run until it ends; one bounded by a shorter duration
+of its own, rows or operations is not lengthened). Each action therefore starts later
 than its ``at`` on the wall clock of the load; the history has its real start and the run's
 notes say so once (``stepped_note``).
 """
@@ -165,4 +166,5 @@ def stepped_note(pauses: list[Pause]) -> str | None:
             "duration. The time between actions and after the last one is as written, so "
             "figures timed from a fault (downtime, failover, visibility, lag, warm-up) hold; "
             "totals, means and counts over the whole load include the paused time, and a "
-            "workload with its own duration, rows or operations was not lengthened")
+            "workload bounded by a shorter duration of its own, rows or operations was not "
+            "lengthened")

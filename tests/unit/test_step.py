@@ -6,6 +6,7 @@ Everything here runs on a fake clock and a fake keyboard."""
 from __future__ import annotations
 
 import io
+import math
 import re
 import threading
 from collections.abc import Callable
@@ -131,6 +132,28 @@ def test_step_delay_pauses_that_long_without_a_keyboard(
     assert applied[1][1] == pytest.approx(22, abs=0.05)
     assert "continuing in 1s" in out.getvalue()
     assert [p.paused for p in stepper.pauses] == [pytest.approx(1.0), pytest.approx(1.0)]
+
+
+def test_stepped_workloads_of_the_whole_load_run_until_it_ends() -> None:
+    plan = plan_text("""experiment "w" {
+  duration 30s
+  topology single { node db1 }
+  workload whole: probe { target db1 }
+  workload same: probe { target db1  duration 30s }
+  workload short: probe { target db1  duration 10s }
+  workload rows: unique_writes { target db1  rows 100 }
+}
+""", "w.exp")
+    specs = {w.name: w for w in plan.cells[0].workloads}
+
+    def durations(stepper: Stepper | None) -> dict[str, float]:
+        load = Load(plan, plan.cells[0], SimpleNamespace(), View(), None,  # type: ignore[arg-type]
+                    None, lambda a, s: None, lambda: None, threading.Event(), stepper)
+        return {n: load._workload_duration(s) for n, s in specs.items()}
+
+    assert durations(None) == {"whole": 30, "same": 30, "short": 10, "rows": 30}
+    stepped = durations(Stepper(delay=1.0, console=Console(file=io.StringIO())))
+    assert stepped == {"whole": math.inf, "same": math.inf, "short": 10, "rows": 30}
 
 
 def test_the_figures_are_refreshed_while_paused() -> None:
