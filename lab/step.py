@@ -160,7 +160,9 @@ def stepped_note(pauses: list[Pause]) -> str | None:
         return None
     total = sum(p.paused for p in pauses)
     starts = ", ".join(f"{p.text.split('#')[0].strip()} at {p.started:.2f}s" for p in pauses)
-    return (f"stepped run: paused before each of {len(pauses)} timeline actions, "
+    which = (f"each of {len(pauses)} timeline actions" if len(pauses) > 1
+             else "its one timeline action")
+    return (f"stepped run: paused before {which}, "
             f"{total:.1f}s in all, while the workloads kept running; each action started "
             f"later than its at ({starts}) and the load lasted that much longer than its "
             "duration. The time between actions and after the last one is as written, so "

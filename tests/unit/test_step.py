@@ -219,3 +219,4 @@ def test_no_note_without_pauses() -> None:
     assert stepped_note([]) is None
     note = stepped_note([Pause("at 5s kill db2", 5.0, 7.5, 2.5)])
     assert note is not None and "at 5s kill db2 at 7.50s" in note and "2.5s in all" in note
+    assert note.startswith("stepped run: paused before its one timeline action, 2.5s")
