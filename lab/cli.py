@@ -60,7 +60,8 @@ def _gc(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from lab.cli_run import cmd_run
 
-    return cmd_run(args.file, as_json=args.json, keep=args.keep, db=args.db)
+    return cmd_run(args.file, as_json=args.json, keep=args.keep, db=args.db, step=args.step,
+                   step_delay=args.step_delay)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -131,6 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.add_argument("--keep", action="store_true", help="keep the topology up afterwards")
     s.add_argument("--db", default=None, help=db_help)
+    s.add_argument("--step", action="store_true",
+                   help="pause before each timeline action; Enter fires it (needs a terminal)")
+    s.add_argument("--step-delay", metavar="DURATION", default=None,
+                   help="pause this long before each timeline action (e.g. 5s), no keyboard")
     s.set_defaults(func=_run)
 
     s = sub.add_parser("runs", help="list stored runs")

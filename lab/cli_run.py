@@ -14,12 +14,14 @@ import sqlite3
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import TextIO
 
 from rich.console import Console
 from rich.table import Table
 
 from lab.exits import EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK, EXIT_USAGE
 from lab.report import render_summary
+from lab.step import Stepper, StepUsageError, parse_step_delay, read_source, stdin_line_reader
 from lab.store import (
     AmbiguousRun,
     RunNotFound,
@@ -56,7 +58,25 @@ def _mark_abandoned(store: Store) -> None:
               "process is gone are not marked abandoned", file=sys.stderr)  # fmt: skip
 
 
-def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None = None) -> int:
+def make_stepper(step: bool, step_delay: str | None, console: Console,
+                 source: str | None, stdin: TextIO | None = None) -> Stepper | None:
+    """The stepper of ``--step`` / ``--step-delay`` (None for an ordinary run); raises
+    StepUsageError when Enter cannot be read and no delay is given."""
+    if not step and step_delay is None:
+        return None
+    stdin = stdin if stdin is not None else sys.stdin
+    delay = parse_step_delay(step_delay) if step_delay is not None else None
+    on_terminal = step and stdin is not None and stdin.isatty()
+    if delay is None and not on_terminal:
+        raise StepUsageError("--step waits for Enter on a terminal, but stdin is not one; "
+                             "use --step-delay DURATION (e.g. --step-delay 5s) to pause that "
+                             "long before each action instead")
+    return Stepper(delay=delay, read_line=stdin_line_reader(stdin) if on_terminal else None,
+                   console=console, source_lines=read_source(source))
+
+
+def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None = None,
+            step: bool = False, step_delay: str | None = None) -> int:
     from dsl.api import check_file, format_errors, load_plan
     from lab.cli_lang import print_warnings
     from lab.engine import run_plan
@@ -65,6 +85,12 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
     from runners.components import MissingComponent
     from runners.topology import check_components
 
+    view = LiveView()
+    try:
+        stepper = make_stepper(step, step_delay, view.console, path)
+    except StepUsageError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     errors = check_file(path)
     if errors:
         print(format_errors(errors), file=sys.stderr)
@@ -83,9 +109,8 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
         err.print(f"Error: {e}")
         return EXIT_INCOMPLETE
     signal.signal(signal.SIGTERM, _sigterm)
-    view = LiveView()
     try:
-        outcome = run_plan(plan, store, view, keep=keep)
+        outcome = run_plan(plan, store, view, keep=keep, stepper=stepper)
     except StoreUnavailable as e:  # the run could not even be created: nothing started
         return store_failed(db, e, writing=True)
     s = summary(outcome)

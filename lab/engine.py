@@ -43,6 +43,7 @@ from lab.history import fault_windows
 from lab.load import Load
 from lab.outcome import CellOutcome, RunOutcome, View
 from lab.recorder import Recorder
+from lab.step import Stepper
 from lab.store import Store, StoreUnavailable
 from lab.summary import fault_timeline, report_figure, summary
 from runners.components import MissingComponent
@@ -66,6 +67,7 @@ def run_plan(
     view: View | None = None,
     keep: bool = False,
     on_run_id: Callable[[str], None] | None = None,
+    stepper: Stepper | None = None,
 ) -> RunOutcome:
     view = view or View()
     try:
@@ -77,7 +79,8 @@ def run_plan(
     outcome = RunOutcome(run_id, plan)
     try:
         for cell in plan.cells:
-            cell_out = CellRunner(plan, cell, store, run_id, view, keep=keep).run()
+            cell_out = CellRunner(plan, cell, store, run_id, view, keep=keep,
+                                  stepper=stepper).run()
             outcome.cells.append(cell_out)
             if cell_out.status in ("error", "interrupted"):
                 break
@@ -115,11 +118,13 @@ class CellRunner:
     tear down."""
 
     def __init__(
-        self, plan: Plan, cell: Cell, store: Store, run_id: str, view: View, keep: bool = False
+        self, plan: Plan, cell: Cell, store: Store, run_id: str, view: View, keep: bool = False,
+        stepper: Stepper | None = None,
     ) -> None:
         self.plan, self.cell, self.store, self.run_id = plan, cell, store, run_id
         self.view = view
         self.keep = keep
+        self.stepper = stepper  # lab run --step (lab.step)
         self.out = CellOutcome(cell)
         self.stop = threading.Event()
         self.facts = CellFacts(plan)
@@ -162,7 +167,7 @@ class CellRunner:
             self.facts.topo = self.topo
             self.nemesis = Nemesis(self.topo, self._record)
             self.load = Load(self.plan, cell, self.topo, self.view, self.recorder, self.facts,
-                             self._apply, self._check_store, self.stop)
+                             self._apply, self._check_store, self.stop, self.stepper)
             self.view.phase("preparing tables")
             self._prepare()
             self._check_store()

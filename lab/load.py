@@ -11,6 +11,7 @@ at any time (teardown calls it).
 from __future__ import annotations
 
 import bisect
+import math
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -18,10 +19,11 @@ from typing import Any, Protocol
 from dsl.actions import label as action_words
 from dsl.actions import resolved_action, undo
 from dsl.models import Action, TimedAction
-from dsl.plan import Cell, Plan
+from dsl.plan import Cell, Plan, PlannedWorkload
 from lab.cell_facts import SETTLE_TIMEOUT, CellFacts
 from lab.outcome import View
 from lab.recorder import Recorder
+from lab.step import Stepper, stepped_note
 from lab.summary import action_label
 from runners import replication
 from runners.mysql import Address, connect
@@ -71,8 +73,9 @@ def undo_of(ta: TimedAction, started: float, detail: dict[str, Any] | None
 class Load:
     def __init__(self, plan: Plan, cell: Cell, topo: Topology, view: View, recorder: Recorder,
                  facts: CellFacts, apply: ApplyAction, check_store: Callable[[], None],
-                 stop: Any) -> None:
+                 stop: Any, stepper: Stepper | None = None) -> None:
         self.plan, self.cell, self.topo, self.view = plan, cell, topo, view
+        self.stepper = stepper  # lab run --step: pause before each timeline action
         self.recorder, self.facts = recorder, facts
         self.apply, self.check_store = apply, check_store
         self.stop = stop  # threading.Event: set when the load must end
@@ -84,6 +87,16 @@ class Load:
         self.bg: list[Joinable] = []
         self.repl_watch: ReplicationWatcher | None = None
         self.slips: list[str] = []  # timeline actions that started later than their precision
+
+    def _workload_duration(self, spec: PlannedWorkload) -> float:
+        """How long a workload runs: its own duration; in a stepped run, one that runs for the
+        whole load (the plan gives it the experiment's duration) runs until the load ends,
+        which the pauses lengthen."""
+        whole = spec.duration in (None, self.plan.duration) and spec.rows is None \
+            and spec.ops is None
+        if self.stepper is not None and whole:
+            return math.inf
+        return spec.duration if spec.duration is not None else self.plan.duration
 
     def record(self, op: Op) -> Op:
         return self.recorder.record(op)
@@ -124,6 +137,7 @@ class Load:
             if spec.kind == "sysbench":
                 sb = SysbenchWorkload(spec, topo.run, topo.address, topo.app, self.sample,
                                       self.stop, self.plan.duration)
+                sb.duration = self._workload_duration(spec)
                 self.view.phase(f"sysbench prepare for {spec.name}")
                 target = spec.targets[0]
                 read_only = target == "router.reader" or (
@@ -131,8 +145,9 @@ class Load:
                 sb.prepare(on=topo.primary if read_only else None)
                 self.workloads[spec.name] = sb
             else:
-                self.workloads[spec.name] = KINDS[spec.kind](spec, env, first_process,
-                                                             self.plan.duration)
+                wl = KINDS[spec.kind](spec, env, first_process, self.plan.duration)
+                wl.duration = self._workload_duration(spec)
+                self.workloads[spec.name] = wl
                 first_process += 100_000
         if topo.primary is not None and len(topo.nodes) > 1:
             self._wait_caught_up(SETTLE_TIMEOUT)
@@ -157,6 +172,8 @@ class Load:
             self.apply(a, f"{label}: {action_words(a)}")
 
     def run(self) -> None:
+        if self.stepper is not None:
+            self.stepper.pauses = []  # this cell's
         for s in [s for s in self.plan.steps if s.when == "before_load"]:
             self._run_actions(list(s.actions), "before load")
         self.load_start = time.monotonic_ns()
@@ -172,23 +189,31 @@ class Load:
         counts: dict[str, dict[str, float]] = {}
         last_tick = time.monotonic()
         t_start = time.monotonic()
+        paused = 0.0  # a stepped run's pauses: the timeline's clock stops while paused
+        undos: set[int] = set()  # `for D` ends: never stepped (a pause would lengthen the fault)
         duration = self.plan.duration
         while True:
             now = time.monotonic()
-            elapsed = now - t_start
+            elapsed = now - t_start - paused
             while timeline and timeline[0].at <= elapsed:
                 ta = timeline.pop(0)
                 upcoming = f"{timeline[0].at:g}s {action_label(timeline[0])}" if timeline \
                     else None
                 self.view.tick(elapsed, duration, counts, done_labels, upcoming)
+                stepped = self.stepper is not None and id(ta) not in undos
+                if self.stepper is not None and stepped:
+                    paused += self._step(ta, elapsed, cursor, counts, done_labels)
                 started = time.monotonic() - t_start
-                slip = timeline_slip(ta.at, started, action_label(ta))
+                if self.stepper is not None and stepped:
+                    self.stepper.started(started)
+                slip = timeline_slip(ta.at, started - paused, action_label(ta))
                 if slip:
                     self.slips.append(slip)
                 detail = self.apply(ta.action, f"at {ta.at:g}s: {action_label(ta)}")
                 done_labels.append(f"{ta.at:g}s {action_label(ta)}")
-                ends = undo_of(ta, started, detail)
+                ends = undo_of(ta, started - paused, detail)
                 if ends is not None:  # `for D`: undone D after its real start
+                    undos.add(id(ends))
                     bisect.insort(timeline, ends, key=lambda t: t.at)
             for name, wl in self.workloads.items():
                 if name in self.started and wl.finished.is_set() and name not in self.steps_done:
@@ -218,6 +243,29 @@ class Load:
         self.stop.set()
         self.stop_workloads()
         self.load_end = time.monotonic_ns()
+        if self.stepper is not None:
+            note = stepped_note(self.stepper.pauses)
+            if note:
+                self.slips.insert(0, note)
+
+    def _step(self, ta: TimedAction, elapsed: float, cursor: dict[str, int],
+              counts: dict[str, dict[str, float]], done: list[str]) -> float:
+        """Pause before a timeline action (``lab run --step``); the live figures go on."""
+        assert self.stepper is not None
+        last = [time.monotonic()]
+        shown = [counts]
+
+        def figures() -> dict[str, dict[str, float]]:
+            now = time.monotonic()
+            if now - last[0] >= 0.5:
+                shown[0] = self._stats(cursor, now - last[0])
+                last[0] = now
+            self.view.tick(elapsed, self.plan.duration, shown[0], done,
+                           f"{ta.at:g}s {action_label(ta)} (paused)")
+            self.check_store()
+            return shown[0]
+
+        return self.stepper.pause(ta, elapsed, figures)
 
     def _stats(self, cursor: dict[str, int], dt: float) -> dict[str, dict[str, float]]:
         ops = self.recorder._ops  # read-only peek at the growing list (appends only)

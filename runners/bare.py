@@ -196,8 +196,8 @@ class GaleraCluster:
         first.start(wait=False)
         sock = Path(first_cfg["socket"])
         proc = first.proc
-        wait_until(lambda: sock.exists() and _socket_ok(sock), 60, "answering on its socket",
-                   first.component, first.error_log,
+        wait_until(lambda: sock.exists() and _wsrep_ready(sock), 60,
+                   "ready for application use (wsrep_ready)", first.component, first.error_log,
                    alive=lambda: proc is not None and proc.poll() is None)
         bootstrap_users(sock, user_statements(self.admin, self.app, self.repl))
         log.info("galera: node 1 bootstrapped in %.2fs", time.monotonic() - t0)
@@ -248,6 +248,24 @@ def _socket_ok(sock: Path) -> bool:
         return False
     conn.close()
     return True
+
+
+def _wsrep_ready(sock: Path) -> bool:
+    """The node answers and is ready for application use (``wsrep_ready = ON``): before that,
+    statements fail with 1047 even though the socket answers."""
+    try:
+        conn = MySQLdb.connect(unix_socket=str(sock), user="root", connect_timeout=1)
+    except MySQLdb.Error:
+        return False
+    try:
+        cur = conn.cursor()
+        cur.execute("SHOW STATUS LIKE 'wsrep_ready'")
+        row = cur.fetchone()
+        return row is not None and str(row[1]).upper() == "ON"
+    except MySQLdb.Error:
+        return False
+    finally:
+        conn.close()
 
 
 class PrimaryPair:

@@ -4,6 +4,7 @@ instrument for failover: the lab's own workloads are."""
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import threading
@@ -64,7 +65,9 @@ class SysbenchWorkload:
                 "--mysql-db=sbtest", f"--tables={s.tables or 1}",
                 f"--table-size={s.table_size or 10000}", f"--threads={s.threads or s.clients}"]
         if command == "run":
-            args += ["--report-interval=1", f"--time={max(1, int(round(self.duration)))}",
+            # --time=0: no limit of its own (a stepped run's load ends when the lab says)
+            limit = 0 if math.isinf(self.duration) else max(1, int(round(self.duration)))
+            args += ["--report-interval=1", f"--time={limit}",
                      "--histogram=off"]
             if s.rate:
                 args.append(f"--rate={int(s.rate)}")

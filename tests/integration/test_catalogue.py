@@ -1,14 +1,22 @@
-"""Every experiment in the catalogue runs with `lab run` where its components exist, and its
-expectations hold. Experiments that need what this machine lacks (ProxySQL, mongod, a MySQL
-tarball) skip with the reason; the long benchmark sweeps run only with LAB_CATALOGUE_LONG=1."""
+"""The workshop's lessons run as written, and with them the catalogue: every `$ lab ...` line
+of docs/workshop/NN-*.md is run in order (RUN is the id of the lesson's last `lab run`), each
+must exit 0, and every expectation of each run must hold. An experiment no lesson runs (the
+calibration files) runs on its own here. Experiments that need what this machine lacks
+(ProxySQL, mongod, a MySQL tarball) skip with the reason; the long benchmark sweeps run only
+with LAB_CATALOGUE_LONG=1. Each experiment runs once in the whole suite. The first lesson (the
+quickstart) runs as the user ``nobody`` when the suite runs as root: the lab needs root for a few
+faults only."""
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,20 +24,23 @@ from dsl.api import load_plan
 from runners.components import MissingComponent
 from runners.disk import disk_nodes
 from runners.topology import check_components
+from tests.lessons import Command, commands, lessons, substitute
 
-from .conftest import ROOT, our_processes
+from .conftest import ROOT, SESSION_DIR, our_processes
 
+LAB = [sys.executable, "-m", "lab.cli"]
+LESSONS = lessons()
+TAUGHT = {(ROOT / f).resolve() for p in LESSONS for c in commands(p) if c.sub == "run"
+          for f in c.files}
 # the calibration experiments (faults of known size, expectations = the physical truth within
 # a stated tolerance) run here too: docs/validity.md is generated from the same files
-EXPERIMENTS = sorted((ROOT / "experiments").glob("*.exp")) + sorted(
-    (ROOT / "experiments" / "calibration").glob("*.exp"))
-COVERED_ELSEWHERE = {"quickstart.exp"}  # tests/integration/test_run.py
-LONG = {"io-capacity-sweep.exp": "27 cells of 60 s", "steps-benchmark.exp": "about 3 minutes"}
+EXPERIMENTS = [p for p in sorted((ROOT / "experiments").glob("*.exp")) + sorted(
+    (ROOT / "experiments" / "calibration").glob("*.exp")) if p.resolve() not in TAUGHT]
+LONG = {"io-capacity-sweep.exp": "27 cells of 60 s",
+        "steps-benchmark.exp": "2 cells of about 2 minutes"}
 
 
 def _skip_reason(path: Path) -> str | None:
-    if path.name in COVERED_ELSEWHERE:
-        return "run end to end by test_run.py"
     if path.name in LONG and not os.environ.get("LAB_CATALOGUE_LONG"):
         return f"long benchmark ({LONG[path.name]}): set LAB_CATALOGUE_LONG=1 to run it"
     plan = load_plan(str(path))
@@ -44,21 +55,153 @@ def _skip_reason(path: Path) -> str | None:
     return None
 
 
+def _last_run(home: Path) -> dict[str, Any]:
+    db = sqlite3.connect(home / "results.db")
+    try:
+        rid, summary = db.execute(
+            "select id, summary from runs order by started_at desc, rowid desc limit 1").fetchone()
+    finally:
+        db.close()
+    out: dict[str, Any] = json.loads(summary)
+    out["run_id"] = rid
+    return out
+
+
+def _assert_every_expectation_holds(summary: dict[str, Any], where: str) -> None:
+    failed = [(c["label"], e["text"], e["explanation"]) for c in summary["cells"]
+              for e in c["expectations"] if e["passed"] is not True]
+    errors = [(c["label"], c["error"]) for c in summary["cells"] if c.get("error")]
+    assert not errors, (where, errors)
+    assert not failed, (where, failed)
+
+
+def _quickstart(summary: dict[str, Any], home: Path) -> None:
+    """What the tour promises, beyond its expectations: the measurements behind them."""
+    cell = summary["cells"][0]
+    # the healthy replica was read right after each write, and each write became visible there
+    db3 = cell["measurements"]["stale_reads"]["subjects"]["ryw on db3"]
+    assert db3["eligible_reads"] > 100 and db3["visibility"]["unseen"] == 0
+    assert 0 < db3["visibility"]["p50"] < 1
+    # the killed replica shows up as an outage of the readers that read from it
+    assert cell["measurements"]["downtime"]["subjects"]["ryw on db2"]["longest"] > 5
+    db = sqlite3.connect(home / "results.db")
+    try:
+        n_ops = db.execute("select count(*) from operations where run_id = ?",
+                           [summary["run_id"]]).fetchone()[0]
+        faults = [r[0] for r in db.execute("select name from faults where run_id = ?",
+                                            [summary["run_id"]])]
+    finally:
+        db.close()
+    assert n_ops > 1000
+    assert "kill" in faults and "start" in faults
+    if os.geteuid() == 0:  # lesson 1 ran as nobody: the results and the run were nobody's
+        assert (home / "results.db").stat().st_uid == UNPRIVILEGED
+    # the summary's fault timeline, in seconds since the load started (`at 10s kill db2`)
+    kill = next(f for f in cell["faults"] if f["name"] == "kill")
+    assert kill["node"] == "db2" and 9.9 < kill["at"] < 11 and kill["ok"] is True
+    # `lab show` prints the compact matrix, `--all` every figure; no server is involved
+    env = dict(os.environ, LAB_HOME=str(home))
+    rid = summary["run_id"]
+    show = subprocess.run([*LAB, "show", rid], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert show.returncode == 0 and "kill db2" in show.stdout and "lost writes" in show.stdout
+    assert "downtime(ryw on db2).longest" not in show.stdout
+    show_all = subprocess.run([*LAB, "show", rid, "--all"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+    assert "downtime(ryw on db2).longest" in show_all.stdout
+    # the run against itself: every ratio that is defined is 1
+    cmp = subprocess.run([*LAB, "compare", rid, rid, "--last", "10s", "--json"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert cmp.returncode == 0, cmp.stderr
+    rows = {r["figure"]: r for r in json.loads(cmp.stdout)["rows"]}
+    tput = rows["throughput(writes).mean last 10s"]
+    assert tput["values"][0]["value"] > 0 and tput["ratios"][1]["value"] == 1.0
+    assert rows["replication_lag(db3).max"]["ratios"][1]["value"] == 1.0
+
+
+UNPRIVILEGED = 65534  # nobody / nogroup on Debian
+
+
+def _as_nobody(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
+    """The lab's command, environment and home for the user ``nobody`` (the suite runs as
+    root). The project's interpreter lives under /root (pyenv), which nobody cannot enter:
+    Debian's python3 of the same minor version runs the lab with the project's installed
+    packages instead."""
+    base = Path(tempfile.mkdtemp(prefix="nobody-", dir=SESSION_DIR))
+    os.chmod(SESSION_DIR, 0o711)  # nobody may pass through to its own directory
+    os.chown(base, UNPRIVILEGED, UNPRIVILEGED)
+    site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
+    env = dict(os.environ, HOME=str(base), LAB_HOME=str(base / "home"),
+               LAB_RUNTIME=str(base / "rt"), PYTHONPATH=f"{ROOT}:{site}")
+    cmd = ["setpriv", f"--reuid={UNPRIVILEGED}", f"--regid={UNPRIVILEGED}", "--clear-groups",
+           f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}", "-m", "lab.cli"]
+    return cmd, env, base / "home"
+
+
+UNPRIVILEGED_LESSONS = {"01-quickstart.md"}
+MORE_CHECKS = {"quickstart.exp": _quickstart}
+
+
+def _run(argv: list[str], env: dict[str, str], where: str,
+         lab: list[str] = LAB) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run([*lab, *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, (where, out.returncode, out.stderr[-3000:])
+    return out
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+def test_lesson_runs_as_written(lesson: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = dict(os.environ, LAB_HOME=str(home))
+    lab = LAB
+    if lesson.name in UNPRIVILEGED_LESSONS and os.geteuid() == 0:
+        lab, env, home = _as_nobody(tmp_path)
+    run_id: str | None = None
+    skipped: list[str] = []
+    ran = 0
+    for cmd in commands(lesson):
+        where = f"{cmd.lesson}:{cmd.line}: $ {cmd.text}"
+        if cmd.sub == "run":
+            path = ROOT / cmd.files[0]
+            reason = _skip_reason(path)
+            if reason:
+                skipped.append(f"{cmd.text}: {reason}")
+                run_id = None
+                continue
+            _run(cmd.argv, env, where, lab)
+            summary = _last_run(home)
+            assert summary["source"] and Path(summary["source"]).name == path.name, where
+            _assert_every_expectation_holds(summary, where)
+            if path.name in MORE_CHECKS:
+                MORE_CHECKS[path.name](summary, home)
+            run_id = summary["run_id"]
+            ran += 1
+            assert not our_processes()
+        elif _needs_a_run(cmd) and run_id is None:
+            skipped.append(f"{cmd.text}: its run did not run here")
+        else:
+            out = _run(substitute(cmd, run_id), env, where, lab)
+            assert out.stdout.strip(), where
+            ran += 1
+    if not ran:
+        pytest.skip("; ".join(skipped))
+
+
+def _needs_a_run(cmd: Command) -> bool:
+    return "RUN" in cmd.argv or cmd.sub in ("runs", "show")
+
+
 @pytest.mark.parametrize("path", EXPERIMENTS,
                          ids=[str(p.relative_to(ROOT / "experiments"))[:-4] for p in EXPERIMENTS])
-def test_experiment_runs_and_its_expectations_hold(path: Path, tmp_path: Path) -> None:
+def test_experiment_no_lesson_runs_holds(path: Path, tmp_path: Path) -> None:
     reason = _skip_reason(path)
     if reason:
         pytest.skip(reason)
     env = dict(os.environ, LAB_HOME=str(tmp_path / "home"))
-    out = subprocess.run([sys.executable, "-m", "lab.cli", "run", str(path), "--json"],
+    out = subprocess.run([*LAB, "run", str(path), "--json"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.stdout, out.stderr[-3000:]
-    summary = json.loads(out.stdout)
-    failed = [(c["label"], e["text"], e["explanation"]) for c in summary["cells"]
-              for e in c["expectations"] if e["passed"] is not True]
-    errors = [(c["label"], c["error"]) for c in summary["cells"] if c.get("error")]
-    assert not errors, errors
-    assert not failed, failed
+    _assert_every_expectation_holds(json.loads(out.stdout), path.name)
     assert out.returncode == 0
     assert not our_processes()

@@ -1,0 +1,63 @@
+"""The workshop's lessons (docs/workshop/NN-name.md) as data: their commands, in order.
+
+A lesson shows its commands in ```console blocks, one per line after ``$ ``; the other lines of
+a block are sample output and are not run. ``RUN`` stands for the id of the lesson's last
+``lab run`` (tests substitute it). The unit tests check the commands name existing files and
+parse; tests/integration/test_catalogue.py runs them as written.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKSHOP = ROOT / "docs" / "workshop"
+LESSON_NAME = re.compile(r"^\d\d-[a-z0-9-]+\.md$")
+RUN = "RUN"  # the placeholder for the last run's id
+FILE_COMMANDS = {"run", "plan", "check", "up"}  # lab commands whose arguments are .exp files
+
+
+@dataclass(frozen=True)
+class Command:
+    lesson: str  # file name of the lesson
+    line: int  # line in the lesson
+    text: str  # as written after "$ "
+
+    @property
+    def argv(self) -> list[str]:
+        return shlex.split(self.text)
+
+    @property
+    def sub(self) -> str:
+        argv = self.argv
+        return argv[1] if len(argv) > 1 else ""
+
+    @property
+    def files(self) -> list[str]:
+        if self.sub not in FILE_COMMANDS:
+            return []
+        return [a for a in self.argv[2:] if a.endswith(".exp")]
+
+
+def lessons() -> list[Path]:
+    return sorted(p for p in WORKSHOP.glob("*.md") if LESSON_NAME.match(p.name))
+
+
+def commands(path: Path) -> list[Command]:
+    out: list[Command] = []
+    in_console = False
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("```"):
+            in_console = line.strip() == "```console" if not in_console else False
+            continue
+        if in_console and line.startswith("$ "):
+            out.append(Command(path.name, i, line[2:].strip()))
+    return out
+
+
+def substitute(cmd: Command, run_id: str | None) -> list[str]:
+    """The command's arguments, with RUN replaced by the last run's id."""
+    return [run_id if a == RUN and run_id else a for a in cmd.argv]
