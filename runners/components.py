@@ -150,8 +150,11 @@ def search_dirs() -> list[Path]:
 def which(binary: str) -> str | None:
     for d in search_dirs():
         p = d / binary
-        if p.is_file() and os.access(p, os.X_OK):
-            return str(p)
+        try:
+            if p.is_file() and os.access(p, os.X_OK):
+                return str(p)
+        except OSError:  # a directory on PATH this user may not enter (/root/go/bin)
+            continue
     return shutil.which(binary)
 
 

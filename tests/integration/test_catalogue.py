@@ -119,6 +119,20 @@ def _quickstart(summary: dict[str, Any], home: Path) -> None:
     assert rows["replication_lag(db3).max"]["ratios"][1]["value"] == 1.0
 
 
+def _router_writer_outage(summary: dict[str, Any], home: Path) -> None:
+    """`router.writer` resolved when the fault fired, and `for 2s` healed it 2 s later."""
+    db = sqlite3.connect(home / "results.db")
+    try:
+        faults = db.execute("select name, node, start_ns from faults where run_id = ? "
+                            "order by start_ns", [summary["run_id"]]).fetchall()
+    finally:
+        db.close()
+    down = next(f for f in faults if f[0] == "link_down")
+    heal = next(f for f in faults if f[0] == "heal")
+    assert down[1] == "db1" and heal[1] == "db1", faults
+    assert 1.9 <= (heal[2] - down[2]) / 1e9 <= 2.3, faults
+
+
 UNPRIVILEGED = 65534  # nobody / nogroup on Debian
 
 
@@ -139,7 +153,7 @@ def _as_nobody(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
 
 
 UNPRIVILEGED_LESSONS = {"01-quickstart.md"}
-MORE_CHECKS = {"quickstart.exp": _quickstart}
+MORE_CHECKS = {"quickstart.exp": _quickstart, "router-writer-outage.exp": _router_writer_outage}
 
 
 def _run(argv: list[str], env: dict[str, str], where: str,
@@ -176,6 +190,10 @@ def test_lesson_runs_as_written(lesson: Path, tmp_path: Path) -> None:
             if path.name in MORE_CHECKS:
                 MORE_CHECKS[path.name](summary, home)
             run_id = summary["run_id"]
+            if os.environ.get("LAB_LESSON_RESULTS"):  # the figures, for refreshing the lessons
+                keep = Path(os.environ["LAB_LESSON_RESULTS"])
+                keep.mkdir(parents=True, exist_ok=True)
+                (keep / f"{path.stem}.json").write_text(json.dumps(summary, default=str))
             ran += 1
             assert not our_processes()
         elif _needs_a_run(cmd) and run_id is None:
