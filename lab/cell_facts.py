@@ -279,7 +279,7 @@ class CellFacts:
             state[spec.name] = per_node
         self.final_state = state
 
-    # --- findings: errant GTIDs and divergence -----------------------------------------------------
+    # --- findings: errant GTIDs and divergence ---------------------------------------------
     def read_findings(self, workloads: list[PlannedWorkload]) -> None:
         """After settling: errant GTIDs (``runners.errant_gtids``) and the rows that differ
         between nodes (``runners.divergence``). What cannot be measured says why."""

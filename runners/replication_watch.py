@@ -13,7 +13,8 @@ node that blocks its reads does not delay the others). Every tick it calls::
 
 ``read_only`` is the node's ``@@global.read_only``, read on the same connection right after
 the status (the split-brain checker's evidence that a node takes writes); it is left out when
-the server did not answer it. ``configured`` is 0.0 (and the other figures 0 / NaN) when the node replicates from nothing.
+the server did not answer it. ``configured`` is 0.0 (and the other figures 0 / NaN) when
+the node replicates from nothing.
 A node that cannot be read (down, paused past the read timeout, refusing connections) gives
 ``{"unreadable": 1.0}`` for that tick and is reconnected on the next one. ``time_ns`` is
 ``time.monotonic_ns()`` half way through the status query.

@@ -51,12 +51,12 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         per_node: dict[str, dict[str, Any]] = {}
         for tn in names:
             owned.add(tn)
-            t = tables.get(tn)
-            if t is None:
+            table = tables.get(tn)
+            if table is None:
                 _add(agg, dict.fromkeys(STATS))
                 continue
-            _add(agg, t)
-            for node, nd in (t.get("nodes") or {}).items():
+            _add(agg, table)
+            for node, nd in (table.get("nodes") or {}).items():
                 _add(per_node.setdefault(node, {}), nd if isinstance(nd, dict)
                      else dict.fromkeys(STATS))
         subjects[w] = agg

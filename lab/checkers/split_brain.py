@@ -254,12 +254,12 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     longest_open = bool(windows) and any(
         w["open"] for w in windows if w["seconds"] == longest)
     subjects: dict[str, dict[str, Any]] = {}
-    for name, n in sorted(nodes.items()):
+    for name, node_ev in sorted(nodes.items()):
         merged = merge(per_node[name])
         subjects[name] = {
             "writable": sum(seconds(b - a) for a, b in merged),
             "writes": per_node_writes.get(name, 0),
-            "samples": n.samples,
+            "samples": node_ev.samples,
         }
     metrics: dict[str, Any] = {
         "count": len(windows),
