@@ -138,3 +138,23 @@ def test_divergence_measured() -> None:
     assert total.passed is True
     nothing = evaluate(exp("divergence", "==", q(0), subject="w"), results, c)
     assert nothing.passed is None and "not compared" in nothing.explanation
+
+
+def test_the_findings_in_the_compact_summary_and_in_show_all() -> None:
+    from lab.report import measurement_rows
+    from lab.summary_matrix import findings_lines
+
+    results, c = _measured()
+    cell = {"index": 0, "label": "#1", "measurements": {k: r.metrics for k, r in
+                                                        results.items()}}
+    lines = findings_lines(cell)
+    assert lines[0].startswith("split brain: 2") and "± 200 ms" in lines[0]
+    assert "1 window" in lines[0]
+    assert lines[1] == "errant GTIDs (not on db1): db2 150, db3 ≥ 2 (binlogs unread)"
+    assert lines[2] == "rows that differ from db1: lab.w_rogue 150 rows"
+    rows = dict(measurement_rows({"cells": [cell]}))
+    assert rows["errant_gtids(db2)"] == ["150 (0-200-9 …)"]
+    assert rows["divergence(lab.w_rogue)"][0].startswith("150 rows vs db1 (missing 0, extra")
+    assert rows["split_brain.writes (acknowledged inside)"][0].startswith("170")
+    calm = {"index": 0, "measurements": {"split_brain": {"count": 0, "longest": 0.0}}}
+    assert findings_lines(calm) == []
