@@ -211,6 +211,41 @@ METRICS: dict[str, MetricSpec] = {
         "_replication_errors",
         topologies=frozenset({"replication", "primary_primary"}),
     ),
+    "split_brain": MetricSpec(
+        "optional_workload",
+        {"longest": ("longest", "duration"), "max": ("longest", "duration"),
+         "total": ("total", "duration"), "count": ("count", "count"),
+         "writes": ("writes", "count")},
+        "longest",
+        "the time during which two or more nodes took writes as primaries at once: a sampled "
+        "read_only = 0 (every 200 ms) or acknowledged writes (exact); longest window (total: "
+        "all windows added up; count: how many; writes: acknowledged writes inside them, of "
+        "the workload when one is named)",
+        "_split_brain",
+        workload_kinds=WRITE_WORKLOADS,
+        open_label="still split at end",
+    ),
+    "errant_gtids": MetricSpec(
+        "node",
+        {"count": ("count", "count"), "total": ("count", "count"),
+         "at_least": ("at_least", "count")},
+        "count",
+        "transactions in the node's binary log that the primary lacks after settling (MariaDB "
+        "GTIDs per domain and server id; at_least: the (domain, server id) pairs ahead)",
+        "_errant_gtids",
+        topologies=frozenset({"replication"}),
+    ),
+    "divergence": MetricSpec(
+        "optional_workload",
+        _same("count", "rows", "missing", "extra", "different", "chunks"),
+        "rows",
+        "rows of the workload's tables that differ between a node and the primary after "
+        "settling (chunk checksums, then row by row): missing on the node, extra on it, or "
+        "different; every table when no workload is named",
+        "_divergence",
+        workload_kinds=WRITE_WORKLOADS | {"sysbench"},
+        on=True,
+    ),
 }
 
 

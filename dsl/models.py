@@ -346,6 +346,9 @@ MetricName = Literal[
     "relay_log_bytes",
     "failover",
     "replication_errors",
+    "split_brain",
+    "errant_gtids",
+    "divergence",
 ]
 
 

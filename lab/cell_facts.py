@@ -20,12 +20,13 @@ from typing import Any
 from dsl.models import Action, NodeAction, Promote
 from dsl.plan import Plan, PlannedWorkload
 from fault.process import COMES_UP, GOES_DOWN
-from runners import replication
+from runners import divergence, replication
+from runners.errant_gtids import binlog_state, parse_state, read_errant
 from runners.errors import ComponentError
 from runners.gtid import HEARTBEAT_DOMAIN, behind, parse_gtid
 from runners.mysql import connect, wait_until
 from runners.topology import Topology
-from runners.workloads import table_ddl, table_name
+from runners.workloads import SCHEMA, table_ddl, table_name
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,8 @@ class CellFacts:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         self.topo: Topology | None = None  # set once the topology is up
-        self.facts: dict[str, Any] = {"primary_gtid_last": {}, "relay_log_bytes": {}}
+        self.facts: dict[str, Any] = {"primary_gtid_last": {}, "relay_log_bytes": {},
+                                      "topology": plan.topology}
         self.final_state: dict[str, dict[str, dict[int, Any]]] = {}
         self._started_at_gtid: dict[str, dict[int, int]] = {}
         # nodes whose process runs but cannot answer (left paused): not read, not waited for
@@ -64,6 +66,18 @@ class CellFacts:
     def on_primary_position(self, pos: dict[int, int]) -> None:
         """The heartbeat's reading of the primary's binlog position."""
         self.facts["primary_gtid_last"] = pos
+
+    def before_load(self) -> None:
+        """Each node's ``gtid_binlog_state`` once the tables are made, before the ``before
+        load`` steps: transactions a node had then are not errant (the setup's own)."""
+        if self.plan.topology not in ("replication", "primary_primary"):
+            return
+        base: dict[str, str] = {}
+        for name, node in self.running().items():
+            with contextlib.suppress(Exception):
+                base[name] = str(node.scalar("SELECT @@global.gtid_binlog_state", timeout=5)
+                                 or "")
+        self.facts["gtid_baseline"] = base
 
     # --- around actions ------------------------------------------------------------------------
     def before_action(self, a: Action) -> None:
@@ -264,3 +278,119 @@ class CellFacts:
                     log.warning("final state of %s on %s: %s", spec.name, name, e)
             state[spec.name] = per_node
         self.final_state = state
+
+    # --- findings: errant GTIDs and divergence ---------------------------------------------
+    def read_findings(self, workloads: list[PlannedWorkload]) -> None:
+        """After settling: errant GTIDs (``runners.errant_gtids``) and the rows that differ
+        between nodes (``runners.divergence``). What cannot be measured says why."""
+        try:
+            self.read_errant_gtids()
+        except Exception as e:  # noqa: BLE001 - the other figures go on
+            log.warning("errant GTIDs: %s", e)
+            self.facts["errant_gtids_why"] = f"could not be read: {e}"
+        try:
+            self.read_divergence(workloads)
+        except Exception as e:  # noqa: BLE001
+            log.warning("divergence: %s", e)
+            self.facts["divergence"] = {"error": f"could not be read: {e}", "tables": {}}
+
+    def read_errant_gtids(self) -> None:
+        """Per running node but the authority: its binlogged transactions the authority
+        lacks. Replication only: primary_primary writes a domain per primary by design and
+        Galera nodes share one write-set sequence."""
+        if self.plan.topology != "replication":
+            self.facts["errant_gtids_why"] = (
+                f"errant GTIDs are measured on replication topologies, not {self.plan.topology}")
+            return
+        authority = self.facts.get("authority")
+        running = self.running()
+        if authority is None or authority not in running:
+            self.facts["errant_gtids_why"] = "the primary is not running at the end"
+            return
+        truth = binlog_state(running[authority])
+        baseline = self.facts.get("gtid_baseline") or {}
+        out: dict[str, Any] = {}
+        for name, node in sorted(running.items()):
+            if name == authority:
+                continue
+            try:
+                out[name] = read_errant(node, truth, parse_state(baseline.get(name, ""))
+                                        ).as_json()
+            except Exception as e:  # noqa: BLE001 - unknown for that node, not 0
+                out[name] = {"count": None, "at_least": None, "error": str(e)[:300]}
+        self.facts["errant_gtids"] = out
+        self.facts["errant_gtids_authority"] = authority
+
+    def divergence_tables(self, workloads: list[PlannedWorkload]) -> dict[str, list[str]]:
+        """workload -> its tables (``schema.table``)."""
+        out: dict[str, list[str]] = {}
+        for spec in workloads:
+            if table_ddl(spec):
+                out[spec.name] = [f"{SCHEMA}.w_{spec.name}"]
+            elif spec.kind == "sysbench":
+                out[spec.name] = [f"sbtest.sbtest{i}" for i in range(1, (spec.tables or 1) + 1)]
+        return out
+
+    def read_divergence(self, workloads: list[PlannedWorkload]) -> None:
+        """Every table of the workloads, and every other table of the lab's schema but the
+        heartbeat, compared on every running node with the reference node."""
+        if self.plan.topology == "mongodb_replset":
+            return
+        topo = self._topo()
+        running = self.running()
+        if not running:
+            self.facts["divergence"] = {"error": "no node is running", "tables": {}}
+            return
+        authority = self.facts.get("authority")
+        reference = authority if authority in running else sorted(running)[0]
+        by_workload = self.divergence_tables(workloads)
+        conns: dict[str, Any] = {}
+        queries: dict[str, divergence.Query] = {}
+        errors: dict[str, str] = {}
+        try:
+            for name, node in sorted(running.items()):
+                try:
+                    conn = connect(node.addr, topo.admin, timeout=30)
+                    conns[name] = conn
+                    cur = conn.cursor()
+                    cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                    cur.close()
+                    queries[name] = partial(_query, conn)
+                except Exception as e:  # noqa: BLE001
+                    errors[name] = str(e)[:300]
+            if reference not in queries:
+                self.facts["divergence"] = {
+                    "error": f"the reference node {reference} could not be read", "tables": {}}
+                return
+            tables = {t for ts in by_workload.values() for t in ts}
+            with contextlib.suppress(Exception):
+                for (t,) in queries[reference](
+                        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                        "%s AND TABLE_TYPE = 'BASE TABLE'", (SCHEMA,)):
+                    if str(t) != "heartbeat":
+                        tables.add(f"{SCHEMA}.{t}")
+            result: dict[str, Any] = {}
+            for full in sorted(tables):
+                schema, table = full.split(".", 1)
+                diff = divergence.compare_table(queries, reference, schema, table)
+                for name, err in errors.items():
+                    diff.nodes[name] = None
+                    diff.errors[name] = err
+                result[full] = diff.as_json()
+            self.facts["divergence"] = {"reference": reference, "tables": result,
+                                        "workloads": by_workload,
+                                        "nodes": sorted(running)}
+        finally:
+            for conn in conns.values():
+                with contextlib.suppress(Exception):
+                    conn.close()
+
+
+def _query(conn: Any, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    cur = conn.cursor()
+    try:
+        cur.execute(sql, args or None)
+        return list(cur.fetchall())
+    finally:
+        cur.close()

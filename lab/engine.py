@@ -170,6 +170,7 @@ class CellRunner:
                              self._apply, self._check_store, self.stop, self.stepper)
             self.view.phase("preparing tables")
             self._prepare()
+            self.facts.before_load()
             self._check_store()
             self.load.run()
             self._after_load()
@@ -270,6 +271,8 @@ class CellRunner:
         self.facts.after_settle(settled)
         self.view.phase("reading the final state")
         self.facts.read_final_state(list(self.cell.workloads))
+        self.view.phase("comparing the nodes")
+        self.facts.read_findings(list(self.cell.workloads))
         self.view.phase("checking")
         self._check()
         self.out.status = "passed" if all_passed(self.out.expectations) else "failed"

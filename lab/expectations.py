@@ -812,12 +812,98 @@ def _replication_errors(inp: Inputs) -> Measured:
     return Measured(_number(value, f"no {stat} for '{node}'"), unit, stat, note=note)
 
 
+def _split_brain(inp: Inputs) -> Measured:
+    """Split-brain windows (``lab.checkers.split_brain``): topology-wide; ``.writes`` of one
+    workload when one is named."""
+    r = _result(inp, "split_brain")
+    stat, key, unit = _stat(inp)
+    m = inp.metric.subject
+    if r.metrics.get(key) is None:
+        raise Unmeasurable(r.details or r.metrics.get("why") or "split brain was not measured")
+    value = float(r.metrics[key])
+    if key == "writes" and m is not None:
+        err = _no_such_workload(inp, r, m)
+        if err is not None and m not in (r.metrics.get("writes_by_workload") or {}):
+            raise err
+        value = float((r.metrics.get("writes_by_workload") or {}).get(m, 0))
+    n = int(r.metrics.get("count") or 0)
+    note = f"{format_count(n)} window{'s' if n != 1 else ''}; {r.metrics.get('evidence')}"
+    lower = bool(r.metrics.get("lower_bound")) and key in ("longest", "total", "count",
+                                                           "writes")
+    if lower:
+        windows = r.metrics.get("windows") or []
+        if windows and windows[-1].get("open"):
+            note += "; still split when the load stopped"
+        else:
+            note += "; read_only was not sampled"
+    return Measured(value, unit, stat, lower, note)
+
+
+def _errant_gtids(inp: Inputs) -> Measured:
+    """Errant transactions of a node (``lab.checkers.errant_gtids``)."""
+    r = _result(inp, "errant_gtids")
+    stat, key, unit = _stat(inp)
+    node = inp.metric.subject
+    subjects = _subjects(r)
+    if not subjects:
+        raise Unmeasurable(r.details or "errant GTIDs were not read")
+    if node is None or node not in subjects:
+        if node is not None and node == r.metrics.get("authority"):
+            return Measured(0.0, unit, stat, note=f"{node} is the primary at the end: the "
+                            "reference, errant by definition of nothing")
+        raise Unmeasurable(f"errant GTIDs were not read on '{node}' (read on: "
+                           f"{_known_list(subjects)})")  # fmt: skip
+    subj = subjects[node]
+    value = subj.get(key)
+    if value is None:
+        raise Unmeasurable(f"the errant GTIDs of '{node}' could not be counted: "
+                           f"{subj.get('error') or 'unknown'} (at least "
+                           f"{subj.get('at_least')} source(s) ahead)")  # fmt: skip
+    gtids = subj.get("gtids") or []
+    note = f"against {r.metrics.get('authority')}"
+    if gtids:
+        note += ": " + ", ".join(gtids[:3]) + (" ..." if len(gtids) > 3 else "")
+    return Measured(_number(value, f"no errant count for '{node}'"), unit, stat, note=note)
+
+
+def _divergence(inp: Inputs) -> Measured:
+    """Rows that differ between nodes (``lab.checkers.divergence``)."""
+    r = _result(inp, "divergence")
+    stat, key, unit = _stat(inp)
+    m = inp.metric
+    subjects = _subjects(r)
+    ref = r.metrics.get("reference")
+    if m.subject is None:
+        if m.on is not None:
+            raise Unmeasurable("divergence on a node needs a workload: divergence(w on node)")
+        if key != "rows":
+            raise Unmeasurable(f"divergence .{stat} needs a workload")
+        value = r.metrics.get("rows")
+        if value is None:
+            raise Unmeasurable(r.details or r.metrics.get("why") or "rows were not compared")
+        return Measured(float(value), unit, stat, note=f"every table, against {ref}")
+    subj_key = f"{m.subject} on {m.on}" if m.on else m.subject
+    if m.on is not None and m.on == ref:
+        return Measured(0.0, unit, stat, note=f"{ref} is the reference")
+    if subj_key not in subjects:
+        err = _no_such_workload(inp, r, m.subject)
+        if err is not None:
+            raise err
+        raise Unmeasurable(f"the tables of '{m.subject}' were not compared"
+                           + (f" on '{m.on}'" if m.on else ""))
+    value = subjects[subj_key].get(key)
+    if value is None:
+        raise Unmeasurable(f"the rows of '{m.subject}' could not be compared on every node")
+    return Measured(float(value), unit, stat, note=f"against {ref}")
+
+
 # The readers ``dsl.metrics.METRICS`` names (``MetricSpec.reader``).
 READERS: dict[str, Callable[[Inputs], Measured]] = {
     f.__name__: f
     for f in (_downtime, _stale_reads, _duplicate_keys, _lost_writes, _missing_transactions,
               _replication_lag, _throughput, _latency, _errors, _stalls, _warmup,
-              _relay_log_bytes, _failover, _replication_errors)
+              _relay_log_bytes, _failover, _replication_errors, _split_brain, _errant_gtids,
+              _divergence)
 }
 _COMPATIBLE: set[tuple[UnitKind, UnitKind]] = {("count", "duration")}  # stall seconds
 

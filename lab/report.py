@@ -313,6 +313,71 @@ def _replication_errors(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) 
                  show=bool(parts))  # fmt: skip
 
 
+def _split_brain(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    n = m.get("count")
+    if n is None:
+        rows.put("split_brain.longest", ci, f"unknown ({m.get('why') or 'not measured'})",
+                 show=m.get("topology") == "replication")
+        return
+    if not n:
+        rows.put("split_brain.longest", ci, "none (no two nodes took writes at once)",
+                 show=False)
+        return
+    bound = "≥ " if m.get("lower_bound") else ""
+    rows.put("split_brain.longest", ci, f"{bound}{fmt_duration(m.get('longest'))} ± 200 ms"
+             if m.get("resolution") else f"≥ {fmt_duration(m.get('longest'))} (writes only)")
+    rows.put("split_brain.total (windows)", ci,
+             f"{bound}{fmt_duration(m.get('total'))} ({_plural(int(n), 'window')})")
+    per = ", ".join(f"{w}: {format_count(k)}"
+                    for w, k in (m.get("writes_by_workload") or {}).items())
+    rows.put("split_brain.writes (acknowledged inside)", ci,
+             f"{format_count(m.get('writes') or 0)}" + (f" ({per})" if per else ""))
+    first = (m.get("windows") or [{}])[0]
+    if first:
+        rows.put("split_brain first window", ci,
+                 f"{fmt_duration(first.get('start'))} → {fmt_duration(first.get('end'))}: "
+                 f"{', '.join(first.get('nodes') or [])}")
+
+
+def _errant_gtids(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    subjects = m.get("subjects") or {}
+    if not subjects:
+        if m.get("why") and "not running" in str(m.get("why")):
+            rows.put("errant_gtids", ci, f"unknown ({m.get('why')})")
+        return
+    for node, figs in subjects.items():
+        if not isinstance(figs, dict):
+            continue
+        c = figs.get("count")
+        if c is None:
+            rows.put(f"errant_gtids({node})", ci, f"unknown (≥ {figs.get('at_least')}: "
+                     f"{figs.get('error') or 'binlogs not readable'})")
+            continue
+        gtids = figs.get("gtids") or []
+        listed = ", ".join(gtids[:5]) + (" …" if c > 5 else "")
+        rows.put(f"errant_gtids({node})", ci,
+                 f"{format_count(c)}" + (f" ({listed})" if listed else ""), show=c > 0)
+
+
+def _divergence(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    subjects = m.get("subjects") or {}
+    ref = m.get("reference")
+    for name, figs in subjects.items():
+        if not isinstance(figs, dict) or "." not in name or " on " in name:
+            continue  # tables only (workload subjects repeat them)
+        r = figs.get("rows")
+        if r is None:
+            rows.put(f"divergence({name})", ci,
+                     f"unknown ({figs.get('error') or 'a node could not be read'})")
+            continue
+        text = (f"{format_count(r)} rows vs {ref} (missing {figs.get('missing')}, extra "
+                f"{figs.get('extra')}, different {figs.get('different')})" if r
+                else f"none vs {ref}")
+        rows.put(f"divergence({name})", ci, text, show=r > 0)
+    if not subjects and m.get("why"):
+        rows.put("divergence", ci, f"unknown ({m.get('why')})", show=False)
+
+
 def _throughput(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
     # Only the mean: the minimum second is shown once, as warmup(w).min_level, relative to
     # the level before the fault (throughput's own .min is over the whole load).
@@ -410,6 +475,9 @@ RENDERERS: dict[str, Renderer] = {
     "lost_writes": _lost_writes,
     "replication_lag": _replication_lag,
     "replication_errors": _replication_errors,
+    "split_brain": _split_brain,
+    "errant_gtids": _errant_gtids,
+    "divergence": _divergence,
     "throughput": _throughput,
     "stalls": _stalls,
     "warmup": _warmup,

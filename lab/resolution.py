@@ -91,6 +91,12 @@ def figure_resolution(metric: Metric, cell: Cell, results: Mapping[str, CheckRes
         return "1 s (sampled every second)"
     if name == "replication_errors":
         return "200 ms (sampled every 200 ms)"
+    if name == "split_brain":
+        r = results.get("split_brain")
+        if r is not None and r.metrics.get("evidence") == "writes only":
+            return "a lower bound (read_only was not sampled: from the writes alone)"
+        return ("± 200 ms at each end (read_only sampled every 200 ms; acknowledged writes "
+                "exact)")
     if name == "relay_log_bytes":
         return "exact (read from the server)"
     return None

@@ -1,7 +1,8 @@
 """The compact end-of-run summary: the faults timeline, then one matrix a DBA reads in five
 seconds — one row per workload and one per node; columns for downtime, stale reads and
-visibility, lost writes, errors, lag, throughput and latency — then the expectations, the
-``report`` lines and the cell notes. ``lab run`` and ``lab show RUN`` print it; ``lab show RUN
+visibility, lost writes, errors, lag, throughput and latency — then the findings (split brain,
+errant GTIDs, rows that differ, when there are any), the expectations, the ``report`` lines and
+the cell notes. ``lab run`` and ``lab show RUN`` print it; ``lab show RUN
 --all`` prints every figure (``lab.report.render_summary``).
 
 The matrix is built as data (``build_matrix``: rows of formatted texts, testable) and drawn with
@@ -444,6 +445,45 @@ def failover_lines(cell: dict[str, Any]) -> list[str]:
     return out
 
 
+def findings_lines(cell: dict[str, Any]) -> list[str]:
+    """The findings DBAs check by hand, when there is something to say: a split brain, errant
+    GTIDs, rows that differ between nodes (``lab show --all`` has every figure)."""
+    out: list[str] = []
+    sb = _dict(_checker(cell, "split_brain"))
+    n = sb.get("count")
+    if _num(n) and n > 0:
+        bound = "≥ " if sb.get("lower_bound") else ""
+        res = " ± 200 ms" if sb.get("resolution") else " (from the writes alone)"
+        out.append(f"split brain: {bound}{fmt_duration(sb.get('longest'))}{res} "
+                   f"({format_count(n)} window{'s' if n != 1 else ''}, "
+                   f"{format_count(sb.get('writes') or 0)} acknowledged writes inside)")
+    errant = []
+    for node, figs in _subjects(cell, "errant_gtids").items():
+        c = figs.get("count")
+        if _num(c) and c > 0:
+            errant.append(f"{node} {format_count(c)}")
+        elif c is None and figs.get("at_least"):
+            errant.append(f"{node} ≥ {format_count(figs.get('at_least'))} (binlogs unread)")
+    if errant:
+        authority = _dict(_checker(cell, "errant_gtids")).get("authority")
+        out.append(f"errant GTIDs (not on {authority}): " + ", ".join(errant))
+    dv = _dict(_checker(cell, "divergence"))
+    differ = [f"{t} {format_count(f.get('rows'))} rows"
+              for t, f in _subjects(cell, "divergence").items()
+              if "." in t and " on " not in t and _num(f.get("rows")) and f["rows"] > 0]
+    if differ:
+        out.append(f"rows that differ from {dv.get('reference')}: " + ", ".join(differ))
+    return out
+
+
+def render_findings(summary: dict[str, Any], console: Console) -> None:
+    cells = [c for c in summary.get("cells", []) if isinstance(c, dict)]
+    for c in cells:
+        for line in findings_lines(c):
+            prefix = f"{_label(c)}: " if len(cells) > 1 else ""
+            console.print(escape(prefix + line))
+
+
 # --- drawing ----------------------------------------------------------------------------------
 
 
@@ -529,6 +569,7 @@ def render_matrix_summary(summary: dict[str, Any], console: Console) -> None:
     console.print(f"[bold]{escape(_title(summary))}[/]")
     render_timeline(summary, console)
     render_matrix(summary, console)
+    render_findings(summary, console)
     render_expectations(summary, console, title=None)
     render_reports(summary, console)
     render_claims(summary, console)

@@ -8,9 +8,13 @@ node that blocks its reads does not delay the others). Every tick it calls::
     emit("replication", node, time_ns, {"io_running": 1.0 | 0.0, "sql_running": 1.0 | 0.0,
                                         "sql_errno": float, "io_errno": float,
                                         "seconds_behind": float (NaN: unknown),
-                                        "configured": 1.0})
+                                        "configured": 1.0,
+                                        "read_only": 1.0 | 0.0})
 
-``configured`` is 0.0 (and the other figures 0 / NaN) when the node replicates from nothing.
+``read_only`` is the node's ``@@global.read_only``, read on the same connection right after
+the status (the split-brain checker's evidence that a node takes writes); it is left out when
+the server did not answer it. ``configured`` is 0.0 (and the other figures 0 / NaN) when
+the node replicates from nothing.
 A node that cannot be read (down, paused past the read timeout, refusing connections) gives
 ``{"unreadable": 1.0}`` for that tick and is reconnected on the next one. ``time_ns`` is
 ``time.monotonic_ns()`` half way through the status query.
@@ -181,6 +185,9 @@ class ReplicationWatcher:
                 self._emit(name, t_ns, {"unreadable": 1.0})
             else:
                 values, texts = summarize(rows)
+                ro = self._read_only(conn)
+                if ro is not None:
+                    values["read_only"] = ro
                 key = (values["io_running"], values["sql_running"], values["sql_errno"],
                        values["io_errno"])  # fmt: skip
                 if key != state:
@@ -211,6 +218,26 @@ class ReplicationWatcher:
                 cur.close()
         t_b = time.monotonic_ns()
         return (t_a + t_b) // 2, rows
+
+    @staticmethod
+    def _read_only(conn: Any) -> float | None:
+        """``@@global.read_only`` as 1.0 / 0.0; None when it cannot be read."""
+        try:
+            cur = conn.cursor(MySQLdb.cursors.DictCursor)
+            try:
+                cur.execute("SELECT @@global.read_only AS read_only")
+                rows = list(cur.fetchall()) if cur.description else []
+            finally:
+                with contextlib.suppress(Exception):
+                    cur.close()
+        except Exception:  # noqa: BLE001 - the status was read; read_only is extra
+            return None
+        if not rows or not isinstance(rows[0], Mapping) or "read_only" not in rows[0]:
+            return None
+        try:
+            return 1.0 if int(rows[0]["read_only"]) else 0.0
+        except (TypeError, ValueError):
+            return None
 
     def _emit(self, name: str, t_ns: int, values: dict[str, float]) -> None:
         try:

@@ -7,8 +7,10 @@ yields ``valid=None`` with the error in ``details`` instead of stopping the othe
 from __future__ import annotations
 
 from lab.checkers import (
+    divergence,
     downtime,
     duplicate_keys,
+    errant_gtids,
     errors,
     facts,
     failover,
@@ -16,6 +18,7 @@ from lab.checkers import (
     lost_writes,
     replication_errors,
     replication_lag,
+    split_brain,
     stale_reads,
     throughput,
     warmup,
@@ -46,6 +49,9 @@ ALL_CHECKERS: dict[str, Checker] = {
     "facts": facts.check,
     "failover": failover.check,
     "replication_errors": replication_errors.check,
+    "split_brain": split_brain.check,
+    "errant_gtids": errant_gtids.check,
+    "divergence": divergence.check,
 }
 
 __all__ = [

@@ -19,11 +19,17 @@ PER_SUBJECT = frozenset(
     {"missing_transactions", "relay_log_bytes", "applied_since_restart", "replication_errors"}
 )
 
+# facts with a checker of their own (lab.checkers.errant_gtids, lab.checkers.divergence)
+OWN_CHECKER = frozenset({"errant_gtids", "errant_gtids_why", "errant_gtids_authority",
+                         "divergence", "gtid_baseline"})
+
 
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     subjects: dict[str, dict[str, Any]] = {}
     metrics: dict[str, Any] = {}
     for name, value in ctx.facts.items():
+        if name in OWN_CHECKER:
+            continue
         if name in PER_SUBJECT and isinstance(value, dict):
             for subject, v in value.items():
                 subjects.setdefault(str(subject), {})[name] = v

@@ -13,6 +13,7 @@ import MySQLdb
 from runners.mysql import Address, Credentials
 from runners.replication_watch import ReplicationWatcher, summarize
 
+READ_ONLY = "SELECT @@global.read_only AS read_only"
 ROW_OK = {"Connection_name": "", "Slave_IO_Running": "Yes", "Slave_SQL_Running": "Yes",
           "Last_SQL_Errno": 0, "Last_SQL_Error": "", "Last_IO_Errno": 0, "Last_IO_Error": "",
           "Seconds_Behind_Master": 0}  # fmt: skip
@@ -49,6 +50,10 @@ class FakeCursor:
 
     def execute(self, sql: str) -> None:
         self.conn.statements.append(sql)
+        if sql == READ_ONLY:
+            self.rows = [{"read_only": self.conn.read_only}]
+            self.description = [("read_only",)]
+            return
         if sql == "SHOW ALL SLAVES STATUS" and not self.conn.multi_source:
             raise MySQLdb.ProgrammingError(1064, "You have an error in your SQL syntax")
         self.rows = self.conn.answer()
@@ -67,6 +72,7 @@ class FakeConn:
         self.multi_source = multi_source
         self.statements: list[str] = []
         self.closed = False
+        self.read_only = 1
 
     def cursor(self, _cls: Any = None) -> FakeCursor:
         return FakeCursor(self)
@@ -117,8 +123,11 @@ def test_the_watcher_samples_every_node_and_keeps_the_messages() -> None:
     assert w.messages == {("p1", 1062): "Duplicate entry '7' for key 'PRIMARY'"}
     assert w.messages_by_node() == {"p1": {"1062": "Duplicate entry '7' for key 'PRIMARY'"}}
     # p2 does not know SHOW ALL SLAVES STATUS: it falls back once and stays there
-    assert conns[2].statements[:2] == ["SHOW ALL SLAVES STATUS", "SHOW SLAVE STATUS"]
-    assert set(conns[2].statements[2:]) == {"SHOW SLAVE STATUS"}
-    assert set(conns[1].statements) == {"SHOW ALL SLAVES STATUS"}
+    status2 = [x for x in conns[2].statements if x != READ_ONLY]
+    assert status2[:2] == ["SHOW ALL SLAVES STATUS", "SHOW SLAVE STATUS"]
+    assert set(status2[2:]) == {"SHOW SLAVE STATUS"}
+    assert set(conns[1].statements) == {"SHOW ALL SLAVES STATUS", READ_ONLY}
+    # read_only is read after every status that was read
+    assert p1[-1]["read_only"] == 1.0 and all("read_only" in v for v in p2[3:])
     times = [t for _, n, t, _ in emitted if n == "p1"]
     assert times == sorted(times)
