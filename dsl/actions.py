@@ -266,8 +266,9 @@ def describe(a: Action) -> str:
 def is_fault(a: Action) -> bool:
     """An action whose effect a workload should observe: kill, pause, stop, restart, cold
     restart, promote, stop replication, a network fault, a full disk, a cpu or memory limit,
-    a clock skew, drop caches, set global, convert. Recoveries (start, resume, start replication, network heal, disk free), waits and
-    ``execute`` are not faults."""
+    a clock skew, drop caches, set global, convert. Recoveries (start, resume, start
+    replication, network heal, disk free, cpu/memory/clock heal), waits and ``execute`` are
+    not faults."""
     return info(a).is_fault(a)
 
 

@@ -21,8 +21,8 @@ from dsl.errors import LanguageError
 from dsl.models import (
     NO_SPAN,
     Action,
-    ConfigBlock,
     ClockSkew,
+    ConfigBlock,
     ConvertStandalone,
     CpuLimit,
     DelaySpec,

@@ -91,6 +91,7 @@ class NodeGroup:
     path: Path
     origin: Path  # the group the server was in before (moved back when healing)
     pid: int | None = None
+    limit: int | None = None  # memory: the limit written, bytes
 
     @classmethod
     def make(cls, controller: str, run_id: str, node: str, pid: int,
@@ -130,6 +131,7 @@ class NodeGroup:
         ``limit`` bytes. The kernel reclaims what it can first; when it cannot get below the
         limit the write fails (EBUSY)."""
         _write(self.path / "memory.limit_in_bytes", str(limit))
+        self.limit = limit
         memsw = self.path / "memory.memsw.limit_in_bytes"
         if memsw.exists():
             with contextlib.suppress(CgroupError):
