@@ -61,6 +61,8 @@ def needed_components(plan: Plan) -> list[str]:
         need.append(plan.router.kind)
     if any(isinstance(a, NetworkFault) for a in plan.actions()):
         need.append("toxiproxy")
+    if faketime.skew_nodes(plan.actions()):
+        need.append("faketime")
     for cell in plan.cells:
         if any(w.kind == "sysbench" for w in cell.workloads):
             need.append("sysbench")
