@@ -18,9 +18,12 @@ from typing import Any
 
 from dsl.models import (
     Action,
+    ClockSkew,
     ConvertStandalone,
+    CpuLimit,
     DiskFault,
     DropCaches,
+    MemoryLimit,
     NetworkFault,
     NodeAction,
     NodeRef,
@@ -114,6 +117,18 @@ def _undo_disk(a: DiskFault) -> Action | None:
     return DiskFault(verb="free", node=a.node, span=a.span) if a.verb == "full" else None
 
 
+def _undo_cpu(a: CpuLimit) -> Action | None:
+    return CpuLimit(verb="heal", node=a.node, span=a.span) if a.verb == "limit" else None
+
+
+def _undo_memory(a: MemoryLimit) -> Action | None:
+    return MemoryLimit(verb="heal", node=a.node, span=a.span) if a.verb == "limit" else None
+
+
+def _undo_clock(a: ClockSkew) -> Action | None:
+    return ClockSkew(verb="heal", node=a.node, span=a.span) if a.verb == "skew" else None
+
+
 def _no_undo(a: Any) -> Action | None:
     return None
 
@@ -130,6 +145,13 @@ def _root_disk(a: DiskFault, topology: str) -> str | None:
         return None
     return (f"mounting a tmpfs of its own for {a.node.name}'s data directory when the "
             "topology starts")
+
+
+def _root_cgroup(a: CpuLimit | MemoryLimit, topology: str) -> str | None:
+    if a.verb != "limit":
+        return None
+    return (f"making a cgroup v1 '{a.action}' group for {a.node.name}'s server "
+            "(/sys/fs/cgroup) and moving the server into it")
 
 
 def _root_network(a: NetworkFault, topology: str) -> str | None:
@@ -193,6 +215,22 @@ ACTIONS: dict[type, ActionInfo] = {
                              routed=lambda a: a.verb != "heal"),
     DiskFault: ActionInfo(lambda a: f"disk_{a.verb}", lambda a: f"disk {a.verb} {a.node.name}",
                           lambda a: a.verb == "full", undo=_undo_disk, needs_root=_root_disk),
+    CpuLimit: ActionInfo(
+        lambda a: f"cpu_{a.verb}",
+        lambda a: f"cpu limit {a.node.name} to {a.share * 100:g}%" if a.verb == "limit"
+        else f"cpu heal {a.node.name}",
+        lambda a: a.verb == "limit", undo=_undo_cpu, needs_root=_root_cgroup),
+    MemoryLimit: ActionInfo(
+        lambda a: f"memory_{a.verb}",
+        lambda a: f"memory limit {a.node.name} to {size(a.limit)}" if a.verb == "limit"
+        else f"memory heal {a.node.name}",
+        lambda a: a.verb == "limit", undo=_undo_memory, needs_root=_root_cgroup),
+    ClockSkew: ActionInfo(
+        lambda a: f"clock_{a.verb}",
+        lambda a: f"clock skew {a.node.name} by {'+' if a.offset >= 0 else '-'}"
+                  f"{seconds(abs(a.offset))}" if a.verb == "skew"
+        else f"clock heal {a.node.name}",
+        lambda a: a.verb == "skew", undo=_undo_clock),
     SetGlobal: ActionInfo(
         _kind, lambda a: f"set global {a.name} = {a.value}"
                          + (f" on {_nodes(a.nodes)}" if a.nodes else " on every node"),
@@ -227,16 +265,18 @@ def describe(a: Action) -> str:
 
 def is_fault(a: Action) -> bool:
     """An action whose effect a workload should observe: kill, pause, stop, restart, cold
-    restart, promote, stop replication, a network fault, a full disk, drop caches, set global,
-    convert. Recoveries (start, resume, start replication, network heal, disk free), waits and
-    ``execute`` are not faults."""
+    restart, promote, stop replication, a network fault, a full disk, a cpu or memory limit,
+    a clock skew, drop caches, set global, convert. Recoveries (start, resume, start
+    replication, network heal, disk free, cpu/memory/clock heal), waits and ``execute`` are
+    not faults."""
     return info(a).is_fault(a)
 
 
 def undo(a: Action) -> Action | None:
     """The action that undoes ``a`` (kill, stop -> start; pause -> resume; stop replication ->
     start replication, same threads; a network fault -> network heal of that node and link;
-    disk full -> disk free), or None when nothing does."""
+    disk full -> disk free; cpu/memory limit -> cpu/memory heal; clock skew -> clock heal), or
+    None when nothing does."""
     return info(a).undo(a)
 
 

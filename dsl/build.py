@@ -21,8 +21,10 @@ from dsl.errors import LanguageError
 from dsl.models import (
     NO_SPAN,
     Action,
+    ClockSkew,
     ConfigBlock,
     ConvertStandalone,
+    CpuLimit,
     DelaySpec,
     DiskFault,
     DropCaches,
@@ -32,6 +34,7 @@ from dsl.models import (
     Experiment,
     GaleraTopology,
     IntOrParam,
+    MemoryLimit,
     Metric,
     MongoReplSetTopology,
     NetworkFault,
@@ -51,9 +54,11 @@ from dsl.models import (
     SingleTopology,
     Sleep,
     Span,
+    StateCondition,
     Step,
     Sweep,
     TimedAction,
+    Trigger,
     Variant,
     WaitUntil,
     Workload,
@@ -342,7 +347,8 @@ class Builder(Transformer[Token, Any]):
                 "use letters, digits, '.', '-' and '_', starting with a letter or digit",
             )
         repeatable = frozenset(
-            {"config", "variant", "vary", "workload", "step", "timed", "expect", "report"}
+            {"config", "variant", "vary", "workload", "step", "timed", "trigger", "expect",
+             "report"}
         )
         one = self.singles(stmts, "this experiment", repeatable)
         many = {
@@ -388,6 +394,7 @@ class Builder(Transformer[Token, Any]):
             workloads=many["workload"],
             steps=many["step"],
             timeline=many["timed"],
+            triggers=many["trigger"],
             expectations=many["expect"],
             reports=many["report"],
             leave_faults=get("leave_faults", False),
@@ -811,6 +818,36 @@ class Builder(Transformer[Token, Any]):
             meta, "timed", TimedAction(at=at, action=action, lasts=lasts, span=meta_span(meta))
         )
 
+    def trigger(self, meta: Meta, children: list[Any]) -> Stmt:
+        cond, action, lasting, within_tok = children
+        action, lasts = self._lasting(action, lasting, in_step=False)
+        within = None
+        if within_tok is not None:
+            within = self.measure(within_tok, ("duration",), "within")
+            if within is None:
+                return self.stmt(meta, "trigger", None)
+        if cond is None or action is None or (lasting is not None and lasting[0] == "for"
+                                              and lasts is None):
+            return self.stmt(meta, "trigger", None)
+        return self.stmt(meta, "trigger", Trigger(condition=cond, action=action, lasts=lasts,
+                                                  within=within, span=meta_span(meta)))
+
+    def within(self, meta: Meta, children: list[Token]) -> Token:
+        return children[0]
+
+    def state_metric(self, meta: Meta, children: list[Token]) -> Token:
+        return children[0]
+
+    def state_condition(self, meta: Meta, children: list[Token]) -> StateCondition | None:
+        metric, node, op, tok = children
+        kinds = ("duration",) if str(metric) == "replication_lag" else ("count",)
+        value = self.measure(tok, kinds, f"{metric}(...)", allow_zero=True)
+        if value is None:
+            return None
+        return StateCondition.model_validate({
+            "metric": str(metric), "node": self._node(node), "op": str(op), "value": value,
+            "text": f"{metric}({node}) {op} {tok}", "span": meta_span(meta)})
+
     def fault_target(self, meta: Meta, children: list[Token]) -> NodeRef:
         tok = children[0]
         name = str(tok) if tok.type == "NAME" else f"router.{tok}"
@@ -938,6 +975,40 @@ class Builder(Transformer[Token, Any]):
 
     def disk_free(self, meta: Meta, children: list[Token]) -> DiskFault:
         return DiskFault(verb="free", node=self._node(children[0]), span=meta_span(meta))
+
+    def cpu_limit(self, meta: Meta, children: list[Token]) -> CpuLimit | None:
+        share = self.measure(children[1], ("percent",), "cpu limit ... to")
+        if share is None:
+            return None
+        return CpuLimit(verb="limit", node=self._node(children[0]), share=share,
+                        span=meta_span(meta))
+
+    def cpu_heal(self, meta: Meta, children: list[Token]) -> CpuLimit:
+        return CpuLimit(verb="heal", node=self._node(children[0]), span=meta_span(meta))
+
+    def memory_limit(self, meta: Meta, children: list[Token]) -> MemoryLimit | None:
+        limit = self.measure(children[1], ("size",), "memory limit ... to")
+        if limit is None:
+            return None
+        return MemoryLimit(verb="limit", node=self._node(children[0]), limit=int(limit),
+                           span=meta_span(meta))
+
+    def memory_heal(self, meta: Meta, children: list[Token]) -> MemoryLimit:
+        return MemoryLimit(verb="heal", node=self._node(children[0]), span=meta_span(meta))
+
+    def clock_skew(self, meta: Meta, children: list[Token | None]) -> ClockSkew | None:
+        node, sign, tok = children
+        assert node is not None
+        offset = self.measure(tok, ("duration",), "clock skew ... by", allow_zero=True)
+        if offset is None:
+            return None
+        if sign is not None and str(sign) == "-":
+            offset = -offset
+        return ClockSkew(verb="skew", node=self._node(node), offset=offset,
+                         span=meta_span(meta))
+
+    def clock_heal(self, meta: Meta, children: list[Token]) -> ClockSkew:
+        return ClockSkew(verb="heal", node=self._node(children[0]), span=meta_span(meta))
 
     def set_global(self, meta: Meta, children: list[Any]) -> SetGlobal | None:
         key, value, nodes = children[0], children[1], children[2] or []

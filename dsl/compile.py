@@ -531,6 +531,7 @@ def compile_experiment(exp: Experiment, base_port: int = DEFAULT_BASE_PORT) -> P
         base_port=base_port,
         steps=list(exp.steps),
         timeline=sorted(exp.timeline, key=lambda ta: ta.at),
+        triggers=list(exp.triggers),
         expectations=[_explicit_expectation(e) for e in exp.expectations],
         reports=[_explicit_report(r) for r in exp.reports],
         leave_faults=exp.leave_faults,

@@ -255,6 +255,44 @@ class DiskFault(Frozen):
     span: Span = NO_SPAN
 
 
+class CpuLimit(Frozen):
+    """``cpu limit NODE to 20%``: the node's server gets at most that share of one core (a
+    cgroup v1 ``cpu`` quota; more than 100% is more than one core); ``cpu heal NODE`` lifts
+    it."""
+
+    action: Literal["cpu"] = "cpu"
+    verb: Literal["limit", "heal"]
+    node: NodeRef
+    share: float | None = None  # of one core: 0.2 = 20 %
+    left: bool = False  # ``for good``
+    span: Span = NO_SPAN
+
+
+class MemoryLimit(Frozen):
+    """``memory limit NODE to 200M``: the node's server may use that much memory (a cgroup v1
+    ``memory`` limit: beyond it the kernel reclaims, then its OOM killer kills the server);
+    ``memory heal NODE`` lifts it."""
+
+    action: Literal["memory"] = "memory"
+    verb: Literal["limit", "heal"]
+    node: NodeRef
+    limit: int | None = None  # bytes
+    left: bool = False  # ``for good``
+    span: Span = NO_SPAN
+
+
+class ClockSkew(Frozen):
+    """``clock skew NODE by +30s``: the node's server sees its clock that far off the host's
+    (libfaketime, preloaded when the node starts); ``clock heal NODE`` sets it back to +0."""
+
+    action: Literal["clock"] = "clock"
+    verb: Literal["skew", "heal"]
+    node: NodeRef
+    offset: float = 0.0  # seconds, may be negative
+    left: bool = False  # ``for good``
+    span: Span = NO_SPAN
+
+
 class SetGlobal(Frozen):
     action: Literal["set_global"] = "set_global"
     nodes: list[NodeRef] = Field(default_factory=list)  # empty: all nodes
@@ -300,6 +338,9 @@ Action = Annotated[
     | ReplicationControl
     | NetworkFault
     | DiskFault
+    | CpuLimit
+    | MemoryLimit
+    | ClockSkew
     | SetGlobal
     | ConvertStandalone
     | WaitUntil
@@ -316,6 +357,34 @@ class TimedAction(Frozen):
     at: float
     action: Action
     lasts: float | None = None
+    span: Span = NO_SPAN
+
+
+StateMetric = Literal["replication_lag", "rows"]
+
+
+class StateCondition(Frozen):
+    """``replication_lag(db2) > 5s`` (the lab's lag of that replica, seconds) or
+    ``rows(db1) >= 10000`` (rows of the workloads' tables on that node)."""
+
+    metric: StateMetric
+    node: NodeRef
+    op: Literal["<", "<=", ">", ">=", "==", "!="]
+    value: float  # seconds for replication_lag, a count for rows
+    text: str  # as written
+    span: Span = NO_SPAN
+
+
+class Trigger(Frozen):
+    """``when CONDITION ACTION [for D] [within D]``: the action fires the first time the
+    condition holds during the load (polled every ``fault.triggers.POLL`` seconds); ``within``:
+    only if it holds within that long of the load's start, else the run notes that it did not
+    happen."""
+
+    condition: StateCondition
+    action: Action
+    lasts: float | None = None
+    within: float | None = None
     span: Span = NO_SPAN
 
 
@@ -414,6 +483,7 @@ class Experiment(Frozen):
     workloads: list[Workload] = Field(default_factory=list)
     steps: list[Step] = Field(default_factory=list)
     timeline: list[TimedAction] = Field(default_factory=list)
+    triggers: list[Trigger] = Field(default_factory=list)  # ``when CONDITION ACTION``
     expectations: list[Expectation] = Field(default_factory=list)
     reports: list[Report] = Field(default_factory=list)
     leave_faults: bool = False  # ``leave faults``: do not heal at the end

@@ -22,6 +22,7 @@ from dsl.models import (
     Report,
     Step,
     TimedAction,
+    Trigger,
     WorkloadKind,
 )
 
@@ -115,15 +116,18 @@ class Plan(Frozen):
     base_port: int = DEFAULT_BASE_PORT
     steps: list[Step] = Field(default_factory=list)
     timeline: list[TimedAction] = Field(default_factory=list)
+    triggers: list[Trigger] = Field(default_factory=list)
     expectations: list[Expectation] = Field(default_factory=list)
     reports: list[Report] = Field(default_factory=list)
     leave_faults: bool = False
     cells: list[Cell]
 
     def actions(self) -> list[Action]:
-        """Every action in steps and timeline, in file order of kind (steps first)."""
+        """Every action in steps, timeline and triggers (``when``), in file order of kind
+        (steps first)."""
         out: list[Action] = []
         for step in self.steps:
             out.extend(step.actions)
         out.extend(t.action for t in self.timeline)
+        out.extend(t.action for t in self.triggers)
         return out

@@ -24,13 +24,16 @@ from dsl.metrics import METRICS, resolve_stat
 from dsl.models import (
     NO_SPAN,
     Action,
+    ClockSkew,
     ConvertStandalone,
+    CpuLimit,
     DiskFault,
     DropCaches,
     Endpoint,
     Expectation,
     Experiment,
     GaleraTopology,
+    MemoryLimit,
     Metric,
     MongoReplSetTopology,
     NetworkFault,
@@ -45,6 +48,7 @@ from dsl.models import (
     RunSql,
     SetGlobal,
     SingleTopology,
+    Sleep,
     Span,
     WaitUntil,
     Workload,
@@ -177,7 +181,14 @@ def listing(names: Iterable[str]) -> str:
     return ", ".join(items) if items else "none"
 
 
+MAX_CPU_SHARE = 64.0  # cpu limit: at most 64 cores' worth
+MIN_MEMORY = 16 * 1024**2  # memory limit: below this no MariaDB server runs at all
+MAX_SKEW = 10 * 365 * 86400.0  # clock skew: ten years either way
+
+
 @dataclass(frozen=True, slots=True)
+
+
 class NodeInfo:
     name: str
     role: NodeRole
@@ -258,6 +269,7 @@ class _Validator:
         self.check_sweeps()
         self.check_steps()
         self.check_timeline()
+        self.check_triggers()
         self.check_measurements()
         return sorted_errors(self.errors)
 
@@ -622,6 +634,70 @@ class _Validator:
                 )
             self.check_action(timed.action)
 
+    def check_triggers(self) -> None:
+        """``when CONDITION ACTION [for D] [within D]``."""
+        duration = self.exp.duration
+        tabled = [w for w in self.exp.workloads if w.kind not in ("connect", "sysbench")]
+        for trig in self.exp.triggers:
+            cond = trig.condition
+            info = self.node(cond.node)
+            if cond.metric == "replication_lag" and info is not None and (
+                    self.kind != "replication" or info.role != "replica"):
+                self.error(
+                    cond.node.span,
+                    f"replication_lag({info.name}): the lab measures lag on the replicas of a "
+                    "replication topology",
+                    f"name a replica: {self.replicas() or '(this topology has none)'}",
+                )
+            if cond.metric == "rows" and not tabled:
+                self.error(
+                    cond.span,
+                    "rows(...) counts the rows of the workloads' tables, and no workload here "
+                    "has a table",
+                    "add a workload that writes: unique_writes, unique_insert, probe or "
+                    "read_your_writes",
+                )
+            if self.kind == "mongodb_replset":
+                self.error(cond.span, "a 'when' condition reads MySQL-family servers; this "
+                           "topology runs MongoDB")
+            if isinstance(trig.action, (WaitUntil, Sleep)):
+                self.error(
+                    trig.action.span,
+                    f"'{describe(trig.action)}' does nothing a 'when' could fire",
+                    "fire a fault: when ... kill db1, when ... cpu limit db1 to 20%",
+                )
+            if trig.within is not None and trig.within > duration:
+                self.error(
+                    trig.span,
+                    f"within {trig.within:g}s reaches after the end of the load (duration "
+                    f"{duration:g}s)",
+                    "shorten it or lengthen the experiment",
+                )
+            self.check_action(trig.action)
+
+    def check_cgroup_limit(self, a: CpuLimit | MemoryLimit) -> None:
+        self.node(a.node)
+        if self.kind == "mongodb_replset":
+            self.error(a.span, f"'{a.action} {a.verb}' moves a MySQL-family server into a "
+                       "cgroup; this topology runs MongoDB")
+        if isinstance(a, CpuLimit) and a.share is not None and a.share > MAX_CPU_SHARE:
+            self.error(a.span, f"cpu limit {a.share * 100:g}% is more than "
+                       f"{MAX_CPU_SHARE * 100:g}% ({MAX_CPU_SHARE:g} cores)",
+                       "a limit is a share of one core: 20% is a fifth of a core")
+        if isinstance(a, MemoryLimit) and a.limit is not None and a.limit < MIN_MEMORY:
+            self.error(a.span, f"memory limit {a.limit} bytes is below "
+                       f"{MIN_MEMORY // 1024**2}M, less than any server needs to run",
+                       "use e.g. memory limit db1 to 200M")
+
+    def check_clock(self, a: ClockSkew) -> None:
+        self.node(a.node)
+        if self.kind == "mongodb_replset":
+            self.error(a.span, "clock skew preloads libfaketime into a MySQL-family server; "
+                       "this topology runs MongoDB")
+        if abs(a.offset) > MAX_SKEW:
+            self.error(a.span, f"a skew of {a.offset:g}s is more than {MAX_SKEW:g}s either way",
+                       "skews of seconds to hours show what a DBA meets")
+
     def check_action(self, a: Action) -> None:
         """Each action's own checks (``ACTION_CHECKS``: one row per action)."""
         check = ACTION_CHECKS.get(type(a))
@@ -956,6 +1032,9 @@ ACTION_CHECKS: dict[type, Callable[[_Validator, Any], None]] = {
     ReplicationControl: _Validator.check_replication_control,
     NetworkFault: _Validator.check_network,
     DiskFault: _Validator.check_disk,
+    CpuLimit: _Validator.check_cgroup_limit,
+    MemoryLimit: _Validator.check_cgroup_limit,
+    ClockSkew: _Validator.check_clock,
     SetGlobal: _Validator.check_set_global,
     ConvertStandalone: _Validator.check_convert,
     WaitUntil: _Validator.check_wait,

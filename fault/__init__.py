@@ -2,7 +2,8 @@
 
 ``HANDLERS`` maps each action model (``dsl.models``) to its handler, ``handler(ctx, action) ->
 detail``; ``HEALERS`` is the one heal registry: each family's heal, in the order healing runs
-(resume paused nodes, heal the network, free full disks, start the nodes that are down,
+(resume paused nodes, heal the network, free full disks, lift cpu and memory limits, set
+skewed clocks back, start the nodes that are down,
 start replication).
 Each family keeps what it must undo in its own state (``ctx.state(...)``). ``fault.nemesis.
 Nemesis`` applies actions and records each one in the history.
@@ -13,7 +14,7 @@ rule, model, row in ``dsl.actions`` and docs.
 
 from __future__ import annotations
 
-from fault import cache, disk, mongo, network, process, replication, sql, waits
+from fault import cache, clock, disk, mongo, network, process, replication, resources, sql, waits
 from fault.context import ActionFailed, Context, Detail, Handler, Healer
 
 HANDLERS: dict[type, Handler] = {
@@ -22,6 +23,8 @@ HANDLERS: dict[type, Handler] = {
     **replication.HANDLERS,
     **network.HANDLERS,
     **disk.HANDLERS,
+    **resources.HANDLERS,
+    **clock.HANDLERS,
     **waits.HANDLERS,
     **sql.HANDLERS,
     **mongo.HANDLERS,
@@ -31,6 +34,8 @@ HEALERS: list[tuple[str, Healer]] = [
     ("process: resume paused nodes", process.heal_paused),
     ("network: heal links and partitions", network.heal),
     ("disk: free full disks", disk.heal),
+    ("resources: lift cpu and memory limits", resources.heal),
+    ("clock: set skewed clocks back", clock.heal),
     ("process: start nodes that are down", process.heal_down),
     ("replication: start stopped replication", replication.heal),
 ]

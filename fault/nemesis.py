@@ -21,15 +21,27 @@ from dsl.actions import (
     target,
     with_node,
 )
-from dsl.models import Action, DiskFault, NetworkFault, NodeAction, ReplicationControl
+from dsl.models import (
+    Action,
+    ClockSkew,
+    CpuLimit,
+    DiskFault,
+    MemoryLimit,
+    NetworkFault,
+    NodeAction,
+    ReplicationControl,
+)
 from fault import HANDLERS, HEALERS
 from fault import replication as _replication
 from fault.cache import cached_bytes_total, evict_files, resident_bytes
+from fault.clock import ClockState
 from fault.context import ActionFailed, Context, Record
 from fault.disk import DiskState
 from fault.network import NetworkState, galera_partition, iptables_rules
 from fault.process import ProcessState
 from fault.replication import ReplicationState
+from fault.resources import ResourceState
+from fault.resources import heal as lift_limits
 from fault.sql import sql_literal
 from runners.node import Node
 from runners.ops import NEMESIS, Op
@@ -150,14 +162,20 @@ class Nemesis:
 
     # --- healing -----------------------------------------------------------------------------
     def release(self) -> list[str]:
-        """At the end of a cell, whatever was healed or left: delete every iptables rule the
-        faults inserted (a rule outlives the servers; ``for good`` and ``leave faults`` leave
+        """At the end of a cell, whatever was healed or left (also after Ctrl-C): lift every cpu
+        and memory limit and remove its cgroup, and delete every iptables rule the faults
+        inserted (a rule outlives the servers; ``for good`` and ``leave faults`` leave
         the servers' state, never the machine's firewall)."""
+        done: list[str] = []
+        res = self.ctx.state(ResourceState)
+        res.groups.update(res.left)  # cgroups never outlive the cell, `for good` or not
+        res.left.clear()
+        done += lift_limits(self.ctx)
         st = self.ctx.state(NetworkState)
         if not st.iptables_rules and not st.left_rules:
-            return []
+            return done
         galera_partition(self.ctx, None, heal=True, include_left=True)
-        return ["delete the group partition's iptables rules"]
+        return [*done, "delete the group partition's iptables rules"]
 
     def left_paused(self) -> set[str]:
         """Nodes still paused (left, or not healed): they cannot answer the final reads."""
@@ -198,3 +216,10 @@ def leave_in_place(ctx: Context, action: Action, detail: dict[str, Any]) -> None
         ctx.state(ReplicationState).stopped.discard(action.node.name)
     elif isinstance(action, DiskFault):
         ctx.state(DiskState).full.discard(action.node.name)
+    elif isinstance(action, (CpuLimit, MemoryLimit)):
+        res = ctx.state(ResourceState)
+        group = res.groups.pop((action.action, action.node.name), None)
+        if group is not None:  # kept until the cell ends (``release``)
+            res.left[(action.action, action.node.name)] = group
+    elif isinstance(action, ClockSkew):
+        ctx.state(ClockState).skewed.discard(action.node.name)

@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import bisect
 import math
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from dsl.actions import label as action_words
 from dsl.actions import resolved_action, undo
-from dsl.models import Action, TimedAction
+from dsl.models import Action, StateCondition, TimedAction
 from dsl.plan import Cell, Plan, PlannedWorkload
 from lab.cell_facts import SETTLE_TIMEOUT, CellFacts
 from lab.outcome import View
 from lab.recorder import Recorder
 from lab.step import Stepper, stepped_note
 from lab.summary import action_label
+from lab.triggers import TriggerWatch, latest_lag, rows_statement
 from runners import replication
 from runners.mysql import Address, connect
 from runners.ops import Op, Sample
@@ -77,7 +79,9 @@ class Load:
         self.plan, self.cell, self.topo, self.view = plan, cell, topo, view
         self.stepper = stepper  # lab run --step: pause before each timeline action
         self.recorder, self.facts = recorder, facts
-        self.apply, self.check_store = apply, check_store
+        self._apply_one, self.check_store = apply, check_store
+        self._applying = threading.Lock()  # timeline and `when` triggers apply one at a time
+        self.triggers: list[TriggerWatch] = []
         self.stop = stop  # threading.Event: set when the load must end
         self.workloads: dict[str, Workload | SysbenchWorkload] = {}
         self.started: set[str] = set()
@@ -98,8 +102,34 @@ class Load:
             return math.inf
         return spec.duration if spec.duration is not None else self.plan.duration
 
+    def apply(self, a: Action, shown: str) -> dict[str, Any] | None:
+        with self._applying:
+            return self._apply_one(a, shown)
+
     def record(self, op: Op) -> Op:
         return self.recorder.record(op)
+
+    # --- `when` triggers -------------------------------------------------------------------------
+    def observe(self, cond: StateCondition) -> float | None:
+        """A trigger's condition's value now (``lab.triggers``)."""
+        name = cond.node.name
+        if cond.metric == "replication_lag":
+            return latest_lag(self.recorder._samples, name, time.monotonic_ns())
+        stmt = rows_statement(self.cell.workloads)
+        node = self.topo.nodes.get(name)
+        if stmt is None or node is None:
+            return None
+        try:
+            return float(node.scalar(stmt, timeout=2))
+        except Exception:  # noqa: BLE001 - a node that does not answer: not known now
+            return None
+
+    def _start_triggers(self) -> None:
+        for trig in self.plan.triggers:
+            watch = TriggerWatch(trig, self.observe, self.apply, self.record, self.stop,
+                                 self.slips)
+            watch.start()
+            self.triggers.append(watch)
 
     def sample(self, s: Sample) -> None:
         self.recorder.sample(s)
@@ -178,6 +208,7 @@ class Load:
             self._run_actions(list(s.actions), "before load")
         self.load_start = time.monotonic_ns()
         self._start_background()
+        self._start_triggers()
         for name, wl in self.workloads.items():
             if wl.spec.start_after is None:
                 wl.start()
@@ -322,5 +353,7 @@ class Load:
         for t in self.bg:
             t.join(timeout=3)
         self.bg = []
+        for watch in self.triggers:
+            watch.join(timeout=10)
         if self.repl_watch is not None:
             self.repl_watch.join(timeout=3)

@@ -122,6 +122,10 @@ SPECS: tuple[ComponentSpec, ...] = (
     ComponentSpec("iptables", ("iptables",), ("--version",), "the system's iptables package",
                   False, "partitioning Galera group traffic (needs root)",
                   tuple((m, "iptables") for m, _ in PACKAGE_MANAGERS if m != "brew")),
+    ComponentSpec("faketime", ("faketime",), ("--version",), "Debian's faketime package "
+                  "(libfaketime; `make bootstrap`), or set LAB_LIBFAKETIME to libfaketime.so.1",
+                  False, "clock skew (libfaketime preloaded into a node's server)",
+                  _same("faketime")),
     ComponentSpec("proxysql", ("proxysql",), ("--version",),
                   "ProxySQL 2.x from ProxySQL's packages (repo.proxysql.com, or releases at "
                   "github.com/sysown/proxysql); put its directory in LAB_BIN_PATH if it is not "

@@ -41,6 +41,7 @@ class Node(ABC):
         self.error_log = error_log
         self.admin = admin
         self.paused = False
+        self.env: dict[str, str] | None = None  # the server's environment (None: the lab's)
 
     # --- identity ----------------------------------------------------------------------------
     @property
@@ -142,7 +143,7 @@ class SandboxNode(Node):
         datadir = sandbox_dir / "data"
         super().__init__(run, name, role, index, port, datadir, datadir / "msandbox.err", admin)
         self.sandbox_dir = sandbox_dir
-        self.env = env
+        self.env = dict(env)  # its own copy: one node's environment may differ (libfaketime)
         self.pid_file = datadir / f"mysql_sandbox{port}.pid"
         self._safe_pid: int | None = None
 
@@ -239,7 +240,8 @@ class ProcessNode(Node):
                 *option_args(options or {})]
         out = open(self.node_dir / "stdout.log", "ab")
         self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     env=self.env)
         out.close()
         self.run.record(self.proc.pid, f"mariadbd {self.name}")
         if wait:

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from dsl import ports
+from runners.cgroups import remove_run_groups
 
 log = logging.getLogger(__name__)
 
@@ -293,6 +294,7 @@ class Run:
         self.release_ports()
         if remove:
             unmount_under(self.dir)  # a data directory on a tmpfs (disk full)
+            remove_run_groups(self.id)  # cpu/memory limits (cpu limit, memory limit)
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
             self.set_state("stopped")
@@ -427,6 +429,7 @@ def gc_runs(include_live: bool = False) -> list[RunInfo]:
             if json.loads(claim.read_text()).get("run_id") == info.id:
                 claim.unlink()
         unmount_under(info.dir)
+        remove_run_groups(info.id)
         shutil.rmtree(info.dir, ignore_errors=True)
         removed.append(info)
     return removed

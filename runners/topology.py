@@ -24,7 +24,7 @@ from dsl.actions import describe
 from dsl.compile import for_base_port, root_needs
 from dsl.models import NetworkFault, Promote
 from dsl.plan import Cell, Plan, PlannedNode
-from runners import components, replication
+from runners import components, faketime, replication
 from runners.bare import GaleraCluster, PrimaryPair
 from runners.disk import disk_nodes, move_onto_tmpfs
 from runners.errors import ComponentError
@@ -61,6 +61,8 @@ def needed_components(plan: Plan) -> list[str]:
         need.append(plan.router.kind)
     if any(isinstance(a, NetworkFault) for a in plan.actions()):
         need.append("toxiproxy")
+    if faketime.skew_nodes(plan.actions()):
+        need.append("faketime")
     for cell in plan.cells:
         if any(w.kind == "sysbench" for w in cell.workloads):
             need.append("sysbench")
@@ -208,6 +210,9 @@ class NativeTopology:
                                    node.port)
         if on_tmpfs:
             self._datadirs_on_tmpfs(on_tmpfs)
+        skewed = faketime.skew_nodes(self.plan.actions())
+        if skewed:
+            self._under_faketime(skewed)
         self.timings["nodes_ready"] = time.monotonic() - t0
         if self.plan.router is not None:
             self._start_router()
@@ -323,6 +328,31 @@ class NativeTopology:
                 continue
             wait_until(partial(replication.replicating, node), timeout, "replicating",
                        node.component, node.error_log)
+
+    def _under_faketime(self, names: list[str]) -> None:
+        """``clock skew NODE`` needs the node's server started with libfaketime preloaded
+        (``runners.faketime``): its offset file says ``+0``; stop the node and start it again
+        with that environment (for that node only)."""
+        lib = faketime.library()
+        if lib is None:
+            raise ComponentError("faketime", "clock skew needs libfaketime "
+                                 "(libfaketime.so.1): Debian's faketime package "
+                                 "(`make bootstrap`), or set LAB_LIBFAKETIME to the library")
+        t0 = time.monotonic()
+        for name in names:
+            node = self.nodes[name]
+            path = faketime.offset_file(self.run.dir, name)
+            faketime.write_offset(path, 0.0)
+            node.stop()
+            node.env = {**(node.env or os.environ), **faketime.faketime_env(lib, path)}
+            node.start()
+        if self.plan.topology == "replication":
+            self.wait_replication_running()
+        elif self.plan.topology == "galera":
+            for node in self.nodes.values():
+                wait_until(partial(replication.synced, node), 60, "synced with the cluster",
+                           node.component, node.error_log)
+        self.timings["faketime"] = time.monotonic() - t0
 
     def _datadirs_on_tmpfs(self, names: list[str]) -> None:
         """``disk full NODE`` needs the node's data directory on a tmpfs of its own

@@ -1,0 +1,69 @@
+"""Clock skew: ``clock skew NODE by +30s`` / ``clock heal NODE``. The node's server runs with
+libfaketime preloaded since the topology started it (``runners.faketime``); the fault writes
+its offset file, heal writes ``+0``.
+
+The detail records what the skew did, read right after it: the server's ``NOW(6)`` and
+``UNIX_TIMESTAMP(NOW(6))`` against the lab host's clock (``now_minus_host_seconds``). The
+file is re-read at every clock read, so the next read shows it.
+
+Heal state: the nodes whose clock is off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+from dsl.models import ClockSkew
+from fault.context import ActionFailed, Context, Detail, Handler
+from runners import faketime
+
+
+@dataclass
+class ClockState:
+    skewed: set[str] = field(default_factory=set)
+
+
+def node_minus_host(ctx: Context, name: str) -> float | None:
+    """The server's ``NOW(6)`` minus the host's clock, seconds (None: the server does not
+    answer)."""
+    try:
+        before = time.time()
+        value = float(ctx.node(name).scalar("SELECT UNIX_TIMESTAMP(NOW(6))", timeout=2))
+        after = time.time()
+    except Exception:  # noqa: BLE001
+        return None
+    return round(value - (before + after) / 2, 3)
+
+
+def clock_skew(ctx: Context, a: ClockSkew) -> Detail:
+    name = a.node.name
+    path = faketime.offset_file(ctx.topo.run.dir, name)
+    if not path.exists():
+        raise ActionFailed(f"{name}'s server does not run under libfaketime: the topology "
+                           f"preloads it when the experiment has `clock skew {name} by ...`")
+    seconds = a.offset if a.verb == "skew" else 0.0
+    text = faketime.write_offset(path, seconds)
+    st = ctx.state(ClockState)
+    if seconds:
+        st.skewed.add(name)
+    else:
+        st.skewed.discard(name)
+    return {"offset": text, "offset_seconds": seconds,
+            "now_minus_host_seconds": node_minus_host(ctx, name)}
+
+
+def heal(ctx: Context) -> list[str]:
+    """Set every skewed clock back to the host's."""
+    done: list[str] = []
+    st = ctx.state(ClockState)
+    for name in sorted(st.skewed):
+        with contextlib.suppress(OSError):
+            faketime.write_offset(faketime.offset_file(ctx.topo.run.dir, name), 0.0)
+            done.append(f"clock heal {name}")
+    st.skewed.clear()
+    return done
+
+
+HANDLERS: dict[type, Handler] = {ClockSkew: clock_skew}

@@ -1,0 +1,220 @@
+"""cgroup v1 ``cpu`` and ``memory`` groups of one node, named for the run: what ``cpu limit``
+and ``memory limit`` put a server into (``fault.resources``).
+
+A node's group is ``<root>/<controller>/rcl-<run id>-<node>`` (``group_name``): the run id (a
+cell's run directory id) and the node name, so that ``lab gc`` can remove the groups of a dead
+run, and only those (``remove_run_groups``). Writing the server's pid to the group's
+``cgroup.procs`` moves all its threads; healing writes it back to the group it came from
+(read from ``/proc/<pid>/cgroup`` before the move) and removes the group. A group without
+tasks can always be removed (``rmdir``); one whose tasks are still in it gets them moved to
+the controller's root first.
+
+Everything takes the cgroup root as an argument (``CGROUP_ROOT`` by default) so that the unit
+tests run on a fake tree in a temporary directory. Writing needs root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PREFIX = "rcl-"
+CFS_PERIOD_US = 100_000  # the scheduler period the quota is a share of (100 ms)
+MIN_QUOTA_US = 1_000  # the kernel's smallest quota
+CONTROLLERS = ("cpu", "memory")
+
+
+class CgroupError(OSError):
+    """A cgroup could not be made, written or removed (not mounted, not root)."""
+
+
+def group_name(run_id: str, node: str) -> str:
+    return f"{PREFIX}{run_id}-{node}"
+
+
+def cpu_quota_us(share: float, period_us: int = CFS_PERIOD_US) -> int:
+    """``0.2`` (20 % of one core) -> 20000 µs of CPU time per 100 ms period (at least 1 ms)."""
+    return max(MIN_QUOTA_US, round(share * period_us))
+
+
+def controller_dir(controller: str, root: Path = CGROUP_ROOT) -> Path:
+    return root / controller
+
+
+def available(controller: str, root: Path = CGROUP_ROOT) -> bool:
+    """The v1 controller is mounted (its root has ``cgroup.procs``)."""
+    return (controller_dir(controller, root) / "cgroup.procs").exists()
+
+
+def current_group(pid: int, controller: str, proc: Path = Path("/proc")) -> str:
+    """The group of ``pid`` in a v1 controller, relative to its root (``/`` for the root),
+    from ``/proc/<pid>/cgroup`` (lines ``id:controllers:path``)."""
+    try:
+        text = (proc / str(pid) / "cgroup").read_text()
+    except OSError:
+        return "/"
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3 and controller in parts[1].split(","):
+            return parts[2] or "/"
+    return "/"
+
+
+def _write(path: Path, value: str) -> None:
+    try:
+        with open(path, "w") as f:
+            f.write(value)
+    except OSError as e:
+        raise CgroupError(e.errno, f"cannot write {value!r} to {path}: {e.strerror}") from None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def pids_in(group: Path) -> list[int]:
+    return [int(x) for x in _read(group / "cgroup.procs").split() if x.strip().isdigit()]
+
+
+@dataclass
+class NodeGroup:
+    """One node's group in one controller, and where its server came from."""
+
+    controller: str
+    path: Path
+    origin: Path  # the group the server was in before (moved back when healing)
+    pid: int | None = None
+    limit: int | None = None  # memory: the limit written, bytes
+
+    @classmethod
+    def make(cls, controller: str, run_id: str, node: str, pid: int,
+             root: Path = CGROUP_ROOT, proc: Path = Path("/proc")) -> NodeGroup:
+        """Create the group (or take the existing one) and move ``pid`` (all its threads)
+        into it."""
+        base = controller_dir(controller, root)
+        if not available(controller, root):
+            raise CgroupError(errno.ENOENT, f"the cgroup v1 '{controller}' controller is not "
+                              f"mounted at {base}")
+        path = base / group_name(run_id, node)
+        before = current_group(pid, controller, proc)
+        origin = base / before.lstrip("/") if before != "/" else base
+        if origin == path:  # already in it (a second limit): keep where it came from
+            origin = base
+        try:
+            path.mkdir(exist_ok=True)
+        except OSError as e:
+            raise CgroupError(e.errno, f"cannot create {path}: {e.strerror}") from None
+        group = cls(controller, path, origin, pid)
+        group.move_in(pid)
+        return group
+
+    def move_in(self, pid: int) -> None:
+        self.pid = pid
+        _write(self.path / "cgroup.procs", str(pid))
+
+    def set_cpu(self, share: float, period_us: int = CFS_PERIOD_US) -> int:
+        """Limit the group to ``share`` of one core; returns the quota in µs per period."""
+        quota = cpu_quota_us(share, period_us)
+        _write(self.path / "cpu.cfs_period_us", str(period_us))
+        _write(self.path / "cpu.cfs_quota_us", str(quota))
+        return quota
+
+    def set_memory(self, limit: int) -> dict[str, int]:
+        """Cap the group's memory (and memory + swap, when the kernel accounts swap) at
+        ``limit`` bytes. The kernel reclaims what it can first; when it cannot get below the
+        limit the write fails (EBUSY)."""
+        _write(self.path / "memory.limit_in_bytes", str(limit))
+        self.limit = limit
+        memsw = self.path / "memory.memsw.limit_in_bytes"
+        if memsw.exists():
+            with contextlib.suppress(CgroupError):
+                _write(memsw, str(limit))
+        return {"limit_bytes": limit, "usage_bytes": self.memory_usage()}
+
+    def memory_usage(self) -> int:
+        text = _read(self.path / "memory.usage_in_bytes").strip()
+        return int(text) if text.isdigit() else 0
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel's OOM killer killed in this group
+        (``memory.oom_control``: ``oom_kill N``)."""
+        return oom_kills(self.path)
+
+    def throttled(self) -> dict[str, int]:
+        """``cpu.stat``: periods, throttled periods, throttled time (ns)."""
+        out: dict[str, int] = {}
+        for line in _read(self.path / "cpu.stat").splitlines():
+            k, _, v = line.partition(" ")
+            if v.strip().isdigit():
+                out[k] = int(v)
+        return out
+
+    def release(self) -> list[int]:
+        """Move every task back to where the server came from (the controller's root when that
+        group is gone) and remove the group. Returns the pids moved."""
+        moved = []
+        for pid in pids_in(self.path):
+            target = self.origin if (self.origin / "cgroup.procs").exists() \
+                else self.path.parent
+            try:
+                _write(target / "cgroup.procs", str(pid))
+            except CgroupError:
+                _write(self.path.parent / "cgroup.procs", str(pid))
+            moved.append(pid)
+        remove_group(self.path)
+        return moved
+
+
+def oom_kills(group: Path) -> int:
+    for line in _read(group / "memory.oom_control").splitlines():
+        k, _, v = line.partition(" ")
+        if k == "oom_kill" and v.strip().isdigit():
+            return int(v)
+    return 0
+
+
+def remove_group(path: Path) -> bool:
+    """``rmdir`` a group (its tasks moved to the controller's root first). True when gone."""
+    if not path.exists():
+        return True
+    for pid in pids_in(path):
+        with contextlib.suppress(CgroupError):
+            _write(path.parent / "cgroup.procs", str(pid))
+    try:
+        _rmdir(path)
+    except OSError:
+        return not path.exists()
+    return True
+
+
+def _rmdir(path: Path) -> None:
+    os.rmdir(path)  # a cgroup directory goes with its control files (tests replace this)
+
+
+def run_groups(run_id: str, root: Path = CGROUP_ROOT) -> list[Path]:
+    """The groups of one run (``rcl-<run id>-<node>``; a node name has no ``-``, so the run
+    ``abc`` does not claim the groups of its cell ``abc-2``), in every controller."""
+    prefix = f"{PREFIX}{run_id}-"
+    out: list[Path] = []
+    for controller in CONTROLLERS:
+        base = controller_dir(controller, root)
+        if not base.is_dir():
+            continue
+        with contextlib.suppress(OSError):
+            for d in sorted(base.iterdir()):
+                rest = d.name[len(prefix):]
+                if d.is_dir() and d.name.startswith(prefix) and rest and "-" not in rest:
+                    out.append(d)
+    return out
+
+
+def remove_run_groups(run_id: str, root: Path = CGROUP_ROOT) -> list[Path]:
+    """Remove every group of a run (teardown, ``lab gc``); returns those removed."""
+    return [g for g in run_groups(run_id, root) if remove_group(g)]

@@ -1,0 +1,69 @@
+"""A node whose clock the experiment skews (``clock skew NODE by +30s``) runs its server with
+libfaketime preloaded (Debian's ``faketime`` package) from its start: the plan decides it
+(``skew_nodes``), the topology restarts the node with ``faketime_env`` once it is up.
+
+The server reads its offset from a file in the run directory (``FAKETIME_TIMESTAMP_FILE``,
+``offset_file``), re-read at every clock read (``FAKETIME_NO_CACHE=1``: a change is seen at
+once, at the cost of a small file read per clock read on that node only). ``write_offset``
+replaces the file atomically; ``+0`` is the host's clock. libfaketime shifts the monotonic
+clocks by the same offset (not faking them breaks the server's sleeps in libfaketime 0.9.10),
+so a change of skew is also a jump for the server's timers. Nothing outside the server's
+process is touched: the host's clock never changes, and killing the server ends the skew.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from dsl.models import Action, ClockSkew
+
+LIBRARY_CANDIDATES = (
+    "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/faketime/libfaketime.so.1",
+    "/usr/local/lib/faketime/libfaketime.so.1",
+)
+
+
+def skew_nodes(actions: Iterable[Action]) -> list[str]:
+    """The nodes a ``clock skew`` action names, in first-use order."""
+    out: list[str] = []
+    for a in actions:
+        if isinstance(a, ClockSkew) and a.verb == "skew" and a.node.name not in out:
+            out.append(a.node.name)
+    return out
+
+
+def library() -> str | None:
+    found = os.environ.get("LAB_LIBFAKETIME")
+    if found and Path(found).is_file():
+        return found
+    return next((c for c in LIBRARY_CANDIDATES if Path(c).is_file()), None)
+
+
+def offset_file(run_dir: Path, node: str) -> Path:
+    return run_dir / f"faketime-{node}"
+
+
+def offset_text(seconds: float) -> str:
+    """``30`` -> ``+30``, ``-2.5`` -> ``-2.5``, ``0`` -> ``+0`` (libfaketime's relative form;
+    no unit: seconds)."""
+    text = f"{abs(seconds):.6f}".rstrip("0").rstrip(".")
+    return ("-" if seconds < 0 else "+") + text
+
+
+def write_offset(path: Path, seconds: float) -> str:
+    """Set the server's offset (atomically: the server never reads half a file)."""
+    text = offset_text(seconds)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text + "\n")
+    os.chmod(tmp, 0o644)
+    tmp.replace(path)
+    return text
+
+
+def faketime_env(lib: str, path: Path) -> dict[str, str]:
+    """The environment that makes a server read its clock through libfaketime."""
+    return {"LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": str(path), "FAKETIME_NO_CACHE": "1"}
