@@ -8,7 +8,10 @@ or as the statement the file wrote for ``execute``. Nothing to heal: a restart f
 
 from __future__ import annotations
 
+import contextlib
 import re
+
+import MySQLdb
 
 from dsl.models import RunSql, SetGlobal
 from fault.context import ActionFailed, Context, Detail, Handler
@@ -43,14 +46,26 @@ def set_global(ctx: Context, a: SetGlobal) -> Detail:
     return {"nodes": targets, "statement": stmt}
 
 
+SERVER_GONE = (2006, 2013)  # the server went away / lost the connection during the query
+
+
 def run_sql(ctx: Context, a: RunSql) -> Detail:
+    """Run the statement as the admin. The server going away during it (killed, OOM-killed:
+    error 2013 or 2006) is what some experiments are about: recorded as ``connection_lost``,
+    not a failure of the run; any other error fails the action."""
     conn = connect(ctx.topo.address(a.node.name), ctx.topo.admin, timeout=3600)
     try:
         cur = conn.cursor()
-        cur.execute(a.statement)
+        try:
+            cur.execute(a.statement)
+        except MySQLdb.OperationalError as e:
+            if e.args and e.args[0] in SERVER_GONE:
+                return {"statement": a.statement[:200], "connection_lost": str(e)}
+            raise
         cur.close()
     finally:
-        conn.close()
+        with contextlib.suppress(Exception):
+            conn.close()
     return {"statement": a.statement[:200]}
 
 

@@ -85,7 +85,7 @@ def test_an_oom_kill_is_recorded_as_such(tmp_path: Path) -> None:
     require("mariadbd", "dbdeployer")
     before = no_lab_cgroups()
     big = ("SET STATEMENT max_heap_table_size = 4294967296, tmp_table_size = 4294967296 FOR "
-           "SELECT COUNT(*) FROM (SELECT seq, REPEAT('x', 500) AS pad FROM seq_1_to_3000000 "
+           "SELECT COUNT(*) FROM (SELECT seq, REPEAT('x', 500) AS pad FROM lab.seq_1_to_3000000 "
            "GROUP BY seq) AS t")
     cell, ops = run_lab(tmp_path, f"""experiment "oom-it" {{
   duration 15s
