@@ -33,6 +33,7 @@ class Context:
         self.topo = topo
         self.record = record
         self.down: set[str] = set()  # killed or stopped nodes
+        self.left_down: set[str] = set()  # of those, the ones down ``for good``: not healed
         self.applied = 0  # actions applied so far: unique names (toxics) count on it
         self._states: dict[type, Any] = {}
 

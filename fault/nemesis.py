@@ -198,7 +198,7 @@ def leave_in_place(ctx: Context, action: Action, detail: dict[str, Any]) -> None
     if isinstance(action, NodeAction):
         name = action.node.name
         if action.verb in ("kill", "stop"):
-            ctx.down.discard(name)
+            ctx.left_down.add(name)  # still down (waits and reads skip it), never healed
         elif action.verb == "pause":
             st = ctx.state(ProcessState)
             st.paused.discard(name)

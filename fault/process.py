@@ -55,6 +55,7 @@ def node_action(ctx: Context, a: NodeAction) -> Detail:
         else:
             topo.restart(name, opts)
         ctx.down.discard(name)
+        ctx.left_down.discard(name)
         out: dict[str, Any] = {"ready_seconds": round(time.monotonic() - t0, 3),
                                "options": opts}
         if replication.was_primary(ctx, name):
@@ -86,7 +87,7 @@ def heal_paused(ctx: Context) -> list[str]:
 def heal_down(ctx: Context) -> list[str]:
     """Start every node the faults took down; a former primary rejoins as a replica."""
     done: list[str] = []
-    for name in sorted(ctx.down):
+    for name in sorted(ctx.down - ctx.left_down):  # a node down `for good` stays down
         try:
             ctx.topo.start(name)
             done.append(f"start {name}")
@@ -95,7 +96,7 @@ def heal_down(ctx: Context) -> list[str]:
                 done.append(f"rejoin {name} as a replica")
         except Exception as e:  # noqa: BLE001
             log.warning("could not restart %s while healing: %s", name, e)
-    ctx.down.clear()
+    ctx.down &= ctx.left_down
     return done
 
 

@@ -158,6 +158,9 @@ def test_a_fault_left_for_good_is_not_healed(tmp_path: Path) -> None:
     healed = nem.heal_all()
     assert healed == ["start db2"] and topo.log == ["start db2"]
     assert nem.left_paused() == {"db3"}
+    # db1 is still known to be down: waits and reads skip it (the relay-log lesson's
+    # `wait until r1 caught_up` with the primary gone for good must not connect to it)
+    assert nem.down == {"db1"}
 
 
 # --- lost writes when the writer is gone for good --------------------------------------------
