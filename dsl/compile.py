@@ -648,13 +648,14 @@ def root_needs(plan: Plan) -> list[tuple[Action, str]]:
 
 def root_notes(plan: Plan, path: str | None = None) -> list[LanguageError]:
     """One note (``severity="note"``) per action that needs root; the caller shows them when
-    the current user is not root."""
+    the current user is not root. The message does not repeat the line: the note's location
+    prefix (``file:line:col:``) says it."""
     where = path or plan.source or "<string>"
     return [
         LanguageError(
             where,
             a.span,
-            f"line {a.span.line}: `{describe(a)}` needs root: {reason}",
+            f"`{describe(a)}` needs root: {reason}",
             "run the experiment as root, or leave the action out",
             severity="note",
         )
