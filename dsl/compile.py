@@ -63,6 +63,7 @@ from dsl.plan import (
     PlannedNode,
     PlannedRouter,
     PlannedWorkload,
+    faketime_nodes,
 )
 from dsl.ports import (  # the port layout of a run's block
     GALERA_GROUP_OFFSET,
@@ -295,7 +296,8 @@ def for_base_port(plan: Plan, base_port: int | None = None) -> Plan:
                 "reader_port": base + router.reader_port_offset,
             }
         )
-    return plan.model_copy(update={"cells": cells, "router": router})
+    return plan.model_copy(update={"cells": cells, "router": router,
+                                   "faketime_nodes": faketime_nodes(plan.actions())})
 
 
 def _semi_sync(flavor: str, version: tuple[int, ...], role: str) -> dict[str, str]:
