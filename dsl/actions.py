@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from dsl.models import (
     Action,
@@ -34,6 +34,7 @@ from dsl.models import (
     Sleep,
     WaitUntil,
 )
+from dsl.plan import TopologyKind
 
 
 def seconds(value: float | None) -> str:
@@ -321,3 +322,55 @@ def label(a: Action) -> str:
     the live view."""
     verb = getattr(a, "verb", None) or a.action
     return f"{verb} {target(a) or ''}".strip()
+
+
+# --- what needs root, for ``lab doctor``: one action of each form, judged by the table -------
+
+ANY_NODE = NodeRef(name="NODE")
+
+# Each form of action that needs root, as ``lab doctor`` lists it (NODE: any node; FAULT: any
+# network fault), with one action of that form. Whether and why it needs root is not written
+# here: ``root_faults`` asks the table's ``needs_root``; a unit test enumerates every action
+# and checks that each reason the table can give is one of these forms'.
+ROOT_FORMS: tuple[tuple[str, Action], ...] = (
+    ("drop caches (whole OS)", DropCaches()),
+    ("disk full NODE", DiskFault(verb="full", node=ANY_NODE)),
+    ("cpu limit NODE", CpuLimit(verb="limit", node=ANY_NODE, share=0.5)),
+    ("memory limit NODE", MemoryLimit(verb="limit", node=ANY_NODE, limit=256 * 1024**2)),
+    ("network FAULT NODE on group", NetworkFault(verb="partition", node=ANY_NODE, link="group")),
+    ("network partition NODE", NetworkFault(verb="partition", node=ANY_NODE)),
+)
+TOPOLOGY_KINDS: tuple[str, ...] = get_args(TopologyKind)
+
+
+@dataclass(frozen=True)
+class RootFault:
+    """A form of action the runtime refuses without root, why, and on which topologies."""
+
+    form: str
+    reason: str
+    topologies: tuple[str, ...]  # the topology kinds on which it needs root
+
+    @property
+    def action(self) -> str:
+        """The form, and the topologies when it needs root on some only: ``network partition
+        NODE (topology galera)``."""
+        if set(self.topologies) == set(TOPOLOGY_KINDS):
+            return self.form
+        return f"{self.form} (topology {' or '.join(self.topologies)})"
+
+    @property
+    def text(self) -> str:
+        """``drop caches (whole OS): writing /proc/sys/vm/drop_caches``."""
+        return f"{self.action}: {self.reason}"
+
+
+def root_faults() -> list[RootFault]:
+    """Every form of action that needs root, with the table's reason (``needs_root``)."""
+    out: list[RootFault] = []
+    for form, action in ROOT_FORMS:
+        reasons = {kind: needs_root(action, kind) for kind in TOPOLOGY_KINDS}
+        kinds = tuple(kind for kind, reason in reasons.items() if reason is not None)
+        if kinds:
+            out.append(RootFault(form, str(reasons[kinds[0]]), kinds))
+    return out

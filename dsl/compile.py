@@ -63,6 +63,7 @@ from dsl.plan import (
     PlannedNode,
     PlannedRouter,
     PlannedWorkload,
+    faketime_nodes,
 )
 from dsl.ports import (  # the port layout of a run's block
     GALERA_GROUP_OFFSET,
@@ -295,7 +296,8 @@ def for_base_port(plan: Plan, base_port: int | None = None) -> Plan:
                 "reader_port": base + router.reader_port_offset,
             }
         )
-    return plan.model_copy(update={"cells": cells, "router": router})
+    return plan.model_copy(update={"cells": cells, "router": router,
+                                   "faketime_nodes": faketime_nodes(plan.actions())})
 
 
 def _semi_sync(flavor: str, version: tuple[int, ...], role: str) -> dict[str, str]:
@@ -648,13 +650,14 @@ def root_needs(plan: Plan) -> list[tuple[Action, str]]:
 
 def root_notes(plan: Plan, path: str | None = None) -> list[LanguageError]:
     """One note (``severity="note"``) per action that needs root; the caller shows them when
-    the current user is not root."""
+    the current user is not root. The message does not repeat the line: the note's location
+    prefix (``file:line:col:``) says it."""
     where = path or plan.source or "<string>"
     return [
         LanguageError(
             where,
             a.span,
-            f"line {a.span.line}: `{describe(a)}` needs root: {reason}",
+            f"`{describe(a)}` needs root: {reason}",
             "run the experiment as root, or leave the action out",
             severity="note",
         )

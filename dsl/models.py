@@ -377,7 +377,7 @@ class StateCondition(Frozen):
 
 class Trigger(Frozen):
     """``when CONDITION ACTION [for D] [within D]``: the action fires the first time the
-    condition holds during the load (polled every ``fault.triggers.POLL`` seconds); ``within``:
+    condition holds during the load (polled every ``dsl.plan.TRIGGER_POLL`` seconds); ``within``:
     only if it holds within that long of the load's start, else the run notes that it did not
     happen."""
 

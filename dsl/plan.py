@@ -10,12 +10,14 @@ free base for each run (two runs at once never collide) and recomputes the plan 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import Field
 
 from dsl.models import (
     Action,
+    ClockSkew,
     Engine,
     Expectation,
     Frozen,
@@ -27,12 +29,24 @@ from dsl.models import (
 )
 
 DEFAULT_BASE_PORT = 23000
+# Seconds between two looks at a ``when`` condition (``lab.triggers``): a trigger's resolution.
+TRIGGER_POLL = 0.1
 
 NodeRole = Literal["primary", "replica", "single", "galera", "primary_primary", "member"]
 TopologyKind = Literal["replication", "single", "galera", "primary_primary", "mongodb_replset"]
 
 
 Origin = Literal["lab", "default", "lab+file"]
+
+
+def faketime_nodes(actions: Iterable[Action]) -> list[str]:
+    """The nodes a ``clock skew`` action names, in first-use order: their servers run under
+    libfaketime from the start (``runners.faketime``; the topology restarts them once up)."""
+    out: list[str] = []
+    for a in actions:
+        if isinstance(a, ClockSkew) and a.verb == "skew" and a.node.name not in out:
+            out.append(a.node.name)
+    return out
 
 
 class PlannedNode(Frozen):
@@ -117,6 +131,11 @@ class Plan(Frozen):
     steps: list[Step] = Field(default_factory=list)
     timeline: list[TimedAction] = Field(default_factory=list)
     triggers: list[Trigger] = Field(default_factory=list)
+    # seconds between two looks at a trigger's condition: its resolution (``lab.triggers``)
+    trigger_poll: float = TRIGGER_POLL
+    # nodes restarted under libfaketime once the topology is up (``faketime_nodes``; set by
+    # ``dsl.compile.for_base_port``)
+    faketime_nodes: list[str] = Field(default_factory=list)
     expectations: list[Expectation] = Field(default_factory=list)
     reports: list[Report] = Field(default_factory=list)
     leave_faults: bool = False

@@ -142,6 +142,37 @@ def schedule_rows(plan: Plan) -> list[tuple[str, str]]:
     return [(when, words) for _, _, when, words in sorted(rows, key=lambda r: (r[0], r[1]))]
 
 
+def trigger_rows(plan: Plan) -> list[tuple[str, str, str, str]]:
+    """Each ``when`` as the plan shows it: (condition as written, action, what undoes it and
+    when, how long it may fire)."""
+    rows = []
+    for t in plan.triggers:
+        then = "-"
+        back = undo(t.action)
+        if t.lasts is not None and back is not None:
+            then = f"{describe(back)}, {seconds(t.lasts)} after it fired"
+        window = (f"within {seconds(t.within)} of the load's start" if t.within is not None
+                  else "until the load ends")
+        rows.append((t.condition.text, describe_action(t.action), then, window))
+    return rows
+
+
+def trigger_caption(plan: Plan) -> str:
+    poll = seconds(plan.trigger_poll)
+    return (f"Each condition is looked at every {poll} from the load's start (its resolution: "
+            f"the action fires at most {poll} plus one look after the state is reached); each "
+            "fires once, and one that did not fire is in the run's notes.")
+
+
+def faketime_line(plan: Plan) -> str | None:
+    """The nodes whose server runs under libfaketime because the file skews their clock."""
+    if not plan.faketime_nodes:
+        return None
+    return (f"Under libfaketime (clock skew): {', '.join(plan.faketime_nodes)}. Once the "
+            "topology is up, the lab stops each and starts it again with libfaketime preloaded "
+            "(its clock at +0 until the fault).")
+
+
 def _table(title: str, *columns: str) -> Table:
     table = Table(title=title, title_justify="left", show_lines=False)
     for col in columns:
@@ -345,6 +376,9 @@ def render_plan(plan: Plan, console: Console) -> None:
     first = plan.cells[0] if plan.cells else None
     if first is not None:
         console.print(_node_table(first.nodes))
+        skewed = faketime_line(plan)
+        if skewed:
+            console.print(Text(skewed))
         title = "Effective server config" + (
             " (cell 1; other cells in the matrix below)" if len(plan.cells) > 1 else ""
         )
@@ -399,6 +433,14 @@ def render_plan(plan: Plan, console: Console) -> None:
                 _row(table, when if i == 0 else "", describe_action(action))
         for when, words in schedule_rows(plan):
             _row(table, when, words)
+        console.print(table)
+    if plan.triggers:
+        table = _table("Triggers (when)", "condition", "action", "then", "may fire")
+        table.columns[0].overflow = "fold"  # the condition as written, never cut
+        table.caption = trigger_caption(plan)
+        table.caption_justify = "left"
+        for row in trigger_rows(plan):
+            _row(table, *row)
         console.print(table)
     if plan.expectations or plan.reports:
         table = _table("Measurements", "line", "statistic")

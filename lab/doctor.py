@@ -1,6 +1,8 @@
 """`lab doctor`: every component the lab can drive, where it is on this machine, its version
 and status, and for a missing one how to get it. A table on a terminal; one plain line per
-component otherwise (piped or in a log, a table would wrap into a column)."""
+component otherwise (piped or in a log, a table would wrap into a column). Last, whether the
+lab runs as root and, when not, which actions it refuses and why (``dsl.actions``'s
+``needs_root``, the reasons ``lab check`` notes)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from runners.components import Found, survey
+from dsl.actions import root_faults
+from runners.components import Found, is_root, survey
 
 
 def doctor_rows() -> list[Found]:
@@ -30,9 +33,23 @@ def plain_lines(found: list[Found]) -> list[str]:
             for r in rows]
 
 
-def render(found: list[Found], console: Console) -> None:
+ROOT_YES = "root: yes — the actions that need root can run"
+ROOT_NO = "root: no — refused without root: "
+
+
+def root_line(root: bool) -> str:
+    """One line: root or not, and when not, each action refused without root and why."""
+    if root:
+        return ROOT_YES
+    return ROOT_NO + "; ".join(f.text for f in root_faults())
+
+
+def render(found: list[Found], console: Console, root: bool | None = None) -> None:
+    """The components, then the root line (``root``: whether the lab runs as root; None:
+    look)."""
+    root = is_root() if root is None else root
     if not console.is_terminal:
-        for line in plain_lines(found):
+        for line in [*plain_lines(found), root_line(root)]:
             console.print(Text(line), soft_wrap=True)
         return
     table = Table(title="replica-chaos-lab components", show_lines=False)
@@ -42,6 +59,16 @@ def render(found: list[Found], console: Console) -> None:
         style = {"ok": "green", "missing": "red"}.get(f.status, "yellow")
         table.add_row(f.name, f"[{style}]{f.status}[/]", f.version or "-", f.path or "-", note(f))
     console.print(table)
+    if root:
+        console.print(Text(ROOT_YES))
+        return
+    refused = Table(title="root: no — refused without root (run as root to use them)",
+                    show_lines=False)
+    for col in ("action", "why it needs root"):
+        refused.add_column(col, overflow="fold")
+    for fault in root_faults():
+        refused.add_row(Text(fault.action), Text(fault.reason))
+    console.print(refused)
 
 
 def exit_status(found: list[Found]) -> int:

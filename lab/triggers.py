@@ -29,13 +29,13 @@ from typing import Any
 
 from dsl.actions import describe, resolved_action, undo
 from dsl.models import Action, StateCondition, Trigger
-from dsl.plan import PlannedWorkload
+from dsl.plan import TRIGGER_POLL, PlannedWorkload
 from runners.ops import NEMESIS, Op, Sample
 from runners.workloads import table_ddl, table_name
 
 log = logging.getLogger(__name__)
 
-POLL = 0.1  # seconds between two looks at a condition: the trigger's resolution
+POLL = TRIGGER_POLL  # seconds between two looks at a condition: the trigger's resolution
 LAG_FRESH = 1.0  # seconds: a lag sample older than this is not the replica's lag now
 
 COMPARE: dict[str, Callable[[float, float], bool]] = {

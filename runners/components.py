@@ -235,5 +235,10 @@ def require(name: str) -> str:
     return f.path
 
 
+def is_root() -> bool:
+    """The lab runs as root (a few faults need it: ``dsl.actions.root_faults``)."""
+    return os.geteuid() == 0
+
+
 def survey() -> list[Found]:
     return [find(s.name) for s in SPECS]

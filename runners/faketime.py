@@ -1,6 +1,7 @@
 """A node whose clock the experiment skews (``clock skew NODE by +30s``) runs its server with
 libfaketime preloaded (Debian's ``faketime`` package) from its start: the plan decides it
-(``skew_nodes``), the topology restarts the node with ``faketime_env`` once it is up.
+(``dsl.plan.faketime_nodes``: the plan's ``faketime_nodes``, shown by ``lab plan``), the
+topology restarts the node with ``faketime_env`` once it is up.
 
 The server reads its offset from a file in the run directory (``FAKETIME_TIMESTAMP_FILE``,
 ``offset_file``), re-read at every clock read (``FAKETIME_NO_CACHE=1``: a change is seen at
@@ -17,7 +18,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from dsl.models import Action, ClockSkew
+from dsl.models import Action
+from dsl.plan import faketime_nodes
 
 LIBRARY_CANDIDATES = (
     "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
@@ -28,12 +30,9 @@ LIBRARY_CANDIDATES = (
 
 
 def skew_nodes(actions: Iterable[Action]) -> list[str]:
-    """The nodes a ``clock skew`` action names, in first-use order."""
-    out: list[str] = []
-    for a in actions:
-        if isinstance(a, ClockSkew) and a.verb == "skew" and a.node.name not in out:
-            out.append(a.node.name)
-    return out
+    """The nodes a ``clock skew`` action names, in first-use order (the plan's decision:
+    ``dsl.plan.faketime_nodes``)."""
+    return faketime_nodes(actions)
 
 
 def library() -> str | None:

@@ -210,7 +210,7 @@ class NativeTopology:
                                    node.port)
         if on_tmpfs:
             self._datadirs_on_tmpfs(on_tmpfs)
-        skewed = faketime.skew_nodes(self.plan.actions())
+        skewed = self.plan.faketime_nodes  # the plan decides (dsl.plan.faketime_nodes)
         if skewed:
             self._under_faketime(skewed)
         self.timings["nodes_ready"] = time.monotonic() - t0

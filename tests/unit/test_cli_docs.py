@@ -82,9 +82,10 @@ def _found() -> list[Found]:
 
 def test_doctor_without_a_terminal_prints_one_plain_line_per_component() -> None:
     out = io.StringIO()
-    render(_found(), Console(file=out, width=80))
+    render(_found(), Console(file=out, width=80), root=True)
     lines = out.getvalue().splitlines()
-    assert [line.split()[0] for line in lines] == list(SPEC_BY_NAME)
+    assert [line.split()[0] for line in lines[:-1]] == list(SPEC_BY_NAME)
+    assert lines[-1].startswith("root: yes")
     assert not any(ch in out.getvalue() for ch in "┃│┏━")
     mongod = next(line for line in lines if line.startswith("mongod"))
     assert len(mongod) > 80 and "missing" in mongod  # never wrapped into a column
@@ -93,5 +94,5 @@ def test_doctor_without_a_terminal_prints_one_plain_line_per_component() -> None
 
 def test_doctor_on_a_terminal_draws_a_table() -> None:
     out = io.StringIO()
-    render(_found(), Console(file=out, width=120, force_terminal=True))
+    render(_found(), Console(file=out, width=120, force_terminal=True), root=True)
     assert "replica-chaos-lab components" in out.getvalue() and "┃" in out.getvalue()

@@ -273,7 +273,7 @@ def test_disk_full_needs_root_is_a_note_not_a_warning() -> None:
         (
             5,
             "note",
-            "line 5: `disk full db2` needs root: mounting a tmpfs of its own for db2's data "
+            "`disk full db2` needs root: mounting a tmpfs of its own for db2's data "
             "directory when the topology starts",
         )
     ]

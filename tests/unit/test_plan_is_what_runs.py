@@ -208,3 +208,60 @@ def test_lab_plan_marks_the_labs_settings() -> None:
     assert caption in " ".join(text.split())  # the caption wraps at the table's width
     data = json.loads(plan.model_dump_json())
     assert data["cells"][0]["nodes"][0]["origins"]["port"] == "lab"
+
+
+# --- lab plan shows the triggers and the nodes under libfaketime --------------------------------
+
+TRIGGERS = """experiment "t" {
+  duration 30s
+  topology replication { primary db1  replicas db2, db3 }
+  workload w: unique_writes { target db1  rate 200/s }
+  at 2s stop replication db2 for 10s
+  at 4s clock skew db3 by +30s
+  when replication_lag(db2) > 5s kill db1 within 20s
+  when rows(db1) >= 1000 cpu limit db2 to 20% for 3s
+}"""
+
+
+def _rendered(plan: Plan) -> str:
+    out = io.StringIO()
+    render_plan(plan, Console(file=out, width=250, highlight=False))
+    return out.getvalue()
+
+
+def test_lab_plan_shows_the_triggers_and_their_resolution() -> None:
+    from dsl.actions import seconds
+    from lab.cli_lang import trigger_rows
+    from lab.triggers import POLL
+
+    plan = plan_text(TRIGGERS)
+    assert trigger_rows(plan) == [
+        ("replication_lag(db2) > 5s", "kill db1", "-", "within 20s of the load's start"),
+        ("rows(db1) >= 1000", "cpu limit db2 to 20%", "cpu heal db2, 3s after it fired",
+         "until the load ends")]
+    text = _rendered(plan)
+    assert "Triggers (when)" in text
+    row = next(line for line in text.splitlines() if "rows(db1) >= 1000" in line)
+    assert "cpu limit db2 to 20%" in row and "cpu heal db2, 3s after it fired" in row
+    assert f"looked at every {seconds(POLL)} from the load's start" in " ".join(text.split())
+    data = json.loads(plan.model_dump_json())
+    assert [t["condition"]["text"] for t in data["triggers"]] == [
+        "replication_lag(db2) > 5s", "rows(db1) >= 1000"]
+    assert data["trigger_poll"] == POLL  # the runtime's resolution, not a copy of it
+    assert "Triggers" not in _rendered(plan_text(REPLICATION))
+
+
+def test_lab_plan_names_the_nodes_restarted_under_libfaketime() -> None:
+    from runners import faketime
+
+    plan = plan_text(TRIGGERS)
+    assert plan.faketime_nodes == ["db3"] == faketime.skew_nodes(plan.actions())
+    assert "Under libfaketime (clock skew): db3." in " ".join(_rendered(plan).split())
+    assert json.loads(plan.model_dump_json())["faketime_nodes"] == ["db3"]
+    plain = plan_text(REPLICATION)
+    assert plain.faketime_nodes == [] and "libfaketime" not in _rendered(plain)
+    # a trigger's clock skew counts too, and a plan made by hand gets the same decision
+    fired = plan_text(TRIGGERS.replace("kill db1 within 20s", "clock skew db2 by -2s"))
+    assert fired.faketime_nodes == ["db3", "db2"]
+    by_hand = plan.model_copy(update={"faketime_nodes": []})
+    assert for_base_port(by_hand, RUN_BASE).faketime_nodes == ["db3"]
