@@ -133,6 +133,57 @@ def _router_writer_outage(summary: dict[str, Any], home: Path) -> None:
     assert 1.9 <= (heal[2] - down[2]) / 1e9 <= 2.3, faults
 
 
+def _ops(summary: dict[str, Any], home: Path) -> list[Any]:
+    from lab.store import Store
+
+    return list(Store(home / "results.db").operations(summary["run_id"], 1))
+
+
+def _cpu_memory(summary: dict[str, Any], home: Path) -> None:
+    """The OOM kill is in the history as such, counted by the kernel; no cgroup is left."""
+    ops = _ops(summary, home)
+    kills = [o for o in ops if o.is_fault() and o.f == "oom_kill"]
+    assert kills and kills[0].node == "db1" and kills[0].type == "ok", \
+        [(o.type, o.f) for o in ops if o.is_fault()]
+    from runners import cgroups
+    left = [d for c in cgroups.CONTROLLERS if (cgroups.CGROUP_ROOT / c).is_dir()
+            for d in (cgroups.CGROUP_ROOT / c).iterdir()
+            if d.name.startswith(cgroups.PREFIX + summary["run_id"])]
+    assert not left, left
+
+
+def _clock_skew(summary: dict[str, Any], home: Path) -> None:
+    """NOW() on the skewed node is ahead by the skew (+30 s), and back after the heal."""
+    ops = _ops(summary, home)
+    skews = [o for o in ops if o.f == "clock_skew" and o.type == "ok"]
+    back = [o for o in ops if o.f == "clock_heal" and o.type == "ok"]
+    assert 28 <= skews[0].value["now_minus_host_seconds"] <= 32, skews[0].value
+    assert abs(back[-1].value["now_minus_host_seconds"]) <= 2, back[-1].value
+
+
+def _failover_report(summary: dict[str, Any], home: Path) -> None:
+    """The HTML report of this real failover run opens in headless Chromium with the network off
+    and every chart is drawn (DOM and screenshot: tests/browser_check.py)."""
+    from tests.browser_check import find_chromium, open_page, problems, read_dom
+
+    assert summary["cells"][0]["measurements"]["failover"]["count"] == 1
+    if find_chromium() is None:
+        return  # the browser check is skipped with the reason in tests/unit (no chromium)
+    page = home.parent / "report.html"
+    rid = summary["run_id"]
+    rep = subprocess.run([*LAB, "report", rid[:6], "--html", str(page)], cwd=ROOT,
+                         env=dict(os.environ, LAB_HOME=str(home)), capture_output=True,
+                         text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout.startswith(f"wrote {page}: run {rid}, 1 cell, ")
+    text, img = open_page(page, home.parent / "report.png")
+    dom = read_dom(text)
+    assert problems(dom, img) == []
+    for section in ("throughput", "latency", "downtime", "errors", "lag", "failover"):
+        assert f"chart-{section}-1" in dom.charts, section
+    assert "kill db1" in dom.charts["chart-throughput-1"].text
+
+
 UNPRIVILEGED = 65534  # nobody / nogroup on Debian
 
 
@@ -153,7 +204,9 @@ def _as_nobody(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
 
 
 UNPRIVILEGED_LESSONS = {"01-quickstart.md"}
-MORE_CHECKS = {"quickstart.exp": _quickstart, "router-writer-outage.exp": _router_writer_outage}
+MORE_CHECKS = {"quickstart.exp": _quickstart, "router-writer-outage.exp": _router_writer_outage,
+               "cpu-memory.exp": _cpu_memory, "clock-skew.exp": _clock_skew,
+               "semi-sync-failover.exp": _failover_report}
 
 
 def _run(argv: list[str], env: dict[str, str], where: str,
