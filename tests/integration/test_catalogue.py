@@ -142,7 +142,7 @@ def _ops(summary: dict[str, Any], home: Path) -> list[Any]:
 def _cpu_memory(summary: dict[str, Any], home: Path) -> None:
     """The OOM kill is in the history as such, counted by the kernel; no cgroup is left."""
     ops = _ops(summary, home)
-    kills = [o for o in ops if o.is_fault() and o.f == "oom_kill"]
+    kills = [o for o in ops if o.is_fault() and o.f == "oom_kill" and o.type != "invoke"]
     assert kills and kills[0].node == "db1" and kills[0].type == "ok", \
         [(o.type, o.f) for o in ops if o.is_fault()]
     from runners import cgroups
