@@ -34,6 +34,11 @@ from lab.summary_matrix import render_matrix_summary
 
 
 def _sigterm(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM and SIGINT: mark the run interrupted (a client library may turn the signal into
+    its own error: the engine still knows it was an interruption), then interrupt."""
+    from lab.engine import INTERRUPTED
+
+    INTERRUPTED.set()
     raise KeyboardInterrupt
 
 
@@ -109,6 +114,7 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
         err.print(f"Error: {e}")
         return EXIT_INCOMPLETE
     signal.signal(signal.SIGTERM, _sigterm)
+    signal.signal(signal.SIGINT, _sigterm)
     try:
         outcome = run_plan(plan, store, view, keep=keep, stepper=stepper)
     except StoreUnavailable as e:  # the run could not even be created: nothing started

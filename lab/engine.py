@@ -60,6 +60,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+# Set by the CLI's SIGINT/SIGTERM handler. A signal that lands inside a client library's call
+# can surface as that library's error (a query cut short) instead of KeyboardInterrupt: the
+# cell is still "interrupted", never an "error".
+INTERRUPTED = threading.Event()
+
 
 def run_plan(
     plan: Plan,
@@ -189,6 +194,10 @@ class CellRunner:
             self.out.status = "error"
             self.out.error = f"{type(e).__name__}: {e}"
         finally:
+            if INTERRUPTED.is_set() and self.out.status == "error":
+                interrupted = True  # the signal surfaced as another error: see INTERRUPTED
+                self.out.status = "interrupted"
+                self.out.error = "interrupted (Ctrl-C)"
             self.stop.set()
             if self.load is not None:
                 self.load.stop_workloads()

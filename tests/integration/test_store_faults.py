@@ -97,7 +97,7 @@ def test_disk_fills_mid_run(small_home: Path) -> None:
     assert _ops(db) >= 500  # what was stored before the disk filled is still there
 
 
-PHASES = ["starting the topology", "preparing tables", "at 4s: kill db2",
+PHASES = ["starting the topology", "preparing tables", "at 3s: kill db2",
           "letting replication settle", "checking"]  # fmt: skip
 
 
@@ -107,10 +107,10 @@ def test_kill_9_in_each_phase(tmp_path: Path, phase: str) -> None:
     home = tmp_path / "home"
     db = home / "results.db"
     env = _env(home)
-    exp = tmp_path / "quickstart.exp"  # the quickstart, shortened: 14 s of load
+    exp = tmp_path / "quickstart.exp"  # the quickstart, shortened: 8 s of load
     exp.write_text((ROOT / "experiments/quickstart.exp").read_text()
-                   .replace("duration 30s", "duration 14s").replace("at 10s kill", "at 4s kill")
-                   .replace("at 20s start", "at 8s start").replace("at 21s wait", "at 9s wait"))
+                   .replace("duration 30s", "duration 8s").replace("at 10s kill", "at 3s kill")
+                   .replace("at 20s start", "at 5s start").replace("at 21s wait", "at 6s wait"))
     proc = subprocess.Popen([*LAB, "run", str(exp)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None

@@ -528,3 +528,28 @@ def test_store_unavailable_is_one_line() -> None:
     e = StoreUnavailable.of("/x/r.db", OSError(28, "No space left on device"), writing=True)
     assert str(e).startswith("results database /x/r.db cannot be written: No space left on device")
     assert "\n" not in str(e)
+
+
+# --- Ctrl-C that a client library turns into its own error -----------------------------------
+
+
+def test_a_signal_surfacing_as_a_library_error_is_still_an_interruption(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGINT inside a MySQLdb call can come back as OperationalError (the query cut short),
+    not KeyboardInterrupt: the run is stored ``interrupted`` (exit 3), never ``error``."""
+    monkeypatch.setattr("runners.topology.check_components", lambda plan: None)
+
+    def deploy(*a: Any) -> None:
+        engine.INTERRUPTED.set()  # what the CLI's SIGINT handler does first
+        raise sqlite3.OperationalError("query interrupted")  # what the library raised instead
+
+    monkeypatch.setattr(engine.Topology, "deploy", deploy)
+    db = tmp_path / "results.db"
+    try:
+        assert main(["run", QUICKSTART, "--db", str(db)]) == 3
+    finally:
+        engine.INTERRUPTED.clear()
+    conn = sqlite3.connect(db)
+    assert conn.execute("select status from runs").fetchone() == ("interrupted",)
+    assert conn.execute("select status from cells").fetchone() == ("interrupted",)
