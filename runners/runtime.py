@@ -35,9 +35,27 @@ from runners.cgroups import remove_run_groups
 
 log = logging.getLogger(__name__)
 
-PORT_FIRST = 23000
-PORT_LAST = 60000
 BLOCK = ports.BLOCK
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def port_bounds(range_file: Path = EPHEMERAL_RANGE) -> tuple[int, int]:
+    """Where the lab's blocks of ports may lie: from 23000 up to the kernel's first ephemeral
+    port (32768 by default). Inside the ephemeral range, an outgoing connection (a replica to its
+    primary through toxiproxy) can take a port the lab is about to listen on: measured here,
+    `bind: address already in use`. With a range that leaves too little room below it, the
+    blocks lie above it instead."""
+    first = 23000
+    try:
+        low, high = (int(x) for x in range_file.read_text().split()[:2])
+    except (OSError, ValueError):
+        return first, 32700
+    if low - first >= 10 * BLOCK:
+        return first, low - low % BLOCK
+    return high + 1 + (BLOCK - (high + 1) % BLOCK) % BLOCK, 65500
+
+
+PORT_FIRST, PORT_LAST = port_bounds()
 PR_SET_CHILD_SUBREAPER = 36
 RUN_ID_HEX = 12  # hex digits of a run id
 
@@ -228,7 +246,8 @@ class Run:
             if all(port_free(p) for p in range(base, base + BLOCK)):
                 return base
             claim.unlink(missing_ok=True)
-        raise RuntimeError("no free block of 100 loopback ports between 23000 and 60000")
+        raise RuntimeError(f"no free block of 100 loopback ports between {PORT_FIRST} and "
+                           f"{PORT_LAST} (below the kernel's ephemeral ports)")
 
     def release_ports(self) -> None:
         claim = runtime_root() / "ports" / str(self.base_port)

@@ -84,3 +84,16 @@ def test_release_leaves_another_runs_claim(root: Path) -> None:
     claim.write_text(json.dumps({"run_id": "someoneelse0", "pid": 1}))
     run.close()
     assert claim.exists()
+
+
+def test_port_blocks_stay_below_the_ephemeral_range(tmp_path: Path) -> None:
+    """Outgoing connections take ephemeral ports: a lab port inside that range can be taken by
+    a replica's connection just before the lab listens on it (seen: toxiproxy's bind failed)."""
+    from runners.runtime import port_bounds
+
+    f = tmp_path / "range"
+    f.write_text("32768\t60999\n")
+    assert port_bounds(f) == (23000, 32700)
+    f.write_text("23500 60999\n")  # too little room below: the blocks go above it
+    assert port_bounds(f) == (61000, 65500)
+    assert port_bounds(tmp_path / "missing") == (23000, 32700)
