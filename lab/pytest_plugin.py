@@ -281,16 +281,24 @@ class ExpItem(pytest.Item):
 
 
 class ClaimsItem(pytest.Item):
-    """The cross-cell claims of an experiment, judged after its cells.
-
-    TODO(lead): judging claims belongs to the language/engine change that adds them; wire it
-    here: with ``run = self.parent.run`` (a ``lab.cell_run.PlanRun`` whose ``outcome.cells``
-    are the cells that ran), judge the claims and raise ``CellNotPassed`` with
-    ``lab.cell_failure``'s lines for those that did not hold. Until then the item is skipped,
-    saying so."""
+    """The cross-cell claims of an experiment (``expect X in a >= 1.3 × X in b``), judged
+    after its cells as ``lab run`` judges them (``lab.claims``)."""
 
     def runtest(self) -> None:
-        pytest.skip("cross-cell claims are judged by `lab run`; not yet under pytest")
+        from lab.claims import CellSides, judge_claims
+
+        assert isinstance(self.parent, ExpFile)
+        run = self.parent.run
+        if run is None or run.outcome is None or not run.outcome.cells:
+            pytest.skip("no cell of this experiment ran: nothing to compare")
+        outcome = run.outcome
+        claims = judge_claims(self.parent.plan, [CellSides(c.cell, c.claim_sides)
+                                                 for c in outcome.cells])
+        bad = [c for c in claims if c.passed is not True]
+        if bad:
+            raise CellNotPassed("\n".join(
+                f"{'FAIL' if c.passed is False else 'UNKNOWN'} {c.text}: {c.explanation}"
+                for c in bad))
 
     def repr_failure(
         self,

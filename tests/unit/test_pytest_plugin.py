@@ -484,3 +484,49 @@ def test_the_plugin_is_registered_for_pytest() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["entry-points"]["pytest11"] == {"lab.pytest_plugin": "lab.pytest_plugin"}
 
+
+
+# --- claims across cells -----------------------------------------------------------------------
+
+CLAIMED = """\
+experiment "claimed" {
+  duration 5s
+  topology single { engine mariadb  node db1 }
+  variant short { }
+  variant long { }
+  workload writes: probe {
+    target db1
+    every 10ms
+  }
+  expect downtime(writes) in long >= 2 × downtime(writes) in short
+}
+"""
+
+
+@pytest.mark.parametrize("gaps,outcome", [({"short": 0.5, "long": 2.0}, "passed"),
+                                          ({"short": 1.5, "long": 2.0}, "failed")])
+def test_claims_across_cells_are_an_item_judged_after_the_cells(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        gaps: dict[str, float], outcome: str) -> None:
+    from lab.claims import measure_sides
+
+    def runner(plan: Plan, cell: Cell, store: Store, run_id: str,
+               view: View | None = None, keep: str = "never") -> CellOutcome:
+        out = CellOutcome(cell)
+        out.results, ctx = _probe_results(gaps[str(cell.variant)])
+        out.expectations = evaluate_all(plan.expectations, out.results, ctx,
+                                        variant=cell.variant)
+        out.claim_sides = measure_sides(plan, cell, out.results, ctx)
+        out.status = "passed"
+        return out
+
+    monkeypatch.setattr(cell_run, "run_cell", runner)
+    monkeypatch.setattr(cell_run, "why_not_runnable", lambda plan: None)
+    pytester.makefile(".exp", claimed=CLAIMED)
+    result = _run(pytester, "-rA")
+    if outcome == "passed":
+        result.assert_outcomes(passed=3)
+    else:
+        result.assert_outcomes(passed=2, failed=1)
+        result.stdout.fnmatch_lines(["*FAIL expect downtime(writes) in long >= 2 × *"])
+    assert "claimed.exp::claims" in result.stdout.str()
