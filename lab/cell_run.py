@@ -21,8 +21,7 @@ from typing import Literal
 from dsl.models import DiskFault, DropCaches, NetworkFault
 from dsl.plan import Cell, Plan
 from lab.cell_store import STORE_ERRORS, finish_without_store
-from lab.exits import EXIT_EXPECTATION, EXIT_INCOMPLETE, EXIT_OK
-from lab.outcome import CellOutcome, RunOutcome, View
+from lab.outcome import CellOutcome, RunOutcome, View, conclude
 from lab.store import Store, StoreUnavailable
 from lab.summary import summary
 
@@ -99,26 +98,6 @@ def _tear_down(runner: object) -> None:
     run = getattr(topo, "run", None)
     if run is not None:
         run.close()
-
-
-def conclude(outcome: RunOutcome) -> RunOutcome:
-    """The run's status, exit code and message from its cells (as ``lab run`` decides them)."""
-    statuses = [c.status for c in outcome.cells]
-    outcome.store_error = next((c.store_error for c in outcome.cells if c.store_error), None)
-    if outcome.status == "interrupted" or "interrupted" in statuses:
-        outcome.status, outcome.exit_code = "interrupted", EXIT_INCOMPLETE
-    elif outcome.store_error:
-        outcome.status, outcome.exit_code = "error", EXIT_INCOMPLETE
-    elif "error" in statuses:
-        outcome.status, outcome.exit_code = "error", EXIT_INCOMPLETE
-        outcome.message = next(c.error for c in outcome.cells if c.status == "error")
-    elif "failed" in statuses:
-        outcome.status, outcome.exit_code = "failed", EXIT_EXPECTATION
-    else:
-        outcome.status, outcome.exit_code = "passed", EXIT_OK
-    if outcome.store_error:
-        outcome.message = outcome.store_error
-    return outcome
 
 
 class PlanRun:

@@ -36,12 +36,12 @@ from lab.cell_store import (
     store_cell,
 )
 from lab.checkers import CheckContext, WorkloadInfo, run_checkers
-from lab.claims import CellSides, claims_passed, judge_claims, measure_sides
+from lab.claims import measure_sides
 from lab.exits import EXIT_EXPECTATION, EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK
 from lab.expectations import all_passed, evaluate_all
 from lab.history import fault_windows
 from lab.load import Load
-from lab.outcome import CellOutcome, RunOutcome, View
+from lab.outcome import CellOutcome, RunOutcome, View, conclude
 from lab.recorder import Recorder
 from lab.step import Stepper
 from lab.store import Store, StoreUnavailable
@@ -91,23 +91,7 @@ def run_plan(
                 break
     except KeyboardInterrupt:
         outcome.status = "interrupted"
-    outcome.claims = judge_claims(plan, [CellSides(c.cell, c.claim_sides)
-                                         for c in outcome.cells])
-    statuses = [c.status for c in outcome.cells]
-    outcome.store_error = next((c.store_error for c in outcome.cells if c.store_error), None)
-    if outcome.status == "interrupted" or "interrupted" in statuses:
-        outcome.status, outcome.exit_code = "interrupted", EXIT_INCOMPLETE
-    elif outcome.store_error:
-        outcome.status, outcome.exit_code = "error", EXIT_INCOMPLETE
-    elif "error" in statuses:
-        outcome.status, outcome.exit_code = "error", EXIT_INCOMPLETE
-        outcome.message = next(c.error for c in outcome.cells if c.status == "error")
-    elif "failed" in statuses or not claims_passed(outcome.claims):
-        outcome.status, outcome.exit_code = "failed", EXIT_EXPECTATION
-    else:
-        outcome.status, outcome.exit_code = "passed", EXIT_OK
-    if outcome.store_error:
-        outcome.message = outcome.store_error
+    conclude(outcome)
     try:
         store.finish_run(
             run_id, outcome.status, outcome.exit_code, summary=summary(outcome),

@@ -56,3 +56,29 @@ class RunOutcome:
     message: str | None = None
     store_error: str | None = None  # one line: the database, the cause, where things went
     claims: list[ClaimOutcome] = field(default_factory=list)  # claims across cells (lab.claims)
+
+
+def conclude(outcome: RunOutcome) -> RunOutcome:
+    """The run's claims across cells, status, exit code and message from its cells: one
+    decision for ``lab run`` and the pytest plugin."""
+    from lab.claims import CellSides, claims_passed, judge_claims
+    from lab.exits import EXIT_EXPECTATION, EXIT_INCOMPLETE, EXIT_OK
+
+    outcome.claims = judge_claims(outcome.plan, [CellSides(c.cell, c.claim_sides)
+                                                 for c in outcome.cells])
+    statuses = [c.status for c in outcome.cells]
+    outcome.store_error = next((c.store_error for c in outcome.cells if c.store_error), None)
+    if outcome.status == "interrupted" or "interrupted" in statuses:
+        outcome.status, outcome.exit_code = "interrupted", EXIT_INCOMPLETE
+    elif outcome.store_error:
+        outcome.status, outcome.exit_code = "error", EXIT_INCOMPLETE
+    elif "error" in statuses:
+        outcome.status, outcome.exit_code = "error", EXIT_INCOMPLETE
+        outcome.message = next(c.error for c in outcome.cells if c.status == "error")
+    elif "failed" in statuses or not claims_passed(outcome.claims):
+        outcome.status, outcome.exit_code = "failed", EXIT_EXPECTATION
+    else:
+        outcome.status, outcome.exit_code = "passed", EXIT_OK
+    if outcome.store_error:
+        outcome.message = outcome.store_error
+    return outcome
