@@ -7,13 +7,11 @@ exits 2, a results database that cannot be read exits 3, a file that cannot be w
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 from pathlib import Path
 
-from lab.cli_run import _db_path, _mark_abandoned, ambiguous, cmd_show, store_failed
+from lab.cli_run import cmd_show, read_run
 from lab.exits import EXIT_OK, EXIT_USAGE
-from lab.store import AmbiguousRun, RunNotFound, Store, StoreError
 
 
 def cmd_report(ref: str, html: str | None = None, db: str | None = None) -> int:
@@ -22,18 +20,9 @@ def cmd_report(ref: str, html: str | None = None, db: str | None = None) -> int:
     from lab.html_report import write_html
     from lab.report_data import load_report
 
-    try:
-        store = Store(_db_path(db))
-        _mark_abandoned(store)
-        report = load_report(store, ref)
-    except AmbiguousRun as e:
-        print(ambiguous(store, e), file=sys.stderr)
-        return EXIT_USAGE
-    except RunNotFound as e:
-        print(f"Error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except (StoreError, sqlite3.Error, OSError) as e:
-        return store_failed(db, e)
+    report = read_run(db, ref, load_report)
+    if isinstance(report, int):
+        return report
     try:
         charts = write_html(report, Path(html))
     except OSError as e:

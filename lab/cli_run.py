@@ -12,9 +12,10 @@ import json
 import signal
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -174,14 +175,16 @@ def ambiguous(store: Store, e: AmbiguousRun, shown: int = 20) -> str:
     return "\n".join(lines)
 
 
-def cmd_show(ref: str, db: str | None = None, as_json: bool = False,
-             show_all: bool = False) -> int:
-    """The run's compact summary (faults, the matrix, expectations); ``show_all``: every
-    figure (the measurements table)."""
+T = TypeVar("T")
+
+
+def read_run(db: str | None, ref: str, read: Callable[[Store, str], T]) -> T | int:
+    """``read(store, ref)`` on the results database, or the exit status after saying why it
+    could not: 2 for an ambiguous or unknown run, 3 for a database that cannot be read."""
     try:
         store = Store(_db_path(db))
         _mark_abandoned(store)
-        s = store.summary(ref)
+        return read(store, ref)
     except AmbiguousRun as e:
         print(ambiguous(store, e), file=sys.stderr)
         return EXIT_USAGE
@@ -190,6 +193,15 @@ def cmd_show(ref: str, db: str | None = None, as_json: bool = False,
         return EXIT_USAGE
     except (StoreError, sqlite3.Error, OSError) as e:
         return store_failed(db, e)
+
+
+def cmd_show(ref: str, db: str | None = None, as_json: bool = False,
+             show_all: bool = False) -> int:
+    """The run's compact summary (faults, the matrix, expectations); ``show_all``: every
+    figure (the measurements table)."""
+    s = read_run(db, ref, Store.summary)
+    if isinstance(s, int):
+        return s
     if as_json:
         print(json.dumps(s, indent=2, default=str))
     elif show_all:

@@ -231,7 +231,20 @@ class CellNotPassed(Exception):
     """A cell that failed or could not complete; ``str()`` is the whole text shown."""
 
 
-class ExpItem(pytest.Item):
+class _LabItem(pytest.Item):
+    """An item whose failure is shown in the lab's words (``CellNotPassed``), no traceback."""
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | Any:
+        if isinstance(excinfo.value, CellNotPassed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+
+class ExpItem(_LabItem):
     """One cell of an experiment, run on real servers."""
 
     def __init__(self, *, cell: Cell, **kwargs: Any) -> None:
@@ -266,21 +279,12 @@ class ExpItem(pytest.Item):
         raise CellNotPassed(cell_failure_text(
             f.plan, out, f.shown, run_id, kept=bool(keep), db=db))  # fmt: skip
 
-    def repr_failure(
-        self,
-        excinfo: pytest.ExceptionInfo[BaseException],
-        style: Any = None,
-    ) -> str | Any:
-        if isinstance(excinfo.value, CellNotPassed):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
-
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         f = self.exp_file
         return self.path, f.line_of(self.cell) - 1, f"{f.shown}::{self.name}"
 
 
-class ClaimsItem(pytest.Item):
+class ClaimsItem(_LabItem):
     """The cross-cell claims of an experiment (``expect X in a >= 1.3 × X in b``), judged
     after its cells as ``lab run`` judges them (``lab.claims``)."""
 
@@ -299,15 +303,6 @@ class ClaimsItem(pytest.Item):
             raise CellNotPassed("\n".join(
                 f"{'FAIL' if c.passed is False else 'UNKNOWN'} {c.text}: {c.explanation}"
                 for c in bad))
-
-    def repr_failure(
-        self,
-        excinfo: pytest.ExceptionInfo[BaseException],
-        style: Any = None,
-    ) -> str | Any:
-        if isinstance(excinfo.value, CellNotPassed):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         assert isinstance(self.parent, ExpFile)
