@@ -22,7 +22,7 @@ import pytest
 
 from dsl.api import load_plan
 from runners.components import MissingComponent
-from runners.disk import disk_nodes
+from runners.disk import any_disk_nodes
 from runners.topology import check_components
 from tests.lessons import Command, commands, lessons, substitute
 
@@ -48,7 +48,7 @@ def _skip_reason(path: Path) -> str | None:
         check_components(plan)
     except MissingComponent as e:
         return str(e)
-    if disk_nodes(plan.actions()) and os.geteuid() != 0:
+    if any_disk_nodes(plan.actions()) and os.geteuid() != 0:
         return "disk full mounts a tmpfs: needs root"
     if plan.engine.flavor != "mariadb" and not os.environ.get("LAB_SANDBOX_BINARY"):
         return f"engine {plan.engine.flavor} needs its tarball in LAB_SANDBOX_BINARY"
