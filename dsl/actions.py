@@ -78,6 +78,10 @@ def _node_words(a: NodeAction) -> str:
     return f"{verb} {a.node.name}" + (f" with {opts}" if opts else "")
 
 
+def _disk_words(a: DiskFault) -> str:
+    return f"disk {a.verb} {a.node.name}" + (" binlog" if a.target == "binlog" else "")
+
+
 def _network_words(a: NetworkFault) -> str:
     out = f"network {a.verb}" + (f" {a.node.name}" if a.node else " (all nodes)")
     if a.latency is not None:
@@ -115,7 +119,9 @@ def _undo_replication(a: ReplicationControl) -> Action | None:
 
 
 def _undo_disk(a: DiskFault) -> Action | None:
-    return DiskFault(verb="free", node=a.node, span=a.span) if a.verb == "full" else None
+    if a.verb != "full":
+        return None
+    return DiskFault(verb="free", node=a.node, target=a.target, span=a.span)
 
 
 def _undo_cpu(a: CpuLimit) -> Action | None:
@@ -144,8 +150,8 @@ def _root_drop_caches(a: DropCaches, topology: str) -> str | None:
 def _root_disk(a: DiskFault, topology: str) -> str | None:
     if a.verb != "full":
         return None
-    return (f"mounting a tmpfs of its own for {a.node.name}'s data directory when the "
-            "topology starts")
+    what = "binary logs" if a.target == "binlog" else "data directory"
+    return f"mounting a tmpfs of its own for {a.node.name}'s {what} when the topology starts"
 
 
 def _root_cgroup(a: CpuLimit | MemoryLimit, topology: str) -> str | None:
@@ -214,7 +220,7 @@ ACTIONS: dict[type, ActionInfo] = {
     NetworkFault: ActionInfo(_verb, _network_words, lambda a: a.verb != "heal",
                              undo=_undo_network, needs_root=_root_network,
                              routed=lambda a: a.verb != "heal"),
-    DiskFault: ActionInfo(lambda a: f"disk_{a.verb}", lambda a: f"disk {a.verb} {a.node.name}",
+    DiskFault: ActionInfo(lambda a: f"disk_{a.verb}", _disk_words,
                           lambda a: a.verb == "full", undo=_undo_disk, needs_root=_root_disk),
     CpuLimit: ActionInfo(
         lambda a: f"cpu_{a.verb}",
@@ -335,6 +341,7 @@ ANY_NODE = NodeRef(name="NODE")
 ROOT_FORMS: tuple[tuple[str, Action], ...] = (
     ("drop caches (whole OS)", DropCaches()),
     ("disk full NODE", DiskFault(verb="full", node=ANY_NODE)),
+    ("disk full NODE binlog", DiskFault(verb="full", node=ANY_NODE, target="binlog")),
     ("cpu limit NODE", CpuLimit(verb="limit", node=ANY_NODE, share=0.5)),
     ("memory limit NODE", MemoryLimit(verb="limit", node=ANY_NODE, limit=256 * 1024**2)),
     ("network FAULT NODE on group", NetworkFault(verb="partition", node=ANY_NODE, link="group")),

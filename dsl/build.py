@@ -113,6 +113,12 @@ class Setting:
     value: Text
 
 
+def _disk_target(word: str | None) -> Literal["datadir", "binlog"]:
+    """``disk full db1`` fills the data directory's filesystem, ``disk full db1 binlog`` the
+    binary logs'."""
+    return "binlog" if word == "binlog" else "datadir"
+
+
 def token_span(tok: Token) -> Span:
     line = tok.line or 0
     column = tok.column or 0
@@ -970,11 +976,16 @@ class Builder(Transformer[Token, Any]):
             span=meta_span(meta),
         )
 
-    def disk_full(self, meta: Meta, children: list[Token]) -> DiskFault:
-        return DiskFault(verb="full", node=self._node(children[0]), span=meta_span(meta))
+    def disk_full(self, meta: Meta, children: list[Any]) -> DiskFault:
+        return DiskFault(verb="full", node=self._node(children[0]),
+                         target=_disk_target(children[1]), span=meta_span(meta))
 
-    def disk_free(self, meta: Meta, children: list[Token]) -> DiskFault:
-        return DiskFault(verb="free", node=self._node(children[0]), span=meta_span(meta))
+    def disk_free(self, meta: Meta, children: list[Any]) -> DiskFault:
+        return DiskFault(verb="free", node=self._node(children[0]),
+                         target=_disk_target(children[1]), span=meta_span(meta))
+
+    def disk_target(self, meta: Meta, children: list[Token]) -> str:
+        return str(children[0])
 
     def cpu_limit(self, meta: Meta, children: list[Token]) -> CpuLimit | None:
         share = self.measure(children[1], ("percent",), "cpu limit ... to")

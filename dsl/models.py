@@ -246,11 +246,13 @@ class NetworkFault(Frozen):
 
 class DiskFault(Frozen):
     """``disk full NODE``: fill the filesystem of the node's data directory (a tmpfs the lab
-    mounts for it at deploy); ``disk free NODE``: free it again."""
+    mounts for it at deploy); ``disk free NODE``: free it again. ``disk full NODE binlog``: the
+    filesystem of the node's binary logs instead (a tmpfs of their own, mounted at deploy)."""
 
     action: Literal["disk"] = "disk"
     verb: Literal["full", "free"]
     node: NodeRef
+    target: Literal["datadir", "binlog"] = "datadir"
     left: bool = False  # ``for good``
     span: Span = NO_SPAN
 

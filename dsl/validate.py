@@ -763,6 +763,19 @@ class _Validator:
                 f"'disk {a.verb}' fills a MySQL-family server's data directory; "
                 "this topology runs MongoDB",
             )
+        elif a.target == "binlog" and self.kind == "single" and not self.sets_log_bin():
+            self.error(
+                a.span,
+                f"'disk {a.verb} {a.node.name} binlog' fills the filesystem of the binary logs; "
+                "a single server writes none unless the file turns them on",
+                "give them a base name: config { log_bin = mysql-bin }",
+            )
+
+    def sets_log_bin(self) -> bool:
+        """A config block or variant of the file names the binary logs (``log_bin``)."""
+        blocks = [b.settings for b in (*self.exp.configs, *self.exp.topology.configs)]
+        blocks += [v.settings for v in self.exp.variants]
+        return any(normal_key(k) == "log_bin" for b in blocks for k in b)
 
     def check_set_global(self, a: SetGlobal) -> None:
         for ref in a.nodes:

@@ -215,7 +215,7 @@ def leave_in_place(ctx: Context, action: Action, detail: dict[str, Any]) -> None
     elif isinstance(action, ReplicationControl):
         ctx.state(ReplicationState).stopped.discard(action.node.name)
     elif isinstance(action, DiskFault):
-        ctx.state(DiskState).full.discard(action.node.name)
+        ctx.state(DiskState).full.discard((action.node.name, action.target))
     elif isinstance(action, (CpuLimit, MemoryLimit)):
         res = ctx.state(ResourceState)
         group = res.groups.pop((action.action, action.node.name), None)

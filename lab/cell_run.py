@@ -33,7 +33,8 @@ def root_needs(plan: Plan) -> list[str]:
     out: list[str] = []
     for a in plan.actions():
         if isinstance(a, DiskFault) and a.verb == "full":
-            out.append(f"'disk full {a.node.name}' (the lab mounts a tmpfs)")
+            where = " binlog" if a.target == "binlog" else ""
+            out.append(f"'disk full {a.node.name}{where}' (the lab mounts a tmpfs)")
         elif isinstance(a, DropCaches) and a.node is None:
             out.append("'drop caches' of the whole OS page cache")
         elif isinstance(a, NetworkFault) and a.verb == "partition" and (

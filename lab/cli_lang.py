@@ -25,6 +25,7 @@ from dsl.models import Action
 from dsl.owned import RUNTIME
 from dsl.plan import Cell, Plan, PlannedNode, PlannedWorkload
 from lab.exits import EXIT_LANGUAGE, EXIT_OK
+from runners.disk import binlog_nodes, disk_nodes
 
 EXIT_LANGUAGE_ERROR = EXIT_LANGUAGE
 
@@ -171,6 +172,17 @@ def faketime_line(plan: Plan) -> str | None:
     return (f"Under libfaketime (clock skew): {', '.join(plan.faketime_nodes)}. Once the "
             "topology is up, the lab stops each and starts it again with libfaketime preloaded "
             "(its clock at +0 until the fault).")
+
+
+def tmpfs_line(plan: Plan) -> str | None:
+    """What the lab moves onto a tmpfs of its own because the file fills it (``disk full``)."""
+    acts = plan.actions()
+    parts = [f"{n} (data directory)" for n in disk_nodes(acts)]
+    parts += [f"{n} (binary logs, at binlog beside its data directory)" for n in binlog_nodes(acts)]
+    if not parts:
+        return None
+    return (f"On a tmpfs of its own (disk full): {', '.join(parts)}. Once the topology is up, "
+            "the lab stops each node, moves the files there and starts it again (needs root).")
 
 
 def _table(title: str, *columns: str) -> Table:
@@ -379,6 +391,9 @@ def render_plan(plan: Plan, console: Console) -> None:
         skewed = faketime_line(plan)
         if skewed:
             console.print(Text(skewed))
+        on_tmpfs = tmpfs_line(plan)
+        if on_tmpfs:
+            console.print(Text(on_tmpfs))
         title = "Effective server config" + (
             " (cell 1; other cells in the matrix below)" if len(plan.cells) > 1 else ""
         )

@@ -28,6 +28,7 @@ from lab.step import Stepper, stepped_note
 from lab.summary import action_label
 from lab.triggers import TriggerWatch, latest_lag, rows_statement
 from runners import replication
+from runners.galera_watch import GaleraWatcher
 from runners.mysql import Address, connect
 from runners.ops import Op, Sample
 from runners.replication import HeartbeatWriter, LagSampler
@@ -328,6 +329,11 @@ class Load:
                 {n: node.addr for n, node in topo.nodes.items()}, topo.admin, self.emit,
                 0.2, self.stop)
             self.repl_watch.start()
+        if self.plan.topology == "galera" and len(topo.nodes) > 1:  # split brain's evidence
+            galera = GaleraWatcher({n: node.addr for n, node in topo.nodes.items()},
+                                   topo.admin, self.emit, 0.2, self.stop)
+            galera.start()
+            self.bg.append(galera)
         if topo.primary is None or len(topo.nodes) < 2:
             return
 

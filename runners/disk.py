@@ -1,10 +1,18 @@
-"""A node's data directory on a tmpfs of its own, so that ``disk full NODE`` can fill it.
+"""A node's data directory, or its binary logs, on a tmpfs of its own, so that ``disk full NODE``
+(``disk full NODE binlog``) can fill it.
 
 Only when the experiment has ``disk full NODE`` (``disk_nodes``), and only for those nodes:
 once the topology is up, ``NativeTopology`` stops the node, moves its data directory onto a
 tmpfs mounted at the same path (``move_onto_tmpfs``: the tmpfs holds what the directory held
 plus ``HEADROOM``), and starts it again. The binary and relay logs live in the data directory
 (``log_bin`` is a base name there), so they share the filesystem.
+
+``disk full NODE binlog`` (``binlog_nodes``): the node's binary logs alone go onto a tmpfs
+mounted at ``<node dir>/binlog`` (``binlog_dir``, beside the data directory): the node is
+stopped, its ``<log_bin>.*`` files (the logs, the index, the GTID state file) are moved there,
+the index is rewritten with their new paths (``index_lines``), the node's config file gets
+``log_bin`` and ``log_bin_index`` pointing there (``binlog_settings``), and it is started again
+(``move_binlogs_onto_tmpfs``). Relay logs stay in the data directory.
 
 ``fill`` takes every free byte of the filesystem with one file (``FILLER``, reserved with
 ``fallocate``: nothing is written) so the server's next write that needs space hits ENOSPC;
@@ -28,13 +36,26 @@ FILLER = ".lab-disk-full"  # the file that fills the filesystem
 PAGE = 4096
 
 
-def disk_nodes(actions: Iterable[Action]) -> list[str]:
-    """The nodes a ``disk full`` action names, in first-use order."""
+def disk_nodes(actions: Iterable[Action], target: str = "datadir") -> list[str]:
+    """The nodes a ``disk full`` action names, in first-use order: of their data directory
+    (``target="datadir"``) or of their binary logs (``"binlog"``)."""
     out: list[str] = []
     for a in actions:
-        if isinstance(a, DiskFault) and a.verb == "full" and a.node.name not in out:
+        if isinstance(a, DiskFault) and a.verb == "full" and a.target == target \
+                and a.node.name not in out:
             out.append(a.node.name)
     return out
+
+
+def binlog_nodes(actions: Iterable[Action]) -> list[str]:
+    """The nodes whose binary logs ``disk full NODE binlog`` fills, in first-use order."""
+    return disk_nodes(actions, "binlog")
+
+
+def any_disk_nodes(actions: Iterable[Action]) -> list[str]:
+    """Every node a ``disk full`` puts something of on a tmpfs (needs root)."""
+    acts = list(actions)
+    return list(dict.fromkeys(disk_nodes(acts) + binlog_nodes(acts)))
 
 
 def tmpfs_size(used: int, headroom: int = HEADROOM) -> int:
@@ -115,4 +136,69 @@ def free(path: Path) -> int:
         filler.unlink()
     except FileNotFoundError:
         return 0
+    return size
+
+
+# --- the binary logs on a tmpfs of their own (``disk full NODE binlog``) --------------------------
+
+BINLOG_DIR = "binlog"  # the mount point, beside the node's data directory
+
+
+def binlog_dir(datadir: Path) -> Path:
+    """Where a node's binary logs go for ``disk full NODE binlog``: ``<node dir>/binlog``
+    (the node's directory holds its data directory, for sandboxes and bare servers alike)."""
+    return datadir.parent / BINLOG_DIR
+
+
+def binlog_files(datadir: Path, base: str) -> list[Path]:
+    """The files of binary logs named ``base`` in the data directory: ``base.000001``...,
+    ``base.index`` and MariaDB's GTID state file ``base.state``."""
+    return sorted(p for p in datadir.glob(f"{base}.*") if p.is_file())
+
+
+def index_lines(text: str, target: Path) -> str:
+    """The binary log index with every log's path made ``target/<its file name>``: the server
+    finds a log a replica asks for by its full name in the index (``./mysql-bin.000002`` ->
+    ``/run/db1/binlog/mysql-bin.000002``)."""
+    out = [str(target / Path(line.strip()).name) for line in text.splitlines() if line.strip()]
+    return "".join(f"{line}\n" for line in out)
+
+
+def binlog_settings(target: Path, base: str) -> dict[str, str]:
+    """The settings that make the server write its binary logs and their index in ``target``."""
+    return {"log_bin": str(target / base), "log_bin_index": str(target / f"{base}.index")}
+
+
+def config_lines(settings: dict[str, str]) -> str:
+    """A ``[mysqld]`` section to append to a node's option file (the last value read wins)."""
+    body = "".join(f"{k}={v}\n" for k, v in settings.items())
+    return f"\n# the binary logs on a tmpfs of their own (disk full ... binlog)\n[mysqld]\n{body}"
+
+
+def move_binlogs_onto_tmpfs(datadir: Path, base: str, config_file: Path,
+                            headroom: int = HEADROOM) -> int:
+    """Put a (stopped) server's binary logs named ``base`` on a tmpfs of their own at
+    ``binlog_dir(datadir)``, with the same owner and mode as the data directory; rewrite the
+    index; point the server's option file at them. Returns the tmpfs's size."""
+    files = binlog_files(datadir, base)
+    index = datadir / f"{base}.index"
+    if index not in files:
+        raise OSError(f"no binary log index {index}: the server writes no binary logs "
+                      f"named {base!r} there")
+    target = binlog_dir(datadir)
+    st = datadir.stat()
+    size = tmpfs_size(sum(max(f.stat().st_size, f.stat().st_blocks * 512) for f in files),
+                      headroom)
+    target.mkdir()
+    _run(mount_argv(target, size))
+    os.chown(target, st.st_uid, st.st_gid)
+    os.chmod(target, st.st_mode & 0o7777)
+    for f in files:
+        _run(["cp", "-a", str(f), str(target / f.name)])
+    moved_index = target / index.name
+    moved_index.write_text(index_lines(index.read_text(), target))
+    for f in files:
+        f.unlink()
+    with open(config_file, "a") as cf:
+        cf.write(config_lines(binlog_settings(target, base)))
     return size

@@ -53,6 +53,12 @@ class Node(ABC):
     def component(self) -> str:
         return f"node {self.name} (mariadbd on port {self.port})"
 
+    @property
+    def config_file(self) -> Path | None:
+        """The server's option file (settings appended there are read at its next start);
+        None when the server has none (mongod takes its settings on the command line)."""
+        return None
+
     @abstractmethod
     def pid(self) -> int | None: ...
 
@@ -147,6 +153,10 @@ class SandboxNode(Node):
         self.pid_file = datadir / f"mysql_sandbox{port}.pid"
         self._safe_pid: int | None = None
 
+    @property
+    def config_file(self) -> Path:
+        return self.sandbox_dir / "my.sandbox.cnf"
+
     def pid(self) -> int | None:
         pid = _read_pid(self.pid_file)
         if pid is not None and alive(pid):
@@ -223,6 +233,10 @@ class ProcessNode(Node):
         self.mariadbd = mariadbd
         self.proc: subprocess.Popen[bytes] | None = None
         self.extra_args: list[str] = []  # e.g. --wsrep-new-cluster for the first start
+
+    @property
+    def config_file(self) -> Path:
+        return self.cnf
 
     def pid(self) -> int | None:
         if self.proc is not None and self.proc.poll() is None:

@@ -23,10 +23,17 @@ from typing import Any, Protocol
 from dsl.actions import describe
 from dsl.compile import for_base_port, root_needs
 from dsl.models import NetworkFault, Promote
+from dsl.owned import normal_key
 from dsl.plan import Cell, Plan, PlannedNode
 from runners import components, faketime, replication
 from runners.bare import GaleraCluster, PrimaryPair
-from runners.disk import disk_nodes, move_onto_tmpfs
+from runners.disk import (
+    any_disk_nodes,
+    binlog_nodes,
+    disk_nodes,
+    move_binlogs_onto_tmpfs,
+    move_onto_tmpfs,
+)
 from runners.errors import ComponentError
 from runners.haproxy import Backend, HAProxy
 from runners.mysql import Address, Credentials, execute_all, wait_until
@@ -170,10 +177,12 @@ class NativeTopology:
         t0 = time.monotonic()
         kind = self.plan.topology
         on_tmpfs = disk_nodes(self.plan.actions())
-        if on_tmpfs and os.geteuid() != 0:
+        binlogs_on_tmpfs = binlog_nodes(self.plan.actions())
+        if any_disk_nodes(self.plan.actions()) and os.geteuid() != 0:
             raise ComponentError("disk full", "needs root: the lab mounts a tmpfs for "
-                                 f"{', '.join(on_tmpfs)}'s data directory (run as root, or "
-                                 "leave the fault out)")
+                                 f"{', '.join(any_disk_nodes(self.plan.actions()))} (its data "
+                                 "directory or binary logs; run as root, or leave the fault "
+                                 "out)")
         if self._uses_network_faults():
             self.toxi = Toxiproxy(self.run, self.run.ports.toxiproxy_api)
             self.toxi.start()
@@ -210,6 +219,8 @@ class NativeTopology:
                                    node.port)
         if on_tmpfs:
             self._datadirs_on_tmpfs(on_tmpfs)
+        if binlogs_on_tmpfs:
+            self._binlogs_on_tmpfs(binlogs_on_tmpfs)
         skewed = self.plan.faketime_nodes  # the plan decides (dsl.plan.faketime_nodes)
         if skewed:
             self._under_faketime(skewed)
@@ -370,6 +381,44 @@ class NativeTopology:
                 wait_until(partial(replication.synced, node), 60, "synced with the cluster",
                            node.component, node.error_log)
         self.timings["tmpfs"] = time.monotonic() - t0
+
+    def _binlogs_on_tmpfs(self, names: list[str]) -> None:
+        """``disk full NODE binlog`` needs the node's binary logs on a tmpfs of their own
+        (``runners.disk.move_binlogs_onto_tmpfs``): stop the node, move them, start it again;
+        its GTID position must be what it was, and replication must run again."""
+        t0 = time.monotonic()
+        for name in names:
+            node = self.nodes[name]
+            base = next((v for k, v in self.planned[name].config.items()
+                         if normal_key(k) == "log_bin"), None)
+            cnf = node.config_file
+            if base is None or cnf is None:
+                raise ComponentError(node.component, "disk full ... binlog: the server writes "
+                                     "no binary logs (config { log_bin = mysql-bin })")
+            before = node.scalar("SELECT @@gtid_binlog_pos")
+            node.stop()
+            try:
+                self.tmpfs[f"{name} binlog"] = move_binlogs_onto_tmpfs(node.datadir, base, cnf)
+            except OSError as e:
+                raise ComponentError(node.component, f"moving its binary logs: {e}",
+                                     node.error_log) from None
+            node.start()
+            after = node.scalar("SELECT @@gtid_binlog_pos")
+            if after != before:
+                raise ComponentError(node.component, "its binary logs moved onto a tmpfs, its "
+                                     f"GTID position changed from {before!r} to {after!r}",
+                                     node.error_log)
+        self._wait_topology_running()
+        self.timings["binlog_tmpfs"] = time.monotonic() - t0
+
+    def _wait_topology_running(self) -> None:
+        """After nodes restarted at deploy: replicas replicate again, Galera nodes are synced."""
+        if self.plan.topology in ("replication", "primary_primary"):
+            self.wait_replication_running()  # every node but the primary (both of a pair)
+        elif self.plan.topology == "galera":
+            for node in self.nodes.values():
+                wait_until(partial(replication.synced, node), 60, "synced with the cluster",
+                           node.component, node.error_log)
 
     def promote_targets(self) -> set[str]:
         return {a.node.name for a in self.plan.actions() if isinstance(a, Promote)}

@@ -25,10 +25,11 @@ still open at the last evidence), and per node (``subjects``): ``writable`` (sec
 
 Which topologies: ``replication`` (one primary; a promote that leaves the old primary
 writable, a replica made writable, an old primary that comes back writable) and ``single``
-(always 0: one node). On ``primary_primary`` every primary takes writes by design, and on
-``galera`` every node does: split brain means two components that each believe they are the
-primary component, which the lab does not sample yet. Both are **unknown** (None), never 0;
-so is a replication run whose ``read_only`` was never sampled and whose writes name no node.
+(always 0: one node). On ``galera`` every node takes writes: split brain there means two
+components of the cluster that each believe they are the primary component, measured from
+samples of ``wsrep_cluster_status`` (``lab.checkers.galera_split_brain``). On
+``primary_primary`` every primary takes writes by design: **unknown** (None), never 0; so is
+a replication run whose ``read_only`` was never sampled and whose writes name no node.
 When ``read_only`` was not sampled but writes name their nodes, the figures come from the
 writes alone and are lower bounds (``lower_bound``: a node may be writable without a write).
 """
@@ -40,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab.checkers import galera_split_brain
 from lab.checkers.base import CheckContext, CheckResult, seconds
 from lab.history import DUPLICATE_KEY_CODES, NEMESIS, WRITE_FS, Op, Sample
 
@@ -49,7 +51,6 @@ DOWN_FAULTS = frozenset({"kill", "stop", "restart", "cold_restart", "pause"})
 NOT_REFUSALS = DUPLICATE_KEY_CODES | {1213, 1205}
 UNDEFINED_TOPOLOGIES = {
     "primary_primary": "two primaries take writes by design: split brain is not defined there",
-    "galera": "every galera node takes writes; two primary components are not sampled yet",
     "mongodb_replset": "not measured on MongoDB replica sets",
 }
 MAX_WINDOWS = 100
@@ -179,6 +180,8 @@ def _write_spans(events: list[tuple[int, bool]]) -> list[Interval]:
 
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     topology = ctx.facts.get("topology")
+    if topology == "galera":  # two disjoint primary components (wsrep_cluster_status)
+        return galera_split_brain.check(history, ctx, NAME)
     if topology in UNDEFINED_TOPOLOGIES:
         return _unknown(UNDEFINED_TOPOLOGIES[str(topology)], topology)
     if topology == "single":

@@ -22,7 +22,7 @@ import pytest
 
 from dsl.api import load_plan
 from runners.components import MissingComponent
-from runners.disk import disk_nodes
+from runners.disk import any_disk_nodes
 from runners.topology import check_components
 from tests.lessons import Command, commands, lessons, substitute
 
@@ -48,7 +48,7 @@ def _skip_reason(path: Path) -> str | None:
         check_components(plan)
     except MissingComponent as e:
         return str(e)
-    if disk_nodes(plan.actions()) and os.geteuid() != 0:
+    if any_disk_nodes(plan.actions()) and os.geteuid() != 0:
         return "disk full mounts a tmpfs: needs root"
     if plan.engine.flavor != "mariadb" and not os.environ.get("LAB_SANDBOX_BINARY"):
         return f"engine {plan.engine.flavor} needs its tarball in LAB_SANDBOX_BINARY"
@@ -161,6 +161,18 @@ def _clock_skew(summary: dict[str, Any], home: Path) -> None:
     assert abs(back[-1].value["now_minus_host_seconds"]) <= 2, back[-1].value
 
 
+def _disk_full_binlog(summary: dict[str, Any], home: Path) -> None:
+    """It was the binary logs' own tmpfs that filled (not the data directory's), and no tmpfs
+    is left mounted after the run."""
+    ops = _ops(summary, home)
+    full = [o for o in ops if o.f == "disk_full" and o.type == "ok"]
+    assert full and full[0].node == "db1" and full[0].value["path"].endswith("/binlog"), \
+        [(o.type, o.f, o.value) for o in ops if o.is_fault()]
+    assert full[0].value["free_bytes"] < 1024**2
+    runtime = os.environ.get("LAB_RUNTIME") or f"/tmp/rcl-{os.getuid()}"
+    assert runtime not in Path("/proc/self/mounts").read_text()
+
+
 def _failover_report(summary: dict[str, Any], home: Path) -> None:
     """The HTML report of this real failover run opens in headless Chromium with the network off
     and every chart is drawn (DOM and screenshot: tests/browser_check.py)."""
@@ -206,7 +218,8 @@ def _as_nobody(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
 UNPRIVILEGED_LESSONS = {"01-quickstart.md"}
 MORE_CHECKS = {"quickstart.exp": _quickstart, "router-writer-outage.exp": _router_writer_outage,
                "cpu-memory.exp": _cpu_memory, "clock-skew.exp": _clock_skew,
-               "semi-sync-failover.exp": _failover_report}
+               "semi-sync-failover.exp": _failover_report,
+               "disk-full-binlog.exp": _disk_full_binlog}
 
 
 def _run(argv: list[str], env: dict[str, str], where: str,

@@ -89,8 +89,8 @@ def _every_action() -> Iterator[Action]:
     """Every form of every action the table says may need root (verbs, links, node or not)."""
     for node in (None, ANY_NODE):
         yield DropCaches(node=node)
-    for verb in ("full", "free"):
-        yield DiskFault(verb=verb, node=ANY_NODE)  # type: ignore[arg-type]
+    for verb, where in product(("full", "free"), ("datadir", "binlog")):
+        yield DiskFault(verb=verb, node=ANY_NODE, target=where)  # type: ignore[arg-type]
     for verb in ("limit", "heal"):
         yield CpuLimit(verb=verb, node=ANY_NODE, share=0.5)  # type: ignore[arg-type]
         yield MemoryLimit(verb=verb, node=ANY_NODE, limit=1 << 28)  # type: ignore[arg-type]
