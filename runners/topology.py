@@ -51,7 +51,7 @@ def needed_components(plan: Plan) -> list[str]:
         from runners.containers.engine import configured_host
 
         # the servers are in the image; the engine is the user's or a private podman
-        return [] if configured_host() else ["podman", "runc"]
+        return [] if configured_host() else ["podman", "runc", "mmdebstrap"]
     kind = plan.topology
     need = []
     if kind == "mongodb_replset":

@@ -420,6 +420,7 @@ class HostNetState:
                 state = json.loads(cls.path().read_text())
             except (OSError, ValueError):
                 return []
+            wait_podman_cleanups()
             done = restore_chains(state.get("chains", {}))
             before = state.get("ip_forward")
             with contextlib.suppress(OSError):
@@ -428,6 +429,30 @@ class HostNetState:
                     done.append(f"ip_forward set back to {before}")
             cls.path().unlink(missing_ok=True)
             return done
+
+
+def wait_podman_cleanups(timeout: float = 10.0) -> None:
+    """Wait for podman's ``container cleanup`` processes (conmon starts one when a container
+    exits): each tears down the container's network with netavark, which adds its base
+    chains again if they are missing. Restoring before they end leaves a chain behind
+    (measured: ``NETAVARK_FORWARD`` came back after a ``kill -9`` and ``lab gc``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = False
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                args = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if args and args[0].endswith((b"podman", b"conmon")) and (
+                    b"cleanup" in args or args[0].endswith(b"conmon")):
+                busy = True
+                break
+        if not busy:
+            return
+        time.sleep(0.1)
 
 
 def restore_chains(before: dict[str, list[str]]) -> list[str]:
