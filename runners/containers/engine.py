@@ -30,6 +30,7 @@ import fcntl
 import json
 import logging
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -420,7 +421,6 @@ class HostNetState:
                 state = json.loads(cls.path().read_text())
             except (OSError, ValueError):
                 return []
-            wait_podman_cleanups()
             done = restore_chains(state.get("chains", {}))
             before = state.get("ip_forward")
             with contextlib.suppress(OSError):
@@ -429,30 +429,6 @@ class HostNetState:
                     done.append(f"ip_forward set back to {before}")
             cls.path().unlink(missing_ok=True)
             return done
-
-
-def wait_podman_cleanups(timeout: float = 10.0) -> None:
-    """Wait for podman's ``container cleanup`` processes (conmon starts one when a container
-    exits): each tears down the container's network with netavark, which adds its base
-    chains again if they are missing. Restoring before they end leaves a chain behind
-    (measured: ``NETAVARK_FORWARD`` came back after a ``kill -9`` and ``lab gc``)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        busy = False
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                args = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if args and args[0].endswith((b"podman", b"conmon")) and (
-                    b"cleanup" in args or args[0].endswith(b"conmon")):
-                busy = True
-                break
-        if not busy:
-            return
-        time.sleep(0.1)
 
 
 def restore_chains(before: dict[str, list[str]]) -> list[str]:
@@ -469,7 +445,7 @@ def restore_chains(before: dict[str, list[str]]) -> list[str]:
                                timeout=30).stdout.splitlines()
         # rules that jump to an added chain, in chains that stay: deleted one by one
         for line in rules:
-            parts = line.split()
+            parts = shlex.split(line)  # comments are quoted: --comment "netavark ... rules"
             if parts[:1] == ["-A"] and parts[1] not in added and any(
                     p in added for p in parts[2:]):
                 subprocess.run([ipt, "-w", "-t", table, "-D", *parts[1:]],
@@ -477,6 +453,11 @@ def restore_chains(before: dict[str, list[str]]) -> list[str]:
         for chain in sorted(added):
             subprocess.run([ipt, "-w", "-t", table, "-F", chain], capture_output=True, timeout=30)
         for chain in sorted(added):
-            subprocess.run([ipt, "-w", "-t", table, "-X", chain], capture_output=True, timeout=30)
-            done.append(f"iptables -t {table} -X {chain}")
+            out = subprocess.run([ipt, "-w", "-t", table, "-X", chain], capture_output=True,
+                                 text=True, timeout=30)
+            if out.returncode == 0:
+                done.append(f"iptables -t {table} -X {chain}")
+            else:
+                log.warning("could not delete iptables chain %s (%s): %s", chain, table,
+                            out.stderr.strip())
     return done
