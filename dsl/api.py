@@ -103,6 +103,16 @@ def check_file(path: str | Path) -> list[LanguageError]:
     return check_text(text, str(path))
 
 
+def backend_errors(path: str | Path, backend: str) -> list[LanguageError]:
+    """What the file cannot run on ``backend`` (``lab run --backend``: the file's own
+    ``backend`` statement overridden), as ``lab check`` would say it."""
+    from dsl.backends import problems
+
+    exp = load_experiment(path).model_copy(update={"backend": backend})
+    return sorted_errors([LanguageError(str(path), span, message, hint)
+                          for span, message, hint in problems(exp)])
+
+
 def format_errors(errors: Iterable[LanguageError], sources: dict[str, str] | None = None) -> str:
     """The errors as compiler-style blocks, with source lines and carets. Sources not
     given are read from the files named by the errors (when they can be read)."""

@@ -404,6 +404,8 @@ class Builder(Transformer[Token, Any]):
             expectations=many["expect"],
             reports=many["report"],
             leave_faults=get("leave_faults", False),
+            backend=get("backend", "native"),
+            backend_span=one["backend"].span if "backend" in one else NO_SPAN,
             source=self.path,
             span=meta_span(meta),
         )
@@ -429,6 +431,9 @@ class Builder(Transformer[Token, Any]):
     def leave_faults(self, meta: Meta, children: list[Any]) -> Stmt:
         return self.stmt(meta, "leave_faults", True)
 
+    def backend(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "backend", str(children[0]))
+
     def names(self, meta: Meta, children: list[Token]) -> list[NodeRef]:
         return [NodeRef(name=str(t), span=token_span(t)) for t in children]
 
@@ -440,6 +445,7 @@ class Builder(Transformer[Token, Any]):
 
     topology_kind = flavor = mode = router_kind = workload_kind = router_end = _token
     op_kind = key_order = repl_threads = link_kind = condition = metric_name = _token
+    backend_kind = _token
 
     # --- topology -------------------------------------------------------------------------
 

@@ -537,6 +537,7 @@ def compile_experiment(exp: Experiment, base_port: int = DEFAULT_BASE_PORT) -> P
         expectations=[_explicit_expectation(e) for e in exp.expectations],
         reports=[_explicit_report(r) for r in exp.reports],
         leave_faults=exp.leave_faults,
+        backend=exp.backend,
         cells=_cells(exp, nodes),
     )
     return for_base_port(plan)

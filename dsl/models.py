@@ -26,6 +26,8 @@ class Span(Frozen):
 
 NO_SPAN = Span(line=0, column=0, end_line=0, end_column=0)
 
+Backend = Literal["native", "containers"]
+
 UnitKind = Literal["duration", "size", "rate", "bandwidth", "percent", "count"]
 
 
@@ -489,5 +491,7 @@ class Experiment(Frozen):
     expectations: list[Expectation] = Field(default_factory=list)
     reports: list[Report] = Field(default_factory=list)
     leave_faults: bool = False  # ``leave faults``: do not heal at the end
+    backend: Backend = "native"  # ``backend containers``: the servers run in containers
+    backend_span: Span = NO_SPAN
     source: str | None = None  # path of the file
     span: Span = NO_SPAN

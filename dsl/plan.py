@@ -17,6 +17,7 @@ from pydantic import Field
 
 from dsl.models import (
     Action,
+    Backend,
     ClockSkew,
     Engine,
     Expectation,
@@ -139,6 +140,7 @@ class Plan(Frozen):
     expectations: list[Expectation] = Field(default_factory=list)
     reports: list[Report] = Field(default_factory=list)
     leave_faults: bool = False
+    backend: Backend = "native"  # where the servers run (``runners.topology.Topology.deploy``)
     cells: list[Cell]
 
     def actions(self) -> list[Action]:

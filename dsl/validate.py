@@ -271,7 +271,15 @@ class _Validator:
         self.check_timeline()
         self.check_triggers()
         self.check_measurements()
+        self.check_backend()
         return sorted_errors(self.errors)
+
+    def check_backend(self) -> None:
+        """What ``backend containers`` cannot run yet (``dsl.backends``)."""
+        from dsl.backends import problems
+
+        for span, message, hint in problems(self.exp):
+            self.error(span, message, hint)
 
     # --- topology and router --------------------------------------------------------------
 

@@ -17,8 +17,16 @@ def _doctor(args: argparse.Namespace) -> int:
     from lab import doctor
 
     found = doctor.doctor_rows()
-    doctor.render(found, Console())
+    console = Console()
+    doctor.render(found, console)
+    doctor.render_containers(console)
     return doctor.exit_status(found)
+
+
+def _image_build(args: argparse.Namespace) -> int:
+    from lab.cli_image import cmd_image_build
+
+    return cmd_image_build()
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -61,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
     from lab.cli_run import cmd_run
 
     return cmd_run(args.file, as_json=args.json, keep=args.keep, db=args.db, step=args.step,
-                   step_delay=args.step_delay)
+                   step_delay=args.step_delay, backend=args.backend)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -98,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("doctor", help="show every component: path, version, status")
     s.set_defaults(func=_doctor)
+
+    s = sub.add_parser("image", help="the container back-end's node image")
+    image_sub = s.add_subparsers(dest="image_command", required=True, metavar="ACTION")
+    b = image_sub.add_parser("build", help="build the node image now (or show the cached one)")
+    b.set_defaults(func=_image_build)
 
     s = sub.add_parser("check", help="check .exp files; every error at once (exit 2)")
     s.add_argument("files", nargs="+", metavar="FILE")
@@ -136,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pause before each timeline action; Enter fires it (needs a terminal)")
     s.add_argument("--step-delay", metavar="DURATION", default=None,
                    help="pause this long before each timeline action (e.g. 5s), no keyboard")
+    s.add_argument("--backend", choices=("native", "containers"), default=None,
+                   help="where the servers run, whatever the file says (backend ...)")
     s.set_defaults(func=_run)
 
     s = sub.add_parser("runs", help="list stored runs")

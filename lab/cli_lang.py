@@ -228,6 +228,12 @@ def _workload_details(w: PlannedWorkload) -> str:
     return "\n".join(parts)
 
 
+BACKEND_WORDS = {
+    "native": "native (processes on this machine)",
+    "containers": "containers (one per node, image rcl-node; DOCKER_HOST or a private podman)",
+}
+
+
 def _summary(plan: Plan) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -253,6 +259,7 @@ def _summary(plan: Plan) -> Table:
         ("duration", seconds(plan.duration)),
         ("topology", topology + (f" ({', '.join(flags)})" if flags else "")),
         ("engine", engine),
+        ("backend", BACKEND_WORDS[plan.backend]),
         ("base port", f"{plan.base_port} (the runtime picks a free base per run)"),
         ("faults at the end", "left in place" if plan.leave_faults else "healed"),
         ("runs", _plural(len(plan.cells), "cell") + " (see the matrix)"),

@@ -82,7 +82,8 @@ def make_stepper(step: bool, step_delay: str | None, console: Console,
 
 
 def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None = None,
-            step: bool = False, step_delay: str | None = None) -> int:
+            step: bool = False, step_delay: str | None = None,
+            backend: str | None = None) -> int:
     from dsl.api import check_file, format_errors, load_plan
     from lab.cli_lang import print_warnings
     from lab.engine import run_plan
@@ -102,6 +103,14 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
         print(format_errors(errors), file=sys.stderr)
         return EXIT_LANGUAGE
     plan = load_plan(path)
+    if backend is not None and backend != plan.backend:  # lab run --backend
+        from dsl.api import backend_errors
+
+        errors = backend_errors(path, backend)
+        if errors:
+            print(format_errors(errors), file=sys.stderr)
+            return EXIT_LANGUAGE
+        plan = plan.model_copy(update={"backend": backend})
     print_warnings(plan, path)
     err = Console(stderr=True)
     try:  # the results database, before any server starts

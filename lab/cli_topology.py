@@ -35,7 +35,7 @@ def _on_term(signum: int, frame: FrameType | None) -> None:
 
 def cmd_up(path: str, cell: int = 1) -> int:
     from dsl.api import check_file, format_errors, load_plan
-    from runners.topology import NativeTopology
+    from runners.topology import deploy
 
     errors = check_file(path)
     if errors:
@@ -53,7 +53,7 @@ def cmd_up(path: str, cell: int = 1) -> int:
     try:
         out.print(f"[bold]run {run.id}[/]: bringing up {plan.topology} "
                   f"({', '.join(n.name for n in the_cell.nodes)}) for {plan.name}")
-        topo = NativeTopology.deploy(plan, the_cell, run)
+        topo = deploy(plan, the_cell, run)
         table = Table(title=f"run {run.id} is up in {topo.timings['ready']:.1f}s")
         table.add_column("endpoint")
         table.add_column("address")
@@ -151,6 +151,11 @@ def cmd_gc(db: str | None = None) -> int:
     removed = runtime.gc_runs()
     ids = [i.id for i in removed]
     print(f"removed {len(ids)} dead run(s)" + (f": {', '.join(ids)}" if ids else ""))
+    from runners.containers.engine import sweep
+
+    left = sweep(set(ids))  # their containers, networks; the host's iptables and forwarding
+    if left:
+        print(f"removed what dead container runs left: {', '.join(left)}")
     dbs = [Path(db) if db else default_db_path()]
     for info in removed:
         named = info.meta.get("db")

@@ -71,6 +71,14 @@ def render(found: list[Found], console: Console, root: bool | None = None) -> No
     console.print(refused)
 
 
+def render_containers(console: Console) -> None:
+    """The container back-end: its engine, the node image (``runners.containers.status``)."""
+    from runners.containers.status import lines, survey
+
+    for line in lines(survey()):
+        console.print(Text(line), soft_wrap=True)
+
+
 def exit_status(found: list[Found]) -> int:
     """1 only when a component that the default experiments need is missing."""
     return 1 if any(not f.ok and f.spec.needed_by_default for f in found) else 0

@@ -126,6 +126,18 @@ SPECS: tuple[ComponentSpec, ...] = (
                   "(libfaketime; `make bootstrap`), or set LAB_LIBFAKETIME to libfaketime.so.1",
                   False, "clock skew (libfaketime preloaded into a node's server)",
                   _same("faketime")),
+    ComponentSpec("podman", ("podman",), ("--version",),
+                  "Debian's podman and runc packages (`make bootstrap`), or set DOCKER_HOST to "
+                  "a Docker engine", False,
+                  "backend containers: the lab's private container engine (unless DOCKER_HOST)",
+                  tuple((m, "podman") for m, _ in PACKAGE_MANAGERS if m != "brew")),
+    ComponentSpec("runc", ("runc",), ("--version",), "the system's runc package", False,
+                  "backend containers: the container runtime podman is given",
+                  tuple((m, "runc") for m, _ in PACKAGE_MANAGERS if m != "brew")),
+    ComponentSpec("mmdebstrap", ("mmdebstrap",), ("--version",),
+                  "Debian's mmdebstrap package (`make bootstrap`)", False,
+                  "backend containers: builds the node image from the apt sources",
+                  (("apt-get", "mmdebstrap"),)),
     ComponentSpec("proxysql", ("proxysql",), ("--version",),
                   "ProxySQL 2.x from ProxySQL's packages (repo.proxysql.com, or releases at "
                   "github.com/sysown/proxysql); put its directory in LAB_BIN_PATH if it is not "

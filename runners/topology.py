@@ -54,6 +54,11 @@ def password(n: int = 20) -> str:
 
 
 def needed_components(plan: Plan) -> list[str]:
+    if plan.backend == "containers":
+        from runners.containers.engine import configured_host
+
+        # the servers are in the image; the engine is the user's or a private podman
+        return [] if configured_host() else ["podman", "runc", "mmdebstrap"]
     kind = plan.topology
     need = []
     if kind == "mongodb_replset":
@@ -110,8 +115,9 @@ class Topology(Protocol):
 
     @classmethod
     def deploy(cls, plan: Plan, cell: Cell, run: Run) -> Topology:
-        """The cell's topology, running (the native one: processes on this machine)."""
-        return NativeTopology.deploy(plan, cell, run)
+        """The cell's topology, running: processes on this machine (``backend native``) or
+        containers on a container engine (``backend containers``)."""
+        return deploy(plan, cell, run)
 
     def writer(self) -> str | None:
         """The node that takes the writes (the primary; None with several writers)."""
@@ -124,6 +130,7 @@ class Topology(Protocol):
 
     def node_by_port(self, port: int) -> str | None: ...
     def endpoints(self) -> dict[str, str]: ...
+    def connect_hint(self, endpoint: str) -> str: ...
     def kill(self, name: str) -> None: ...
     def pause(self, name: str) -> None: ...
     def resume(self, name: str) -> None: ...
@@ -131,6 +138,15 @@ class Topology(Protocol):
     def start(self, name: str, options: dict[str, str] | None = None) -> None: ...
     def restart(self, name: str, options: dict[str, str] | None = None) -> None: ...
     def teardown(self) -> float: ...
+
+
+def deploy(plan: Plan, cell: Cell, run: Run) -> Topology:
+    """The cell's topology on the plan's back-end."""
+    if plan.backend == "containers":
+        from runners.containers.topology import ContainerTopology
+
+        return ContainerTopology.deploy(plan, cell, run)
+    return NativeTopology.deploy(plan, cell, run)
 
 
 @dataclass

@@ -7,7 +7,7 @@ PY=${PYTHON:-python3}
 DBDEPLOYER_VERSION=v1.73.0
 TOXIPROXY_VERSION=v2.12.0
 # chromium: headless, for the HTML report's browser test (no service)
-APT_PACKAGES="mariadb-server galera-4 sysbench haproxy percona-toolkit mariadb-backup libmariadb-dev pkg-config rsync iptables socat chromium faketime"
+APT_PACKAGES="mariadb-server galera-4 sysbench haproxy percona-toolkit mariadb-backup libmariadb-dev pkg-config rsync iptables socat chromium faketime podman runc mmdebstrap"
 
 INIT_D=${LAB_INIT_D:-/etc/init.d}
 SERVICES="mariadb mysql"  # the init scripts of Debian's MariaDB server package

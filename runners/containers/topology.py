@@ -1,0 +1,416 @@
+"""A topology of containers: every node a container of the lab's image on a network of the run.
+
+``ContainerTopology`` is the ``Topology`` of ``backend containers``: the nodes run in their own
+network namespaces on a per-run bridge network where each is reachable by its name (the
+replicas replicate from ``db1:3306``); each node's port 3306 is published on 127.0.0.1 at the
+node's port of the run's block (the same ports ``lab plan`` shows), so workloads and the lab's
+own connections reach it as they reach a native node. Credentials are made for the run and
+given to the containers' entrypoint, which creates the users on each node without writing them
+to the binary log.
+
+The process verbs go through the engine's API, so they work on a remote engine too:
+``kill`` is SIGKILL to the container (its init and the server die at once: a crash; the
+container stays exited until the experiment starts it, as a killed native server stays down),
+``stop`` a clean shutdown (SIGTERM, up to 60 s), ``start`` starts the container again with the
+same data (``start ... with`` options are written to ``/etc/lab/start-options`` in the
+container first and apply to that start only), ``pause``/``resume`` the engine's freezer.
+
+Replication is wired as natively: GTID (``slave_pos``) or file and position, semi-sync from
+the plan's settings, ``delay``. Galera, two primaries, routers and network links are not
+implemented on containers yet: ``lab check`` refuses them (``dsl.backends``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from dsl.compile import for_base_port
+from dsl.owned import NODE_DIR_PATHS, RUNTIME
+from dsl.plan import Cell, Plan, PlannedNode
+from runners import replication
+from runners.containers import engine as engines
+from runners.containers import image as images
+from runners.errors import ComponentError
+from runners.mysql import Address, Credentials, execute_all, sql_ready, wait_until
+from runners.node import READY_TIMEOUT, Node
+from runners.replication import change_master
+from runners.router import Router
+from runners.runtime import Run, runtime_root
+from runners.toxiproxy import Toxiproxy
+
+log = logging.getLogger(__name__)
+
+SERVER_PORT = 3306  # inside every container
+START_OPTIONS = "/etc/lab/start-options"
+STOP_TIMEOUT = 60
+# Settings the container decides (where the server listens and keeps its files): replaced.
+CONTAINER_SETTINGS = {
+    "port": str(SERVER_PORT),
+    "bind_address": "0.0.0.0",
+    "datadir": "/var/lib/mysql",
+    "tmpdir": "/tmp",
+    "socket": "/run/mysqld/mysqld.sock",
+    "pid_file": "/run/mysqld/mysqld.pid",
+}
+DROPPED = frozenset({"server_id", "log_error", "report_port", *RUNTIME}) | NODE_DIR_PATHS
+
+
+def server_args(planned: PlannedNode) -> list[str]:
+    """``mariadbd`` arguments of a node in its container: the plan's effective config, with
+    where it listens and keeps its files set for the container; its error log goes to the
+    container's output (``ContainerNode.error_log`` keeps a copy in the run directory)."""
+    cfg = {k: v for k, v in planned.config.items() if k not in DROPPED}
+    cfg.update(CONTAINER_SETTINGS)
+    cfg["report_host"] = planned.name
+    cfg["report_port"] = str(SERVER_PORT)
+    cfg.setdefault("skip_name_resolve", "ON")  # no reverse lookups of the clients' addresses
+    return [f"--{k}={v}" for k, v in cfg.items()]
+
+
+def container_name(run_id: str, node: str) -> str:
+    return f"lab-{run_id}-{node}"
+
+
+def network_name(run_id: str) -> str:
+    return f"lab-{run_id}"
+
+
+class ContainerNode(Node):
+    """A node in a container. ``port`` is its published port on 127.0.0.1; ``datadir`` is the
+    container's data directory seen from this machine when the engine is local (its merged
+    file system), else a path that does not exist here."""
+
+    def __init__(self, run: Run, planned: PlannedNode, admin: Credentials, container: Any,
+                 eng: engines.Engine) -> None:
+        datadir = run.dir / planned.name / "data"  # replaced by the merged dir when local
+        super().__init__(run, planned.name, planned.role, planned.index, planned.port, datadir,
+                         run.dir / f"{planned.name}.log", admin)
+        self.container = container
+        self.engine = eng
+        self.server_id = planned.server_id
+
+    # --- state, through inspect -------------------------------------------------------------
+    def inspect(self) -> dict[str, Any]:
+        return engines.inspect(self.engine.client, self.container.id)
+
+    def pid(self) -> int | None:
+        """The container's init process on the engine's machine (None when not running)."""
+        doc = self.inspect()
+        return engines.container_pid(doc) if doc.get("State", {}).get("Running") else None
+
+    def is_running(self) -> bool:
+        with contextlib.suppress(Exception):
+            return bool(self.inspect().get("State", {}).get("Running"))
+        return False
+
+    @property
+    def component(self) -> str:
+        return f"node {self.name} (container {self.container.name}, port {self.port})"
+
+    def save_log(self) -> Path:
+        """The container's output (the server's error log) copied to ``error_log``."""
+        with contextlib.suppress(Exception):
+            self.error_log.write_bytes(self.container.logs(stdout=True, stderr=True))
+        return self.error_log
+
+    def locate_datadir(self) -> None:
+        if not self.engine.local:
+            return
+        with contextlib.suppress(Exception):
+            merged = self.inspect().get("GraphDriver", {}).get("Data", {}).get("MergedDir")
+            if merged:
+                self.datadir = Path(merged) / "var/lib/mysql"
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> float:
+        try:
+            return wait_until(sql_ready(self.addr, self.admin), timeout, "answering SQL",
+                              self.component, None, alive=self.is_running)
+        except ComponentError as e:
+            raise ComponentError(self.component, e.message, self.save_log()) from None
+
+    # --- verbs, through the API ---------------------------------------------------------------
+    def _supervisor_pid(self) -> int | None:
+        return None
+
+    def kill(self) -> None:
+        """SIGKILL to the container: the server dies at once and stays down."""
+        if self.paused:
+            # a frozen container takes SIGKILL too, but unfreezing first is what every engine
+            # does the same way
+            with contextlib.suppress(Exception):
+                self.container.unpause()
+        with contextlib.suppress(Exception):
+            self.container.kill(signal="SIGKILL")
+        self.container.wait(timeout=10)
+        self.paused = False
+
+    def pause(self) -> None:
+        if not self.is_running():
+            raise ComponentError(self.component, "cannot pause: not running", self.save_log())
+        self.container.pause()
+        self.paused = True
+
+    def resume(self) -> None:
+        if self.paused or self.inspect().get("State", {}).get("Paused"):
+            self.container.unpause()
+        self.paused = False
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        if not self.is_running():
+            return
+        if self.paused:
+            self.resume()
+        self.container.stop(timeout=int(timeout))
+        self.save_log()
+
+    def start(self, options: dict[str, str] | None = None, wait: bool = True) -> None:
+        if self.is_running():
+            return
+        self._write_start_options(options or {})
+        self.container.start()
+        self.locate_datadir()
+        if wait:
+            self.wait_ready()
+
+    def _write_start_options(self, options: dict[str, str]) -> None:
+        """``start ... with k = v``: the options of this start, in the container (through the
+        API's archive upload: works on a stopped container and on a remote engine)."""
+        import io
+        import tarfile
+
+        text = "".join(f"--{k}={v}\n" for k, v in options.items()).encode()
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(Path(START_OPTIONS).name)
+            info.size = len(text)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(text))
+        self.container.put_archive(str(Path(START_OPTIONS).parent), buf.getvalue())
+
+    def exec(self, cmd: list[str]) -> tuple[int, str]:
+        """Run a command in the node's container (as root): (exit code, output)."""
+        code, out = self.container.exec_run(cmd, stdout=True, stderr=True)
+        return int(code), out.decode("utf-8", "replace")
+
+
+@dataclass
+class ContainerTopology:
+    """Servers as containers of the lab's node image on a container engine
+    (``runners.containers.engine``)."""
+
+    run: Run
+    plan: Plan
+    cell: Cell
+    admin: Credentials
+    app: Credentials
+    repl: Credentials
+    engine: engines.Engine | None = None
+    image: str = ""
+    network: Any = None
+    nodes: dict[str, Node] = field(default_factory=dict)
+    planned: dict[str, PlannedNode] = field(default_factory=dict)
+    router: Router | None = None
+    toxi: Toxiproxy | None = None
+    primary: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def deploy(cls, plan: Plan, cell: Cell, run: Run) -> ContainerTopology:
+        from runners.topology import password
+
+        plan = for_base_port(plan, run.ports.base)
+        cell = next(c for c in plan.cells if c.index == cell.index)
+        topo = cls(run, plan, cell, Credentials("lab_admin", password()),
+                   Credentials("lab_app", password()), Credentials("lab_repl", password()))
+        topo.planned = {n.name: n for n in cell.nodes}
+        try:
+            topo._deploy()
+        except BaseException:
+            topo.teardown()
+            raise
+        return topo
+
+    # --- building ------------------------------------------------------------------------------
+    def _deploy(self) -> None:
+        t0 = time.monotonic()
+        if self.plan.topology not in ("replication", "single"):
+            raise ComponentError("containers", f"the {self.plan.topology} topology does not "
+                                 "run on containers yet (backend native runs it)")
+        self.run.set_state("starting", backend="containers")
+        self.engine = engines.connect(self.run)
+        self.timings["engine"] = time.monotonic() - t0
+        t = time.monotonic()
+        self.image, built = images.ensure(self.engine.client, runtime_root(),
+                                          self.run.dir / "image-build.log")
+        found = images.find_image(self.engine.client, self.image)
+        if found is not None and found.tags:
+            self.image = found.tags[0]
+        self.timings["image"] = time.monotonic() - t
+        if built:
+            self.timings["image_build"] = built
+        self._make_network()
+        t = time.monotonic()
+        ordered = sorted(self.cell.nodes, key=lambda n: (n.role != "primary", n.index))
+        for p in ordered:
+            self.nodes[p.name] = self._make_node(p)
+        for node in self.nodes.values():
+            node.wait_ready()
+            assert isinstance(node, ContainerNode)
+            node.locate_datadir()
+        self.timings["nodes_up"] = time.monotonic() - t
+        if self.plan.topology == "replication":
+            self.primary = ordered[0].name
+            t = time.monotonic()
+            self._wire_replication()
+            self.timings["replication_ready"] = time.monotonic() - t
+        self.timings["nodes_ready"] = self.timings["ready"] = time.monotonic() - t0
+        self.run.set_state("up", backend="containers", endpoints=self.endpoints(),
+                           nodes=self.describe_nodes())
+
+    def _labels(self) -> dict[str, str]:
+        return engines.run_labels(self.run.id)
+
+    def _make_network(self) -> None:
+        engines.testcontainers_env()
+        from testcontainers.core.network import Network
+
+        assert self.engine is not None
+        net = Network(docker_client_kw=self.engine.client_kw,
+                      docker_network_kw={"driver": "bridge", "labels": self._labels()})
+        net.name = network_name(self.run.id)
+        self.network = net.create()
+
+    def _make_node(self, p: PlannedNode) -> ContainerNode:
+        engines.testcontainers_env()
+        from testcontainers.core.container import DockerContainer
+
+        assert self.engine is not None
+        env = {"LAB_ADMIN_USER": self.admin.user, "LAB_ADMIN_PASSWORD": self.admin.password,
+               "LAB_APP_USER": self.app.user, "LAB_APP_PASSWORD": self.app.password,
+               "LAB_REPL_USER": self.repl.user, "LAB_REPL_PASSWORD": self.repl.password}
+        tc = DockerContainer(
+            self.image, docker_client_kw=self.engine.client_kw,
+            env=env,
+            name=container_name(self.run.id, p.name), network=self.network,
+            network_aliases=[p.name],
+            # init: a stop is the server's shutdown, not a 10 s wait for a PID 1 that ignores
+            # SIGTERM; NET_ADMIN: iptables inside the node (partitions between named nodes)
+            init=True, hostname=p.name, labels=self._labels(), cap_add=["NET_ADMIN"],
+        )
+        tc.with_command([str(p.server_id), *server_args(p)])
+        # published on the loopback only (testcontainers' with_bind_ports takes no address)
+        tc.ports[f"{SERVER_PORT}/tcp"] = ("127.0.0.1", p.port)  # type: ignore[assignment]
+        tc.start()
+        node = ContainerNode(self.run, p, self.admin, tc.get_wrapped_container(), self.engine)
+        return node
+
+    def _wire_replication(self) -> None:
+        assert self.primary is not None
+        primary = self.nodes[self.primary]
+        for name, node in self.nodes.items():
+            if name == self.primary:
+                continue
+            planned = self.planned[name]
+            stmts = ["STOP SLAVE", "SET GLOBAL read_only=ON"]
+            if self.plan.replication_mode == "file_position":
+                log_file, log_pos = replication.binlog_position(primary, timeout=5.0)
+                stmts.append(change_master(SERVER_PORT, host=self.primary, creds=self.repl,
+                                           use_gtid="no", log_file=log_file, log_pos=log_pos,
+                                           delay=planned.delay))
+            else:
+                stmts.append(change_master(SERVER_PORT, host=self.primary, creds=self.repl,
+                                           use_gtid="slave_pos", delay=planned.delay))
+            stmts.append("START SLAVE")
+            execute_all(node.addr, self.admin, stmts)
+        self.wait_replication_running()
+
+    def wait_replication_running(self, timeout: float = 30.0) -> None:
+        for name, node in self.nodes.items():
+            if name == self.primary:
+                continue
+            assert isinstance(node, ContainerNode)
+            try:
+                wait_until(partial(replication.replicating, node), timeout, "replicating",
+                           node.component, None)
+            except ComponentError as e:
+                raise ComponentError(node.component, e.message, node.save_log()) from None
+
+    # --- roles and process primitives ----------------------------------------------------------
+    def writer(self) -> str | None:
+        return self.primary
+
+    def replicas(self) -> list[str]:
+        if self.primary is None:
+            return []
+        return [n for n in self.nodes if n != self.primary]
+
+    def kill(self, name: str) -> None:
+        self.nodes[name].kill()
+
+    def pause(self, name: str) -> None:
+        self.nodes[name].pause()
+
+    def resume(self, name: str) -> None:
+        self.nodes[name].resume()
+
+    def stop(self, name: str) -> None:
+        self.nodes[name].stop()
+
+    def start(self, name: str, options: dict[str, str] | None = None) -> None:
+        self.nodes[name].start(options)
+
+    def restart(self, name: str, options: dict[str, str] | None = None) -> None:
+        self.nodes[name].restart(options)
+
+    # --- endpoints -------------------------------------------------------------------------------
+    def address(self, endpoint: str) -> Address:
+        if endpoint in ("router.writer", "router.reader"):
+            raise ComponentError("containers", "no router on containers yet")
+        return self.nodes[endpoint].addr
+
+    def node_by_port(self, port: int) -> str | None:
+        for n in self.nodes.values():
+            if n.port == port:
+                return n.name
+        return None
+
+    def endpoints(self) -> dict[str, str]:
+        return {name: str(self.address(name)) for name in self.nodes}
+
+    def describe_nodes(self) -> list[dict[str, Any]]:
+        out = []
+        for n in self.nodes.values():
+            assert isinstance(n, ContainerNode)
+            out.append({"name": n.name, "role": n.role, "port": n.port,
+                        "container": n.container.name, "error_log": str(n.error_log)})
+        return out
+
+    def connect_hint(self, endpoint: str) -> str:
+        a = self.address(endpoint)
+        return f"mariadb -h{a.host} -P{a.port} -u{self.app.user} -p{self.app.password}"
+
+    # --- teardown -------------------------------------------------------------------------------
+    def teardown(self) -> float:
+        """Remove the run's containers and network, stop its podman service, and put the
+        host's forwarding and iptables back when no other container run is alive."""
+        t0 = time.monotonic()
+        for node in self.nodes.values():
+            assert isinstance(node, ContainerNode)
+            node.save_log()
+        eng = self.engine
+        if eng is not None:
+            with contextlib.suppress(Exception):
+                engines.remove_labelled(eng.client, lambda rid: rid == self.run.id)
+            service = eng.service
+            eng.close()
+            if service is not None:
+                self.run.forget(service)
+                if not engines.container_runs_alive(besides=self.run.id):
+                    engines.HostNetState.restore()
+        return time.monotonic() - t0

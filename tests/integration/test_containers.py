@@ -1,0 +1,210 @@
+"""The container back-end on this machine's podman: replication on containers, kill / start /
+pause through the engine's API, and nothing left afterwards — neither after a teardown nor
+after `kill -9` of the lab and `lab gc` (containers, networks, the podman service, the host's
+iptables chains and ip_forward).
+
+Skips with one line when podman, runc or mmdebstrap is missing (or when DOCKER_HOST names
+another engine: the leftovers are checked with the local podman). The first test builds the
+node image when it is not there (about a minute), later ones reuse it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runners.components import find
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.integration
+
+LAB = [sys.executable, "-m", "lab.cli"]
+
+
+def _require_podman() -> None:
+    for name in ("podman", "runc", "mmdebstrap"):
+        if not find(name).ok:
+            pytest.skip(f"{name} not installed here: the container back-end needs it")
+    if os.environ.get("DOCKER_HOST") or os.environ.get("LAB_DOCKER_HOST"):
+        pytest.skip("DOCKER_HOST names another engine: these tests check the local podman")
+    if os.geteuid() != 0:
+        pytest.skip("the private podman service runs rootful here: run as root")
+
+
+def _podman(*args: str) -> list[str]:
+    from runners.containers.engine import podman_env, write_containers_conf
+
+    out = subprocess.run(["podman", *args], capture_output=True, text=True, timeout=60,
+                         env=podman_env(write_containers_conf()))
+    return out.stdout.split()
+
+
+def _left_by(run_id: str) -> list[str]:
+    flt = f"label=lab.run={run_id}"
+    return _podman("ps", "-a", "-q", "--filter", flt) + \
+        _podman("network", "ls", "-q", "--filter", flt)
+
+
+def _iptables_chains() -> set[str]:
+    from runners.containers.engine import iptables_chains
+
+    return {f"{t}:{c}" for t in ("filter", "nat") for c in (iptables_chains(t) or set())}
+
+
+def _host_state() -> tuple[str, set[str]]:
+    return Path("/proc/sys/net/ipv4/ip_forward").read_text().strip(), _iptables_chains()
+
+
+def _podman_services() -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True)
+    rt = os.environ["LAB_RUNTIME"]
+    return [ln for ln in out.stdout.splitlines() if "podman system service" in ln and rt in ln]
+
+
+PLAN = """
+experiment "ctr-topology" {
+  backend containers
+  topology replication { primary db1  replicas db2 }
+}
+"""
+
+
+def test_replication_on_containers_kill_start_pause_and_nothing_left() -> None:
+    _require_podman()
+    from dsl.api import plan_text
+    from runners.containers.topology import ContainerNode, ContainerTopology
+    from runners.mysql import connect, execute_all, scalar
+    from runners.runtime import Run
+
+    before = _host_state()
+    plan = plan_text(PLAN)
+    run = Run(experiment="ctr-topology")
+    topo = None
+    try:
+        topo = ContainerTopology.deploy(plan, plan.cells[0], run)
+        db1, db2 = topo.nodes["db1"], topo.nodes["db2"]
+        assert isinstance(db1, ContainerNode) and isinstance(db2, ContainerNode)
+        assert db1.addr.host == "127.0.0.1" and db1.port == run.ports.node(1)
+        execute_all(db1.addr, topo.admin, [
+            "CREATE DATABASE IF NOT EXISTS t", "CREATE TABLE t.a (id INT PRIMARY KEY)",
+            "INSERT INTO t.a VALUES (1)"])
+
+        def rows_on(node: ContainerNode) -> int:
+            return int(scalar(node.addr, topo.admin, "SELECT COUNT(*) FROM t.a"))
+
+        deadline = time.monotonic() + 10
+        while rows_on(db2) != 1:
+            assert time.monotonic() < deadline, "the row never reached the replica"
+            time.sleep(0.05)
+        # kill: the replica's server dies and stays down until started
+        topo.kill("db2")
+        assert not db2.is_running()
+        time.sleep(1.0)
+        assert not db2.is_running(), "a killed node came back by itself"
+        execute_all(db1.addr, topo.admin, ["INSERT INTO t.a VALUES (2)"])
+        topo.start("db2")
+        deadline = time.monotonic() + 15
+        while rows_on(db2) != 2:
+            assert time.monotonic() < deadline, "the restarted replica did not catch up"
+            time.sleep(0.05)
+        # pause: a client on the primary hangs (read timeout) until resumed
+        conn = connect(db1.addr, topo.admin, timeout=1)
+        topo.pause("db1")
+        t0 = time.monotonic()
+        with pytest.raises(Exception):  # noqa: B017, PT011 - the C client's lost connection
+            conn.cursor().execute("SELECT 1")
+        assert time.monotonic() - t0 >= 1.5  # it hung until its read timeout
+        topo.resume("db1")
+        assert rows_on(db1) == 2
+        service = topo.engine.service if topo.engine else None
+        assert service is not None
+    finally:
+        if topo is not None:
+            topo.teardown()
+        run.close()
+    assert _left_by(run.id) == []
+    assert _podman_services() == []
+    assert _host_state() == before
+
+
+EXP = """
+experiment "ctr-pause" {
+  duration 8s
+  topology replication { primary db1  replicas db2 }
+  workload probe: probe { target db1  every 10ms  timeout 5s }
+  workload w: unique_writes { target db1  rate 50/s }
+  at 3s pause db1 for 2s
+  expect downtime(probe) >= 1.95s
+  expect downtime(probe) < 2.1s
+  expect lost_writes(w) == 0
+  expect lost_writes(w).not_replicated == 0
+}
+"""
+
+
+def test_lab_run_backend_containers_measures_a_pause_as_native_does(tmp_path: Path) -> None:
+    """The outage calibration's 2 s freeze (experiments/calibration/outage.exp), on containers
+    through `lab run --backend containers`: the same window within the same tolerance."""
+    _require_podman()
+    exp = tmp_path / "ctr-pause.exp"
+    exp.write_text(EXP)
+    out = subprocess.run([*LAB, "run", str(exp), "--backend", "containers", "--json",
+                          "--db", str(tmp_path / "r.db")], capture_output=True, text=True,
+                         cwd=ROOT, timeout=240)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert _podman_services() == []
+
+
+UP = """
+experiment "ctr-up" {
+  backend containers
+  topology replication { primary db1  replicas db2 }
+}
+"""
+
+
+def test_kill_9_of_lab_then_lab_gc_leaves_nothing(tmp_path: Path) -> None:
+    _require_podman()
+    from runners.runtime import list_runs
+
+    before = _host_state()
+    exp = tmp_path / "ctr-up.exp"
+    exp.write_text(UP)
+    known = {i.id for i in list_runs()}
+    proc = subprocess.Popen([*LAB, "up", str(exp)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        run_id = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            for info in list_runs():
+                if info.id not in known and info.meta.get("state") == "up":
+                    run_id = info.id
+            if run_id:
+                break
+            time.sleep(0.2)
+        if not run_id:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            out = proc.stdout.read().decode() if proc.stdout else ""
+            pytest.fail(f"lab up did not come up:\n{out[-3000:]}")
+        assert len(_left_by(run_id)) == 3  # two containers, one network
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the lab, as `kill -9` would
+        proc.wait(10)
+    assert _left_by(run_id), "kill -9 of the lab should leave its containers to lab gc"
+    gc = subprocess.run([*LAB, "gc", "--db", str(tmp_path / "r.db")], capture_output=True,
+                        text=True, cwd=ROOT, timeout=120)
+    assert gc.returncode == 0, gc.stderr
+    assert _left_by(run_id) == []
+    assert _podman_services() == []
+    assert _host_state() == before
+    assert json.dumps(gc.stdout).count("container") >= 1

@@ -1,0 +1,200 @@
+"""The container back-end without an engine: the language's `backend`, what `lab check` refuses
+on containers, the servers' arguments in a container, the image's inputs and apt sources, the
+engine switch, the host state put back, and `lab doctor`'s lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dsl.api import backend_errors, check_text, plan_text
+from lab.cli import main
+from runners.containers import engine, image, status
+from runners.containers.topology import server_args
+from runners.topology import needed_components
+
+REPL = """
+experiment "x" {
+  %s
+  topology replication { primary db1  replicas db2 }
+  workload w: probe { target db1 }
+  at 2s kill db2
+  at 4s start db2 with relay_log_recovery = ON
+  at 6s pause db1 for 1s
+}
+"""
+
+
+def test_backend_is_native_unless_the_file_says_containers() -> None:
+    assert plan_text(REPL % "").backend == "native"
+    assert plan_text(REPL % "backend native").backend == "native"
+    assert plan_text(REPL % "backend containers").backend == "containers"
+
+
+def test_backend_may_be_said_once() -> None:
+    errors = check_text(REPL % "backend containers\n  backend native")
+    assert len(errors) == 1 and "backend" in errors[0].message
+
+
+def test_containers_run_replication_with_process_faults() -> None:
+    assert check_text(REPL % "backend containers") == []
+
+
+GALERA = """
+experiment "g" {
+  backend containers
+  topology galera { nodes g1, g2, g3 }
+  router haproxy { writer g1 }
+  workload w: probe { target router.writer }
+  at 2s network partition g1 on group
+  at 4s drop caches
+}
+"""
+
+
+def test_lab_check_refuses_what_containers_cannot_run_yet_with_the_reason() -> None:
+    errors = check_text(GALERA, "g.exp")
+    messages = [e.message for e in errors]
+    assert any("galera topology does not run on containers yet" in m for m in messages)
+    assert any("router haproxy does not run on containers yet" in m for m in messages)
+    assert any(m.startswith("`network partition g1 on group` does not run on containers")
+               for m in messages)
+    promote = check_text(REPL.replace("at 2s kill db2", "at 2s promote db2") %
+                         "backend containers")
+    assert [e.message.split(":")[0] for e in promote] == [
+        "`promote db2` does not run on containers yet"]
+    assert any(m.startswith("`drop caches (whole OS)` does not run on containers")
+               for m in messages)
+    assert all(e.hint and "backend native" in e.hint for e in errors)
+    # the same file natively: no back-end error
+    assert not [e for e in check_text(GALERA.replace("backend containers", ""), "g.exp")
+                if "containers" in e.message]
+
+
+def test_lab_run_backend_containers_checks_the_file_again(tmp_path: Path) -> None:
+    path = tmp_path / "g.exp"
+    path.write_text(GALERA.replace("backend containers", ""))
+    assert backend_errors(path, "native") == []
+    assert any("galera" in e.message for e in backend_errors(path, "containers"))
+    # refused before anything starts: a language error, exit 2
+    assert main(["run", str(path), "--backend", "containers",
+                 "--db", str(tmp_path / "r.db")]) == 2
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_a_container_run_needs_podman_unless_docker_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = plan_text(REPL % "backend containers")
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    monkeypatch.delenv("LAB_DOCKER_HOST", raising=False)
+    assert needed_components(plan) == ["podman", "runc", "mmdebstrap"]
+    monkeypatch.setenv("DOCKER_HOST", "tcp://10.0.0.5:2376")
+    assert needed_components(plan) == []
+    assert "dbdeployer" in needed_components(plan_text(REPL % ""))
+
+
+def test_engine_switch_lab_docker_host_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    monkeypatch.delenv("LAB_DOCKER_HOST", raising=False)
+    assert engine.configured_host() is None
+    monkeypatch.setenv("DOCKER_HOST", "tcp://a:2376")
+    assert engine.configured_host() == "tcp://a:2376"
+    monkeypatch.setenv("LAB_DOCKER_HOST", "ssh://b")
+    assert engine.configured_host() == "ssh://b"
+    assert engine.is_local_url("unix:///tmp/x.sock") and not engine.is_local_url("ssh://b")
+
+
+def test_server_args_put_the_server_where_the_container_wants_it() -> None:
+    plan = plan_text(REPL % "backend containers")
+    db2 = next(n for n in plan.cells[0].nodes if n.name == "db2")
+    args = server_args(db2)
+    opts = dict(a[2:].split("=", 1) for a in args)
+    assert opts["port"] == "3306" and opts["bind_address"] == "0.0.0.0"
+    assert opts["datadir"] == "/var/lib/mysql" and opts["report_host"] == "db2"
+    assert opts["read_only"] == "ON" and opts["innodb_buffer_pool_size"] == "64M"
+    assert "server_id" not in opts and "log_error" not in opts  # the entrypoint's, the output
+    assert not any(v.startswith("data/") for v in opts.values())
+
+
+def test_image_tag_is_a_hash_of_its_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    tag = image.image_tag()
+    assert tag.startswith("rcl-node:") and tag == image.image_tag()
+    monkeypatch.setattr(image, "PACKAGES", (*image.PACKAGES, "strace"))
+    assert image.image_tag() != tag
+
+
+def test_the_suite_and_sources_come_from_the_machine(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LAB_IMAGE_SUITE", raising=False)
+    d = tmp_path / "sources.list.d"
+    d.mkdir()
+    (d / "a.sources").write_text(
+        "Types: deb-src\nURIs: http://example.invalid/x\nSuites: sid\nComponents: main\n\n"
+        "Enabled: no\nTypes: deb\nURIs: http://example.invalid/y\nSuites: trixie\n\n"
+        "Types: deb\n# a comment\nURIs: http://example.invalid/debian\n"
+        "Suites: bookworm bookworm-updates\nComponents: main\n")
+    (d / "b.list.disabled").write_text("deb http://example.invalid/z buster main\n")
+    empty = tmp_path / "sources.list"
+    empty.write_text("# nothing here\n")
+    files = image.source_files(empty, d)
+    assert files == [d / "a.sources"]
+    assert image.suite_of(files) == "bookworm"
+    one = tmp_path / "one.list"
+    one.write_text("# x\ndeb [arch=amd64] http://example.invalid/debian bullseye main\n")
+    assert image.suite_of([one]) == "bullseye"
+    monkeypatch.setenv("LAB_IMAGE_SUITE", "trixie")
+    assert image.suite_of([one]) == "trixie"
+
+
+def test_mmdebstrap_gets_the_source_files_not_a_mirror(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    monkeypatch.setattr(image.shutil, "which", lambda p: f"/usr/bin/{p}")
+    src = tmp_path / "debian.sources"
+    cmd = image.mmdebstrap_command(tmp_path / "rootfs.tar", "bookworm", [src])
+    assert cmd[-3:] == ["bookworm", str(tmp_path / "rootfs.tar"), str(src)]
+    assert "--variant=apt" in cmd and not any("http" in c for c in cmd)
+    assert any(c.startswith("--include=mariadb-server,") for c in cmd)
+
+
+def test_the_imported_image_id_is_read_from_the_answer() -> None:
+    answer = '{"status":"sha256:6f39","progress":""}\n'
+    assert image.imported_id(answer) == "sha256:6f39"
+    assert image.imported_id("not json\n") is None
+
+
+def test_podman_labels_name_the_run() -> None:
+    assert engine._labels_run("map[lab.host:vm lab.run:abc123 org.testcontainers:true]") == [
+        "abc123"]
+    assert engine._labels_run("map[]") == []
+
+
+def test_the_hosts_forwarding_is_put_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    monkeypatch.setenv("LAB_RUNTIME", str(tmp_path / "rt"))
+    fwd = tmp_path / "ip_forward"
+    fwd.write_text("0\n")
+    monkeypatch.setattr(engine, "IP_FORWARD", fwd)
+    monkeypatch.setattr(engine.shutil, "which", lambda p: None)  # no iptables
+    engine.HostNetState.remember()
+    assert json.loads(engine.HostNetState.path().read_text())["ip_forward"] == "0"
+    fwd.write_text("1\n")  # what podman does
+    engine.HostNetState.remember()  # a second run keeps the first truth
+    assert json.loads(engine.HostNetState.path().read_text())["ip_forward"] == "0"
+    assert engine.HostNetState.restore() == ["ip_forward set back to 0"]
+    assert fwd.read_text().strip() == "0"
+    assert not engine.HostNetState.path().exists()
+    assert engine.HostNetState.restore() == []
+
+
+def test_doctor_lines_say_engine_image_and_what_is_not_exercised() -> None:
+    present = status.BackendStatus("podman 4.3.1", "a private podman service per run",
+                                   image.ImageStatus("rcl-node:abc", True, 431_000_000), True)
+    lines = status.lines(present)
+    assert lines[0].startswith("container engine: podman 4.3.1")
+    assert lines[1] == "node image: rcl-node:abc present (431 MB)"
+    assert "proxysql" in lines[2] and "percona-server-mongodb" in lines[2]
+    missing = status.BackendStatus("unknown", "tcp://x", image.ImageStatus("rcl-node:abc", False),
+                                   False, "does not answer: refused")
+    lines = status.lines(missing)
+    assert "does not answer" in lines[0] and "lab image build" in lines[1]
