@@ -126,6 +126,10 @@ SPECS: tuple[ComponentSpec, ...] = (
                   "(libfaketime; `make bootstrap`), or set LAB_LIBFAKETIME to libfaketime.so.1",
                   False, "clock skew (libfaketime preloaded into a node's server)",
                   _same("faketime")),
+    ComponentSpec("lab-iofs", ("lab-iofs",), ("--version",),
+                  "`make bootstrap` compiles runners/iofs/lab_iofs.c into .tools/bin/lab-iofs "
+                  "(it needs libfuse3: apt-get install -y fuse3 libfuse3-dev)", False,
+                  "io delay, io fail (a FUSE filesystem under a node's data directory)"),
     ComponentSpec("proxysql", ("proxysql",), ("--version",),
                   "ProxySQL 2.x from ProxySQL's packages (repo.proxysql.com, or releases at "
                   "github.com/sysown/proxysql); put its directory in LAB_BIN_PATH if it is not "

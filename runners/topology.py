@@ -16,6 +16,7 @@ import os
 import secrets
 import string
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -23,12 +24,13 @@ from typing import Any, Protocol
 from dsl.actions import describe
 from dsl.compile import for_base_port, root_needs
 from dsl.models import NetworkFault, Promote
-from dsl.plan import Cell, Plan, PlannedNode
-from runners import components, faketime, replication
+from dsl.plan import Cell, Plan, PlannedNode, iofs_nodes
+from runners import components, faketime, iofs, replication
 from runners.bare import GaleraCluster, PrimaryPair
 from runners.disk import disk_nodes, move_onto_tmpfs
 from runners.errors import ComponentError
 from runners.haproxy import Backend, HAProxy
+from runners.iofs import IoFs
 from runners.mysql import Address, Credentials, execute_all, wait_until
 from runners.node import Node, SandboxNode
 from runners.proxysql import ProxySQL
@@ -63,6 +65,8 @@ def needed_components(plan: Plan) -> list[str]:
         need.append("toxiproxy")
     if faketime.skew_nodes(plan.actions()):
         need.append("faketime")
+    if iofs_nodes(plan.actions()):
+        need.append(iofs.BINARY)
     for cell in plan.cells:
         if any(w.kind == "sysbench" for w in cell.workloads):
             need.append("sysbench")
@@ -145,6 +149,7 @@ class NativeTopology:
     primary: str | None = None  # current primary (replication); changes on promote
     timings: dict[str, float] = field(default_factory=dict)
     tmpfs: dict[str, int] = field(default_factory=dict)  # node -> size of its data dir's tmpfs
+    iofs: dict[str, IoFs] = field(default_factory=dict)  # node -> its data dir's lab-iofs
 
     # --- building ------------------------------------------------------------------------------
     @classmethod
@@ -174,6 +179,11 @@ class NativeTopology:
             raise ComponentError("disk full", "needs root: the lab mounts a tmpfs for "
                                  f"{', '.join(on_tmpfs)}'s data directory (run as root, or "
                                  "leave the fault out)")
+        on_iofs = self.plan.iofs_nodes  # the plan decides (dsl.plan.iofs_nodes)
+        if on_iofs and os.geteuid() != 0:
+            raise ComponentError(iofs.BINARY, "needs root: the lab mounts lab-iofs (FUSE) at "
+                                 f"{', '.join(on_iofs)}'s data directory (run as root, or "
+                                 "leave the io faults out)")
         if self._uses_network_faults():
             self.toxi = Toxiproxy(self.run, self.run.ports.toxiproxy_api)
             self.toxi.start()
@@ -210,6 +220,8 @@ class NativeTopology:
                                    node.port)
         if on_tmpfs:
             self._datadirs_on_tmpfs(on_tmpfs)
+        if on_iofs:
+            self._datadirs_on_iofs(on_iofs)
         skewed = self.plan.faketime_nodes  # the plan decides (dsl.plan.faketime_nodes)
         if skewed:
             self._under_faketime(skewed)
@@ -329,6 +341,26 @@ class NativeTopology:
             wait_until(partial(replication.replicating, node), timeout, "replicating",
                        node.component, node.error_log)
 
+    def _restart_each(self, names: list[str], timing: str,
+                      change: Callable[[Node], None]) -> None:
+        """Stop each node, ``change`` what it starts with (its data directory's filesystem,
+        its environment), start it again; then wait until replication runs again (Galera:
+        every node synced). The deploy-time moves of ``disk full``, ``io delay``/``io fail``
+        and ``clock skew`` nodes."""
+        t0 = time.monotonic()
+        for name in names:
+            node = self.nodes[name]
+            node.stop()
+            change(node)
+            node.start()
+        if self.plan.topology == "replication":
+            self.wait_replication_running()
+        elif self.plan.topology == "galera":
+            for node in self.nodes.values():
+                wait_until(partial(replication.synced, node), 60, "synced with the cluster",
+                           node.component, node.error_log)
+        self.timings[timing] = time.monotonic() - t0
+
     def _under_faketime(self, names: list[str]) -> None:
         """``clock skew NODE`` needs the node's server started with libfaketime preloaded
         (``runners.faketime``): its offset file says ``+0``; stop the node and start it again
@@ -338,38 +370,36 @@ class NativeTopology:
             raise ComponentError("faketime", "clock skew needs libfaketime "
                                  "(libfaketime.so.1): Debian's faketime package "
                                  "(`make bootstrap`), or set LAB_LIBFAKETIME to the library")
-        t0 = time.monotonic()
-        for name in names:
-            node = self.nodes[name]
-            path = faketime.offset_file(self.run.dir, name)
+
+        def preload(node: Node) -> None:
+            path = faketime.offset_file(self.run.dir, node.name)
             faketime.write_offset(path, 0.0)
-            node.stop()
             node.env = {**(node.env or os.environ), **faketime.faketime_env(lib, path)}
-            node.start()
-        if self.plan.topology == "replication":
-            self.wait_replication_running()
-        elif self.plan.topology == "galera":
-            for node in self.nodes.values():
-                wait_until(partial(replication.synced, node), 60, "synced with the cluster",
-                           node.component, node.error_log)
-        self.timings["faketime"] = time.monotonic() - t0
+
+        self._restart_each(names, "faketime", preload)
 
     def _datadirs_on_tmpfs(self, names: list[str]) -> None:
         """``disk full NODE`` needs the node's data directory on a tmpfs of its own
         (``runners.disk``): stop the node, move its files there, start it again."""
-        t0 = time.monotonic()
-        for name in names:
-            node = self.nodes[name]
-            node.stop()
-            self.tmpfs[name] = move_onto_tmpfs(node.datadir)
-            node.start()
-        if self.plan.topology == "replication":
-            self.wait_replication_running()
-        elif self.plan.topology == "galera":
-            for node in self.nodes.values():
-                wait_until(partial(replication.synced, node), 60, "synced with the cluster",
-                           node.component, node.error_log)
-        self.timings["tmpfs"] = time.monotonic() - t0
+
+        def move(node: Node) -> None:
+            self.tmpfs[node.name] = move_onto_tmpfs(node.datadir)
+
+        self._restart_each(names, "tmpfs", move)
+
+    def _datadirs_on_iofs(self, names: list[str]) -> None:
+        """``io delay NODE`` / ``io fail NODE`` need the node's data directory on lab-iofs
+        (``runners.iofs``): stop the node, mount lab-iofs over its files, start it again."""
+        binary = components.require(iofs.BINARY)
+        if not os.path.exists("/dev/fuse"):
+            raise ComponentError(iofs.BINARY, "/dev/fuse is missing: the kernel's FUSE module "
+                                 "is not loaded (modprobe fuse)")
+
+        def move(node: Node) -> None:
+            self.iofs[node.name] = iofs.move_onto_iofs(self.run, node.name, binary,
+                                                       node.datadir)
+
+        self._restart_each(names, "iofs", move)
 
     def promote_targets(self) -> set[str]:
         return {a.node.name for a in self.plan.actions() if isinstance(a, Promote)}
@@ -484,6 +514,8 @@ class NativeTopology:
             if node.paused:
                 node.resume()
         self.run.stop_all()  # SIGKILL every recorded process (supervisors first) and reap
+        for fs in self.iofs.values():  # lab-iofs mounts: unmounted, the files put back
+            iofs.unmount(fs)
         if self.toxi:
             self.toxi.stop()
         return time.monotonic() - t0
