@@ -181,9 +181,10 @@ def iofs_line(plan: Plan) -> str | None:
     return (f"On lab-iofs (io delay, io fail): {', '.join(plan.iofs_nodes)}. Once the topology "
             "is up, the lab stops each, mounts lab-iofs (FUSE) over its data directory and "
             "starts it again. innodb_flush_method is unchanged: files opened with O_DIRECT "
-            "bypass the kernel's page cache on the mount (FUSE direct_io), and lab-iofs writes "
-            "them to the files underneath without O_DIRECT (through the page cache; fsync "
-            "reaches the disk).")
+            "bypass the kernel's page cache on the mount (FUSE direct_io) and lab-iofs writes "
+            "them to the files underneath without O_DIRECT (through their page cache; fsync is "
+            "passed on). InnoDB writes its redo log buffered there (innodb_log_file_buffering "
+            "ON: no block device to ask for a block size), where a native disk gets O_DIRECT.")
 
 
 def _table(title: str, *columns: str) -> Table:
