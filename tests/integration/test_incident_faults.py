@@ -124,10 +124,11 @@ def test_an_fsync_delay_slows_a_commit_and_heal_and_teardown_leave_nothing(
         pytest.skip("lab-iofs mounts a FUSE filesystem: needs root and /dev/fuse")
     require("mariadbd", "dbdeployer", "lab-iofs")
     insert = "INSERT INTO test.io_it (v) VALUES (1)"
+    create = "CREATE TABLE test.io_it (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB"
     cell, ops = run_lab(tmp_path, f"""experiment "iofs-it" {{
   duration 7s
   topology single {{ node db1 }}
-  at 0s execute "CREATE TABLE test.io_it (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB" on db1
+  at 0s execute "{create}" on db1
   at 1s io delay db1 300ms on fsyncs
   at 2s execute "{insert}" on db1
   at 3s io heal db1
