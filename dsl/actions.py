@@ -23,6 +23,7 @@ from dsl.models import (
     CpuLimit,
     DiskFault,
     DropCaches,
+    IoFault,
     MemoryLimit,
     NetworkFault,
     NodeAction,
@@ -136,6 +137,16 @@ def _undo_clock(a: ClockSkew) -> Action | None:
     return ClockSkew(verb="heal", node=a.node, span=a.span) if a.verb == "skew" else None
 
 
+def _undo_io(a: IoFault) -> Action | None:
+    return IoFault(verb="heal", node=a.node, ops=a.ops, span=a.span) if a.verb != "heal" else None
+
+
+def _io_words(a: IoFault) -> str:
+    delay = f" {seconds(a.delay)}" if a.verb == "delay" else ""
+    ops = f" on {a.ops}" if a.ops != "all" else ""
+    return f"io {a.verb} {a.node.name}{delay}{ops}"
+
+
 def _no_undo(a: Any) -> Action | None:
     return None
 
@@ -159,6 +170,13 @@ def _root_cgroup(a: CpuLimit | MemoryLimit, topology: str) -> str | None:
         return None
     return (f"making a cgroup v1 '{a.action}' group for {a.node.name}'s server "
             "(/sys/fs/cgroup) and moving the server into it")
+
+
+def _root_iofs(a: IoFault, topology: str) -> str | None:
+    if a.verb == "heal":
+        return None
+    return (f"mounting lab-iofs (FUSE) at {a.node.name}'s data directory when the topology "
+            "starts")
 
 
 def _root_network(a: NetworkFault, topology: str) -> str | None:
@@ -238,6 +256,8 @@ ACTIONS: dict[type, ActionInfo] = {
                   f"{seconds(abs(a.offset))}" if a.verb == "skew"
         else f"clock heal {a.node.name}",
         lambda a: a.verb == "skew", undo=_undo_clock),
+    IoFault: ActionInfo(lambda a: f"io_{a.verb}", _io_words, lambda a: a.verb != "heal",
+                        undo=_undo_io, needs_root=_root_iofs),
     SetGlobal: ActionInfo(
         _kind, lambda a: f"set global {a.name} = {a.value}"
                          + (f" on {_nodes(a.nodes)}" if a.nodes else " on every node"),
@@ -273,17 +293,17 @@ def describe(a: Action) -> str:
 def is_fault(a: Action) -> bool:
     """An action whose effect a workload should observe: kill, pause, stop, restart, cold
     restart, promote, stop replication, a network fault, a full disk, a cpu or memory limit,
-    a clock skew, drop caches, set global, convert. Recoveries (start, resume, start
-    replication, network heal, disk free, cpu/memory/clock heal), waits and ``execute`` are
-    not faults."""
+    a clock skew, an io delay or failure, drop caches, set global, convert. Recoveries (start,
+    resume, start replication, network heal, disk free, cpu/memory/clock/io heal), waits and
+    ``execute`` are not faults."""
     return info(a).is_fault(a)
 
 
 def undo(a: Action) -> Action | None:
     """The action that undoes ``a`` (kill, stop -> start; pause -> resume; stop replication ->
     start replication, same threads; a network fault -> network heal of that node and link;
-    disk full -> disk free; cpu/memory limit -> cpu/memory heal; clock skew -> clock heal), or
-    None when nothing does."""
+    disk full -> disk free; cpu/memory limit -> cpu/memory heal; clock skew -> clock heal; io
+    delay/fail -> io heal of the same operations), or None when nothing does."""
     return info(a).undo(a)
 
 
@@ -344,6 +364,7 @@ ROOT_FORMS: tuple[tuple[str, Action], ...] = (
     ("disk full NODE binlog", DiskFault(verb="full", node=ANY_NODE, target="binlog")),
     ("cpu limit NODE", CpuLimit(verb="limit", node=ANY_NODE, share=0.5)),
     ("memory limit NODE", MemoryLimit(verb="limit", node=ANY_NODE, limit=256 * 1024**2)),
+    ("io delay NODE, io fail NODE", IoFault(verb="delay", node=ANY_NODE, delay=0.05)),
     ("network FAULT NODE on group", NetworkFault(verb="partition", node=ANY_NODE, link="group")),
     ("network partition NODE", NetworkFault(verb="partition", node=ANY_NODE)),
 )

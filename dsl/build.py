@@ -34,6 +34,7 @@ from dsl.models import (
     Experiment,
     GaleraTopology,
     IntOrParam,
+    IoFault,
     MemoryLimit,
     Metric,
     MongoReplSetTopology,
@@ -445,7 +446,7 @@ class Builder(Transformer[Token, Any]):
 
     topology_kind = flavor = mode = router_kind = workload_kind = router_end = _token
     op_kind = key_order = repl_threads = link_kind = condition = metric_name = _token
-    backend_kind = _token
+    backend_kind = io_op_kind = _token
 
     # --- topology -------------------------------------------------------------------------
 
@@ -801,7 +802,8 @@ class Builder(Transformer[Token, Any]):
                 f"'{describe(action)}' has nothing that undoes it, so it takes no 'for'",
                 "'for' applies to a fault with an opposite: kill, stop, pause (start, resume), "
                 "stop replication, network latency/bandwidth/partition/link_down (network "
-                "heal), disk full (disk free)",
+                "heal), disk full (disk free), cpu/memory limit, clock skew, io delay/fail "
+                "(their heal)",
             )
             return None, None
         if kind == "good":
@@ -1026,6 +1028,25 @@ class Builder(Transformer[Token, Any]):
 
     def clock_heal(self, meta: Meta, children: list[Token]) -> ClockSkew:
         return ClockSkew(verb="heal", node=self._node(children[0]), span=meta_span(meta))
+
+    def io_ops(self, meta: Meta, children: list[Token]) -> str:
+        return str(children[0])
+
+    def io_delay(self, meta: Meta, children: list[Any]) -> IoFault | None:
+        node, tok, ops = children
+        delay = self.measure(tok, ("duration",), "io delay")
+        if delay is None:
+            return None
+        return IoFault(verb="delay", node=self._node(node), delay=delay, ops=ops or "all",
+                       span=meta_span(meta))
+
+    def io_fail(self, meta: Meta, children: list[Any]) -> IoFault:
+        return IoFault(verb="fail", node=self._node(children[0]), ops=children[1] or "all",
+                       span=meta_span(meta))
+
+    def io_heal(self, meta: Meta, children: list[Any]) -> IoFault:
+        return IoFault(verb="heal", node=self._node(children[0]), ops=children[1] or "all",
+                       span=meta_span(meta))
 
     def set_global(self, meta: Meta, children: list[Any]) -> SetGlobal | None:
         key, value, nodes = children[0], children[1], children[2] or []

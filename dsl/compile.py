@@ -64,6 +64,7 @@ from dsl.plan import (
     PlannedRouter,
     PlannedWorkload,
     faketime_nodes,
+    iofs_nodes,
 )
 from dsl.ports import (  # the port layout of a run's block
     GALERA_GROUP_OFFSET,
@@ -297,7 +298,8 @@ def for_base_port(plan: Plan, base_port: int | None = None) -> Plan:
             }
         )
     return plan.model_copy(update={"cells": cells, "router": router,
-                                   "faketime_nodes": faketime_nodes(plan.actions())})
+                                   "faketime_nodes": faketime_nodes(plan.actions()),
+                                   "iofs_nodes": iofs_nodes(plan.actions())})
 
 
 def _semi_sync(flavor: str, version: tuple[int, ...], role: str) -> dict[str, str]:

@@ -297,6 +297,24 @@ class ClockSkew(Frozen):
     span: Span = NO_SPAN
 
 
+IoOps = Literal["all", "reads", "writes", "fsyncs"]
+
+
+class IoFault(Frozen):
+    """``io delay NODE 50ms [on reads|writes|fsyncs]``: each of those operations of the node's
+    server on its data directory waits that long; ``io fail NODE [on ...]``: they fail with
+    EIO; ``io heal NODE [on ...]``: they work again. The data directory is on ``lab-iofs``, a
+    FUSE filesystem the lab mounts for that node at deploy (``runners.iofs``)."""
+
+    action: Literal["io"] = "io"
+    verb: Literal["delay", "fail", "heal"]
+    node: NodeRef
+    ops: IoOps = "all"  # which operations: reads, writes (and fallocate), fsyncs; all three
+    delay: float | None = None  # seconds (io delay)
+    left: bool = False  # ``for good``
+    span: Span = NO_SPAN
+
+
 class SetGlobal(Frozen):
     action: Literal["set_global"] = "set_global"
     nodes: list[NodeRef] = Field(default_factory=list)  # empty: all nodes
@@ -345,6 +363,7 @@ Action = Annotated[
     | CpuLimit
     | MemoryLimit
     | ClockSkew
+    | IoFault
     | SetGlobal
     | ConvertStandalone
     | WaitUntil

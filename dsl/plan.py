@@ -22,6 +22,7 @@ from dsl.models import (
     Engine,
     Expectation,
     Frozen,
+    IoFault,
     Report,
     Step,
     TimedAction,
@@ -46,6 +47,17 @@ def faketime_nodes(actions: Iterable[Action]) -> list[str]:
     out: list[str] = []
     for a in actions:
         if isinstance(a, ClockSkew) and a.verb == "skew" and a.node.name not in out:
+            out.append(a.node.name)
+    return out
+
+
+def iofs_nodes(actions: Iterable[Action]) -> list[str]:
+    """The nodes an ``io delay`` or ``io fail`` action names, in first-use order: their data
+    directories are on lab-iofs, a FUSE filesystem (``runners.iofs``; the topology moves them
+    once up)."""
+    out: list[str] = []
+    for a in actions:
+        if isinstance(a, IoFault) and a.verb != "heal" and a.node.name not in out:
             out.append(a.node.name)
     return out
 
@@ -137,6 +149,9 @@ class Plan(Frozen):
     # nodes restarted under libfaketime once the topology is up (``faketime_nodes``; set by
     # ``dsl.compile.for_base_port``)
     faketime_nodes: list[str] = Field(default_factory=list)
+    # nodes whose data directory the topology moves onto lab-iofs (FUSE) once it is up
+    # (``iofs_nodes``; set by ``dsl.compile.for_base_port``)
+    iofs_nodes: list[str] = Field(default_factory=list)
     expectations: list[Expectation] = Field(default_factory=list)
     reports: list[Report] = Field(default_factory=list)
     leave_faults: bool = False

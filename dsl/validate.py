@@ -33,6 +33,7 @@ from dsl.models import (
     Expectation,
     Experiment,
     GaleraTopology,
+    IoFault,
     MemoryLimit,
     Metric,
     MongoReplSetTopology,
@@ -54,7 +55,7 @@ from dsl.models import (
     Workload,
 )
 from dsl.owned import PROVIDER_KEY, normal_key, owned_problem
-from dsl.plan import NodeRole
+from dsl.plan import NodeRole, iofs_nodes
 from dsl.units import kind_problem
 
 # --- safety of names, keys and values ---------------------------------------------------------
@@ -184,6 +185,7 @@ def listing(names: Iterable[str]) -> str:
 MAX_CPU_SHARE = 64.0  # cpu limit: at most 64 cores' worth
 MIN_MEMORY = 16 * 1024**2  # memory limit: below this no MariaDB server runs at all
 MAX_SKEW = 10 * 365 * 86400.0  # clock skew: ten years either way
+MAX_IO_DELAY = 60.0  # io delay: a minute per operation at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -785,6 +787,32 @@ class _Validator:
         blocks += [v.settings for v in self.exp.variants]
         return any(normal_key(k) == "log_bin" for b in blocks for k in b)
 
+    def _all_actions(self) -> list[Action]:
+        return ([t.action for t in self.exp.timeline] + [a for s in self.exp.steps
+                                                         for a in s.actions]
+                + [t.action for t in self.exp.triggers])
+
+    def check_io(self, a: IoFault) -> None:
+        self.node(a.node)
+        name = a.node.name
+        if self.kind == "mongodb_replset":
+            self.error(a.span, f"'io {a.verb}' puts a MySQL-family server's data directory on "
+                       "lab-iofs; this topology runs MongoDB")
+        if a.delay is not None and a.delay > MAX_IO_DELAY:
+            self.error(a.span, f"an io delay of {a.delay:g}s per operation is more than "
+                       f"{MAX_IO_DELAY:g}s", "a stalled disk is tens to hundreds of ms per "
+                       "operation: io delay db1 200ms on fsyncs")
+        actions = self._all_actions()
+        if a.verb == "heal" and name not in iofs_nodes(actions):
+            self.error(a.node.span, f"'{name}' has no io delay or io fail in the file, so its "
+                       "data directory is not on lab-iofs: there is nothing to heal",
+                       f"add e.g. io delay {name} 100ms on fsyncs before it")
+        if a.verb != "heal" and any(isinstance(x, DiskFault) and x.verb == "full" and
+                                    x.node.name == name for x in actions):
+            self.error(a.span, f"'{name}' has both an io fault (lab-iofs, FUSE) and 'disk "
+                       "full' (a tmpfs): one data directory cannot be on both",
+                       "put the io fault and the full disk on different nodes")
+
     def check_set_global(self, a: SetGlobal) -> None:
         for ref in a.nodes:
             self.node(ref)
@@ -1056,6 +1084,7 @@ ACTION_CHECKS: dict[type, Callable[[_Validator, Any], None]] = {
     CpuLimit: _Validator.check_cgroup_limit,
     MemoryLimit: _Validator.check_cgroup_limit,
     ClockSkew: _Validator.check_clock,
+    IoFault: _Validator.check_io,
     SetGlobal: _Validator.check_set_global,
     ConvertStandalone: _Validator.check_convert,
     WaitUntil: _Validator.check_wait,

@@ -3,8 +3,7 @@
 ``HANDLERS`` maps each action model (``dsl.models``) to its handler, ``handler(ctx, action) ->
 detail``; ``HEALERS`` is the one heal registry: each family's heal, in the order healing runs
 (resume paused nodes, heal the network, free full disks, lift cpu and memory limits, set
-skewed clocks back, start the nodes that are down,
-start replication).
+skewed clocks back, I/O back to normal, start the nodes that are down, start replication).
 Each family keeps what it must undo in its own state (``ctx.state(...)``). ``fault.nemesis.
 Nemesis`` applies actions and records each one in the history.
 
@@ -14,7 +13,19 @@ rule, model, row in ``dsl.actions`` and docs.
 
 from __future__ import annotations
 
-from fault import cache, clock, disk, mongo, network, process, replication, resources, sql, waits
+from fault import (
+    cache,
+    clock,
+    disk,
+    iofs,
+    mongo,
+    network,
+    process,
+    replication,
+    resources,
+    sql,
+    waits,
+)
 from fault.context import ActionFailed, Context, Detail, Handler, Healer
 
 HANDLERS: dict[type, Handler] = {
@@ -25,6 +36,7 @@ HANDLERS: dict[type, Handler] = {
     **disk.HANDLERS,
     **resources.HANDLERS,
     **clock.HANDLERS,
+    **iofs.HANDLERS,
     **waits.HANDLERS,
     **sql.HANDLERS,
     **mongo.HANDLERS,
@@ -36,6 +48,7 @@ HEALERS: list[tuple[str, Healer]] = [
     ("disk: free full disks", disk.heal),
     ("resources: lift cpu and memory limits", resources.heal),
     ("clock: set skewed clocks back", clock.heal),
+    ("io: stalled and failing I/O back to normal", iofs.heal),
     ("process: start nodes that are down", process.heal_down),
     ("replication: start stopped replication", replication.heal),
 ]

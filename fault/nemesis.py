@@ -26,6 +26,7 @@ from dsl.models import (
     ClockSkew,
     CpuLimit,
     DiskFault,
+    IoFault,
     MemoryLimit,
     NetworkFault,
     NodeAction,
@@ -37,6 +38,7 @@ from fault.cache import cached_bytes_total, evict_files, resident_bytes
 from fault.clock import ClockState
 from fault.context import ActionFailed, Context, Record
 from fault.disk import DiskState
+from fault.iofs import IoState
 from fault.network import NetworkState, galera_partition, iptables_rules
 from fault.process import ProcessState
 from fault.replication import ReplicationState
@@ -223,3 +225,5 @@ def leave_in_place(ctx: Context, action: Action, detail: dict[str, Any]) -> None
             res.left[(action.action, action.node.name)] = group
     elif isinstance(action, ClockSkew):
         ctx.state(ClockState).skewed.discard(action.node.name)
+    elif isinstance(action, IoFault):
+        ctx.state(IoState).faulty.discard(action.node.name)

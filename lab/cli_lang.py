@@ -185,6 +185,20 @@ def tmpfs_line(plan: Plan) -> str | None:
             "the lab stops each node, moves the files there and starts it again (needs root).")
 
 
+def iofs_line(plan: Plan) -> str | None:
+    """The nodes whose data directory goes on lab-iofs because the file has io faults on them,
+    and what that does to O_DIRECT."""
+    if not plan.iofs_nodes:
+        return None
+    return (f"On lab-iofs (io delay, io fail): {', '.join(plan.iofs_nodes)}. Once the topology "
+            "is up, the lab stops each, mounts lab-iofs (FUSE) over its data directory and "
+            "starts it again. innodb_flush_method is unchanged: files opened with O_DIRECT "
+            "bypass the kernel's page cache on the mount (FUSE direct_io) and lab-iofs writes "
+            "them to the files underneath without O_DIRECT (through their page cache; fsync is "
+            "passed on). InnoDB writes its redo log buffered there (innodb_log_file_buffering "
+            "ON: no block device to ask for a block size), where a native disk gets O_DIRECT.")
+
+
 def _table(title: str, *columns: str) -> Table:
     table = Table(title=title, title_justify="left", show_lines=False)
     for col in columns:
@@ -395,12 +409,9 @@ def render_plan(plan: Plan, console: Console) -> None:
     first = plan.cells[0] if plan.cells else None
     if first is not None:
         console.print(_node_table(first.nodes))
-        skewed = faketime_line(plan)
-        if skewed:
-            console.print(Text(skewed))
-        on_tmpfs = tmpfs_line(plan)
-        if on_tmpfs:
-            console.print(Text(on_tmpfs))
+        for line in (faketime_line(plan), tmpfs_line(plan), iofs_line(plan)):
+            if line:
+                console.print(Text(line))
         title = "Effective server config" + (
             " (cell 1; other cells in the matrix below)" if len(plan.cells) > 1 else ""
         )

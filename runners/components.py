@@ -138,6 +138,10 @@ SPECS: tuple[ComponentSpec, ...] = (
                   "Debian's mmdebstrap package (`make bootstrap`)", False,
                   "backend containers: builds the node image from the apt sources",
                   (("apt-get", "mmdebstrap"),)),
+    ComponentSpec("lab-iofs", ("lab-iofs",), ("--version",),
+                  "`make bootstrap` compiles runners/iofs/lab_iofs.c into .tools/bin/lab-iofs "
+                  "(it needs libfuse3: apt-get install -y fuse3 libfuse3-dev)", False,
+                  "io delay, io fail (a FUSE filesystem under a node's data directory)"),
     ComponentSpec("proxysql", ("proxysql",), ("--version",),
                   "ProxySQL 2.x from ProxySQL's packages (repo.proxysql.com, or releases at "
                   "github.com/sysown/proxysql); put its directory in LAB_BIN_PATH if it is not "

@@ -312,7 +312,7 @@ class Run:
         self.stop_all()
         self.release_ports()
         if remove:
-            unmount_under(self.dir)  # a data directory on a tmpfs (disk full)
+            unmount_under(self.dir)  # a data directory on a tmpfs (disk full) or lab-iofs
             remove_run_groups(self.id)  # cpu/memory limits (cpu limit, memory limit)
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
@@ -378,8 +378,9 @@ def mounts_under(root: Path, mounts: str) -> list[Path]:
 
 
 def unmount_under(root: Path) -> list[Path]:
-    """Unmount every tmpfs the lab mounted below a run's directory (lazily: a server still
-    holding files does not keep it). Returns the mount points."""
+    """Unmount every filesystem the lab mounted below a run's directory: a data directory's
+    tmpfs (disk full) or lab-iofs (io delay, io fail; its daemon, killed, left the mount
+    behind). Lazily: a server still holding files does not keep it. Returns the mount points."""
     try:
         mounts = Path("/proc/self/mounts").read_text()
     except OSError:

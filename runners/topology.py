@@ -16,6 +16,7 @@ import os
 import secrets
 import string
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -24,8 +25,8 @@ from dsl.actions import describe
 from dsl.compile import for_base_port, root_needs
 from dsl.models import NetworkFault, Promote
 from dsl.owned import normal_key
-from dsl.plan import Cell, Plan, PlannedNode
-from runners import components, faketime, replication
+from dsl.plan import Cell, Plan, PlannedNode, iofs_nodes
+from runners import components, faketime, iofs, replication
 from runners.bare import GaleraCluster, PrimaryPair
 from runners.disk import (
     any_disk_nodes,
@@ -36,6 +37,7 @@ from runners.disk import (
 )
 from runners.errors import ComponentError
 from runners.haproxy import Backend, HAProxy
+from runners.iofs import IoFs
 from runners.mysql import Address, Credentials, execute_all, wait_until
 from runners.node import Node, SandboxNode
 from runners.proxysql import ProxySQL
@@ -75,6 +77,8 @@ def needed_components(plan: Plan) -> list[str]:
         need.append("toxiproxy")
     if faketime.skew_nodes(plan.actions()):
         need.append("faketime")
+    if iofs_nodes(plan.actions()):
+        need.append(iofs.BINARY)
     for cell in plan.cells:
         if any(w.kind == "sysbench" for w in cell.workloads):
             need.append("sysbench")
@@ -168,6 +172,7 @@ class NativeTopology:
     primary: str | None = None  # current primary (replication); changes on promote
     timings: dict[str, float] = field(default_factory=dict)
     tmpfs: dict[str, int] = field(default_factory=dict)  # node -> size of its data dir's tmpfs
+    iofs: dict[str, IoFs] = field(default_factory=dict)  # node -> its data dir's lab-iofs
 
     # --- building ------------------------------------------------------------------------------
     @classmethod
@@ -199,6 +204,11 @@ class NativeTopology:
                                  f"{', '.join(any_disk_nodes(self.plan.actions()))} (its data "
                                  "directory or binary logs; run as root, or leave the fault "
                                  "out)")
+        on_iofs = self.plan.iofs_nodes  # the plan decides (dsl.plan.iofs_nodes)
+        if on_iofs and os.geteuid() != 0:
+            raise ComponentError(iofs.BINARY, "needs root: the lab mounts lab-iofs (FUSE) at "
+                                 f"{', '.join(on_iofs)}'s data directory (run as root, or "
+                                 "leave the io faults out)")
         if self._uses_network_faults():
             self.toxi = Toxiproxy(self.run, self.run.ports.toxiproxy_api)
             self.toxi.start()
@@ -237,6 +247,8 @@ class NativeTopology:
             self._datadirs_on_tmpfs(on_tmpfs)
         if binlogs_on_tmpfs:
             self._binlogs_on_tmpfs(binlogs_on_tmpfs)
+        if on_iofs:
+            self._datadirs_on_iofs(on_iofs)
         skewed = self.plan.faketime_nodes  # the plan decides (dsl.plan.faketime_nodes)
         if skewed:
             self._under_faketime(skewed)
@@ -356,6 +368,21 @@ class NativeTopology:
             wait_until(partial(replication.replicating, node), timeout, "replicating",
                        node.component, node.error_log)
 
+    def _restart_each(self, names: list[str], timing: str,
+                      change: Callable[[Node], None]) -> None:
+        """Stop each node, ``change`` what it starts with (its data directory's filesystem,
+        its environment), start it again; then wait until replication runs again (Galera:
+        every node synced). The deploy-time moves of ``disk full``, ``io delay``/``io fail``
+        and ``clock skew`` nodes."""
+        t0 = time.monotonic()
+        for name in names:
+            node = self.nodes[name]
+            node.stop()
+            change(node)
+            node.start()
+        self._wait_topology_running()
+        self.timings[timing] = time.monotonic() - t0
+
     def _under_faketime(self, names: list[str]) -> None:
         """``clock skew NODE`` needs the node's server started with libfaketime preloaded
         (``runners.faketime``): its offset file says ``+0``; stop the node and start it again
@@ -365,67 +392,70 @@ class NativeTopology:
             raise ComponentError("faketime", "clock skew needs libfaketime "
                                  "(libfaketime.so.1): Debian's faketime package "
                                  "(`make bootstrap`), or set LAB_LIBFAKETIME to the library")
-        t0 = time.monotonic()
-        for name in names:
-            node = self.nodes[name]
-            path = faketime.offset_file(self.run.dir, name)
+
+        def preload(node: Node) -> None:
+            path = faketime.offset_file(self.run.dir, node.name)
             faketime.write_offset(path, 0.0)
-            node.stop()
             node.env = {**(node.env or os.environ), **faketime.faketime_env(lib, path)}
-            node.start()
-        if self.plan.topology == "replication":
-            self.wait_replication_running()
-        elif self.plan.topology == "galera":
-            for node in self.nodes.values():
-                wait_until(partial(replication.synced, node), 60, "synced with the cluster",
-                           node.component, node.error_log)
-        self.timings["faketime"] = time.monotonic() - t0
+
+        self._restart_each(names, "faketime", preload)
 
     def _datadirs_on_tmpfs(self, names: list[str]) -> None:
         """``disk full NODE`` needs the node's data directory on a tmpfs of its own
         (``runners.disk``): stop the node, move its files there, start it again."""
-        t0 = time.monotonic()
-        for name in names:
-            node = self.nodes[name]
-            node.stop()
-            self.tmpfs[name] = move_onto_tmpfs(node.datadir)
-            node.start()
-        if self.plan.topology == "replication":
-            self.wait_replication_running()
-        elif self.plan.topology == "galera":
-            for node in self.nodes.values():
-                wait_until(partial(replication.synced, node), 60, "synced with the cluster",
-                           node.component, node.error_log)
-        self.timings["tmpfs"] = time.monotonic() - t0
+
+        def move(node: Node) -> None:
+            self.tmpfs[node.name] = move_onto_tmpfs(node.datadir)
+
+        self._restart_each(names, "tmpfs", move)
+
+    def _datadirs_on_iofs(self, names: list[str]) -> None:
+        """``io delay NODE`` / ``io fail NODE`` need the node's data directory on lab-iofs
+        (``runners.iofs``): stop the node, mount lab-iofs over its files, start it again."""
+        binary = components.require(iofs.BINARY)
+        if not os.path.exists("/dev/fuse"):
+            raise ComponentError(iofs.BINARY, "/dev/fuse is missing: the kernel's FUSE module "
+                                 "is not loaded (modprobe fuse)")
+
+        def move(node: Node) -> None:
+            self.iofs[node.name] = iofs.move_onto_iofs(self.run, node.name, binary,
+                                                       node.datadir)
+
+        self._restart_each(names, "iofs", move)
 
     def _binlogs_on_tmpfs(self, names: list[str]) -> None:
         """``disk full NODE binlog`` needs the node's binary logs on a tmpfs of their own
         (``runners.disk.move_binlogs_onto_tmpfs``): stop the node, move them, start it again;
         its GTID position must be what it was, and replication must run again."""
-        t0 = time.monotonic()
+        bases: dict[str, str] = {}
+        before: dict[str, Any] = {}
         for name in names:
             node = self.nodes[name]
             base = next((v for k, v in self.planned[name].config.items()
                          if normal_key(k) == "log_bin"), None)
-            cnf = node.config_file
-            if base is None or cnf is None:
+            if base is None or node.config_file is None:
                 raise ComponentError(node.component, "disk full ... binlog: the server writes "
                                      "no binary logs (config { log_bin = mysql-bin })")
-            before = node.scalar("SELECT @@gtid_binlog_pos")
-            node.stop()
+            bases[name] = base
+            before[name] = node.scalar("SELECT @@gtid_binlog_pos")
+
+        def move(node: Node) -> None:
+            assert node.config_file is not None
             try:
-                self.tmpfs[f"{name} binlog"] = move_binlogs_onto_tmpfs(node.datadir, base, cnf)
+                self.tmpfs[f"{node.name} binlog"] = move_binlogs_onto_tmpfs(
+                    node.datadir, bases[node.name], node.config_file)
             except OSError as e:
                 raise ComponentError(node.component, f"moving its binary logs: {e}",
                                      node.error_log) from None
-            node.start()
+
+        self._restart_each(names, "binlog_tmpfs", move)
+        for name in names:
+            node = self.nodes[name]
             after = node.scalar("SELECT @@gtid_binlog_pos")
-            if after != before:
+            if after != before[name]:
                 raise ComponentError(node.component, "its binary logs moved onto a tmpfs, its "
-                                     f"GTID position changed from {before!r} to {after!r}",
-                                     node.error_log)
-        self._wait_topology_running()
-        self.timings["binlog_tmpfs"] = time.monotonic() - t0
+                                     f"GTID position changed from {before[name]!r} to "
+                                     f"{after!r}", node.error_log)
 
     def _wait_topology_running(self) -> None:
         """After nodes restarted at deploy: replicas replicate again, Galera nodes are synced."""
@@ -549,6 +579,8 @@ class NativeTopology:
             if node.paused:
                 node.resume()
         self.run.stop_all()  # SIGKILL every recorded process (supervisors first) and reap
+        for fs in self.iofs.values():  # lab-iofs mounts: unmounted, the files put back
+            iofs.unmount(fs)
         if self.toxi:
             self.toxi.stop()
         return time.monotonic() - t0

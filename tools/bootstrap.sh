@@ -7,7 +7,8 @@ PY=${PYTHON:-python3}
 DBDEPLOYER_VERSION=v1.73.0
 TOXIPROXY_VERSION=v2.12.0
 # chromium: headless, for the HTML report's browser test (no service)
-APT_PACKAGES="mariadb-server galera-4 sysbench haproxy percona-toolkit mariadb-backup libmariadb-dev pkg-config rsync iptables socat chromium faketime podman runc mmdebstrap"
+# fuse3 libfuse3-dev gcc: lab-iofs (io delay, io fail), compiled here
+APT_PACKAGES="mariadb-server galera-4 sysbench haproxy percona-toolkit mariadb-backup libmariadb-dev pkg-config rsync iptables socat chromium faketime podman runc mmdebstrap fuse3 libfuse3-dev gcc"
 
 INIT_D=${LAB_INIT_D:-/etc/init.d}
 SERVICES="mariadb mysql"  # the init scripts of Debian's MariaDB server package
@@ -32,6 +33,24 @@ stop_services_started_since() {
     "$INIT_D/$s" stop >/dev/null 2>&1 || say "could not stop it: run $INIT_D/$s stop"
   done
   return 0
+}
+
+# lab-iofs, the FUSE filesystem of `io delay` and `io fail`, compiled from its C source into
+# $1 (a directory); again only when the source changed since (a stamp of its digest).
+build_iofs() {
+  local dir=$1 src=${IOFS_SOURCE:-runners/iofs/lab_iofs.c} want
+  want=$(sha256sum "$src" | cut -c1-16)
+  if [ -x "$dir/lab-iofs" ] && [ "$(cat "$dir/.lab-iofs-source" 2>/dev/null)" = "$want" ]; then
+    say "lab-iofs present"
+    return 0
+  fi
+  say "compiling lab-iofs ($src)"
+  mkdir -p "$dir"
+  # shellcheck disable=SC2046 # pkg-config's flags are words
+  cc -O2 -Wall -Wextra $(pkg-config --cflags fuse3) -o "$dir/lab-iofs.tmp" "$src" \
+    $(pkg-config --libs fuse3)
+  mv "$dir/lab-iofs.tmp" "$dir/lab-iofs"
+  echo "$want" > "$dir/.lab-iofs-source"
 }
 
 main() {
@@ -97,7 +116,10 @@ main() {
     say "toxiproxy $TOXIPROXY_VERSION present"
   fi
 
-  # 3. Python virtualenv with the project installed editable -----------------------------------
+  # 3. lab-iofs (C, libfuse3), into .tools/bin -----------------------------------------------
+  build_iofs "$TOOLS"
+
+  # 4. Python virtualenv with the project installed editable -----------------------------------
   stamp=.venv/.bootstrap-stamp
   want=$(cat pyproject.toml | sha256sum | cut -c1-16)
   if [ ! -x .venv/bin/lab ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then

@@ -47,7 +47,7 @@ def our_processes() -> list[str]:
         if _session_dir in parts[2] and any(
             k in parts[2]
             for k in ("mariadbd", "mysqld", "haproxy", "toxiproxy", "sysbench", "proxysql",
-                      "mongod")
+                      "mongod", "lab-iofs")
         ):
             left.append(line.strip())
     return left

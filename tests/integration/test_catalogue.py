@@ -50,6 +50,8 @@ def _skip_reason(path: Path) -> str | None:
         return str(e)
     if any_disk_nodes(plan.actions()) and os.geteuid() != 0:
         return "disk full mounts a tmpfs: needs root"
+    if plan.iofs_nodes and (os.geteuid() != 0 or not os.path.exists("/dev/fuse")):
+        return "io delay/io fail mount lab-iofs (FUSE): needs root and /dev/fuse"
     if plan.engine.flavor != "mariadb" and not os.environ.get("LAB_SANDBOX_BINARY"):
         return f"engine {plan.engine.flavor} needs its tarball in LAB_SANDBOX_BINARY"
     return None
@@ -173,6 +175,19 @@ def _disk_full_binlog(summary: dict[str, Any], home: Path) -> None:
     assert runtime not in Path("/proc/self/mounts").read_text()
 
 
+def _io_stall(summary: dict[str, Any], home: Path) -> None:
+    """The heal that ends the fsync stall counts the fsyncs lab-iofs delayed (one per commit at
+    about 5 commits a second); after the run no lab-iofs mount or daemon is left."""
+    ops = _ops(summary, home)
+    heal = next(o for o in ops if o.f == "io_heal" and o.type == "ok")
+    assert heal.value["since_previous"]["fsyncs"]["delayed"] >= 10, heal.value
+    fail = next(o for o in ops if o.f == "io_fail" and o.type == "ok")
+    assert fail.value["faults"]["fail"] == ["writes"]
+    runtime = os.environ["LAB_RUNTIME"]
+    assert not [line for line in Path("/proc/self/mounts").read_text().splitlines()
+                if "lab-iofs" in line and runtime in line]
+
+
 def _failover_report(summary: dict[str, Any], home: Path) -> None:
     """The HTML report of this real failover run opens in headless Chromium with the network off
     and every chart is drawn (DOM and screenshot: tests/browser_check.py)."""
@@ -219,7 +234,8 @@ UNPRIVILEGED_LESSONS = {"01-quickstart.md"}
 MORE_CHECKS = {"quickstart.exp": _quickstart, "router-writer-outage.exp": _router_writer_outage,
                "cpu-memory.exp": _cpu_memory, "clock-skew.exp": _clock_skew,
                "semi-sync-failover.exp": _failover_report,
-               "disk-full-binlog.exp": _disk_full_binlog}
+               "disk-full-binlog.exp": _disk_full_binlog,
+               "io-stall.exp": _io_stall}
 
 
 def _run(argv: list[str], env: dict[str, str], where: str,

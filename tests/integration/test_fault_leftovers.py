@@ -10,7 +10,7 @@ returns what it found left. A new fault family that leaves something on the host
 mount and its daemon) adds its check there; after ``kill -9`` and before ``lab gc`` every
 check must find its leftover, so a check that can never fail is caught too.
 
-Two runs of about 15 s of server time each (one single-server sandbox).
+Two runs of about 20 s of server time each (a primary and a replica).
 """
 
 from __future__ import annotations
@@ -38,15 +38,17 @@ pytestmark = pytest.mark.integration
 
 EXPERIMENT = """experiment "leftovers-it" {
   duration 5m
-  topology single { node db1 }
+  topology replication { primary db1  replicas db2 }
   workload w: probe { target db1  every 10ms }
   at 1s cpu limit db1 to 50%
   at 2s memory limit db1 to 2G
   at 3s clock skew db1 by +30s
   at 4s disk full db1
+  at 4s io delay db2 1ms on reads
 }
 """
-FAULTS = ("cpu_limit", "memory_limit", "clock_skew", "disk_full")  # all in force when stopped
+# all in force when stopped (lab-iofs cannot share db1's data directory with the tmpfs)
+FAULTS = ("cpu_limit", "memory_limit", "clock_skew", "disk_full", "io_delay")
 
 
 @dataclass
@@ -98,6 +100,11 @@ def processes_in_run_dir_left(t: RunTrace) -> list[str]:
     return out
 
 
+def fuse_daemons_left(t: RunTrace) -> list[str]:
+    """lab-iofs daemons serving a directory of the run (the FUSE layer of ``io delay``)."""
+    return [p for p in processes_in_run_dir_left(t) if "lab-iofs" in p]
+
+
 def skewed_clocks_left(t: RunTrace) -> list[str]:
     """Any live process reading its clock through libfaketime from the run's offset file."""
     needle = f"FAKETIME_TIMESTAMP_FILE={t.run_dir}/".encode()
@@ -120,6 +127,7 @@ LEFTOVER_CHECKS: list[tuple[str, Check]] = [
     ("recorded processes", recorded_processes_left),
     ("processes in the run directory", processes_in_run_dir_left),
     ("skewed clocks", skewed_clocks_left),
+    ("FUSE daemons", fuse_daemons_left),
 ]
 
 
@@ -179,13 +187,16 @@ def _needs() -> None:
         pytest.skip("cgroups and disk full need root")
     if not (cgroups.available("cpu") and cgroups.available("memory")):
         pytest.skip("cgroup v1 cpu and memory controllers not mounted")
-    require("mariadbd", "dbdeployer", "faketime")
+    require("mariadbd", "dbdeployer", "faketime", "lab-iofs")
+    if not os.path.exists("/dev/fuse"):
+        pytest.skip("io delay mounts lab-iofs (FUSE): /dev/fuse is missing")
 
 
 def test_ctrl_c_leaves_nothing_behind(tmp_path: Path) -> None:
     _needs()
     proc, trace, _ = start_and_wait_for_the_faults(tmp_path)
-    assert leftovers(trace).keys() >= {"cgroups", "mounts", "skewed clocks"}  # all in force
+    in_force = {"cgroups", "mounts", "skewed clocks", "FUSE daemons"}
+    assert leftovers(trace).keys() >= in_force  # all in force
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=90)
     assert proc.returncode == 3, err[-3000:]

@@ -1,6 +1,7 @@
-"""CPU starvation, memory pressure, clock skew and `when` triggers on real servers (the
-cgroup ones need root). Each is a short run through ``lab run``: the fault's effect is read
-back from the history, and nothing is left behind (no cgroup named for the run, no process).
+"""CPU starvation, memory pressure, clock skew, stalled I/O (lab-iofs) and `when` triggers on
+real servers (the cgroup and lab-iofs ones need root). Each is a short run through ``lab
+run``: the fault's effect is read back from the history, and nothing is left behind (no cgroup
+named for the run, no mount, no process).
 Not run by the author (written without servers); each is well under 60 s of server time."""
 
 from __future__ import annotations
@@ -104,3 +105,44 @@ def test_when_fires_at_the_state_it_names(tmp_path: Path) -> None:
     assert kill.time >= fired[0].time
     assert any("rows(db1) >= 100000 did not happen within 5 s" in n for n in cell["notes"]), \
         cell["notes"]
+
+
+def lab_iofs_left() -> list[str]:
+    """lab-iofs mounts and daemons of this test session still there."""
+    session = os.environ["LAB_RUNTIME"]
+    mounts = [line for line in Path("/proc/self/mounts").read_text().splitlines()
+              if "lab-iofs" in line and session in line]
+    out = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True)
+    daemons = [line for line in out.stdout.splitlines()
+               if "lab-iofs" in line and session in line and " Z" not in line]
+    return mounts + daemons
+
+
+def test_an_fsync_delay_slows_a_commit_and_heal_and_teardown_leave_nothing(
+        tmp_path: Path) -> None:
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        pytest.skip("lab-iofs mounts a FUSE filesystem: needs root and /dev/fuse")
+    require("mariadbd", "dbdeployer", "lab-iofs")
+    insert = "INSERT INTO test.io_it (v) VALUES (1)"
+    create = "CREATE TABLE test.io_it (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB"
+    cell, ops = run_lab(tmp_path, f"""experiment "iofs-it" {{
+  duration 7s
+  topology single {{ node db1 }}
+  at 0s execute "{create}" on db1
+  at 1s io delay db1 300ms on fsyncs
+  at 2s execute "{insert}" on db1
+  at 3s io heal db1
+  at 4s execute "{insert}" on db1
+}}
+""")
+    started = [o for o in ops if o.is_fault() and o.f == "sql" and o.type == "invoke"]
+    done = [o for o in ops if o.is_fault() and o.f == "sql" and o.type == "ok"]
+    assert len(started) == len(done) == 3, [(o.type, o.f, o.error_msg) for o in ops]
+    _, delayed, healed = ((d.time - s.time) / 1e9 for s, d in zip(started, done, strict=True))
+    assert delayed >= 0.3, delayed  # the commit waited for at least one delayed fsync
+    assert healed < 0.1, healed  # normal I/O again after the heal
+    heal = next(o for o in ops if o.f == "io_heal" and o.type == "ok")
+    assert heal.value["since_previous"]["fsyncs"]["delayed"] >= 1, heal.value
+    assert heal.value["faults"] == {"delay_ms": {}, "fail": []}
+    assert not lab_iofs_left()  # teardown unmounted it and the daemon is gone
+    assert not our_processes()

@@ -20,6 +20,7 @@ from dsl.models import (
     CpuLimit,
     DiskFault,
     DropCaches,
+    IoFault,
     LinkKind,
     MemoryLimit,
     NetworkFault,
@@ -94,6 +95,8 @@ def _every_action() -> Iterator[Action]:
     for verb in ("limit", "heal"):
         yield CpuLimit(verb=verb, node=ANY_NODE, share=0.5)  # type: ignore[arg-type]
         yield MemoryLimit(verb=verb, node=ANY_NODE, limit=1 << 28)  # type: ignore[arg-type]
+    for verb in ("delay", "fail", "heal"):
+        yield IoFault(verb=verb, node=ANY_NODE, delay=0.05)  # type: ignore[arg-type]
     verbs = get_args(NetworkFault.model_fields["verb"].annotation)
     for verb, link, node in product(verbs, get_args(LinkKind), (None, ANY_NODE)):
         yield NetworkFault(verb=verb, link=link, node=node, latency=0.1, bandwidth=1e6)

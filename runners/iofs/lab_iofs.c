@@ -1,0 +1,488 @@
+/* lab-iofs: a passthrough FUSE filesystem that can stall or fail I/O, for replica-chaos-lab.
+ *
+ *   lab-iofs BACKING CONTROL MOUNTPOINT [fuse options: -f -o ...]
+ *
+ * Every operation on MOUNTPOINT is done on the same path under BACKING (a directory the lab
+ * moved the node's data directory to). Reads (read), writes (write, fallocate) and syncs
+ * (fsync, fdatasync, fsync of a directory) can be delayed and failed; metadata operations
+ * (open, create, rename, unlink, stat ...) never are.
+ *
+ * The faults are read from CONTROL, a small file of fixed layout (struct control below) that
+ * the daemon maps shared at start and reads at every operation: no system call per operation
+ * to learn them. The lab (runners/iofs.py) writes it with a sequence lock: `generation` is odd
+ * while it writes, even when it is done; the daemon retries a read that saw an odd or changed
+ * generation. The daemon counts in the same file, with atomic adds: operations per class,
+ * those delayed and those failed.
+ *
+ * Files open with O_DIRECT are opened on BACKING without it (the buffers libfuse hands us are
+ * not aligned) and with FUSE's direct_io, so the kernel's page cache never holds them: each
+ * read or write of the server reaches this daemon, as it would reach the device.
+ * Created files and directories get the caller's owner (the daemon runs as root).
+ */
+#define FUSE_USE_VERSION 314
+#define _GNU_SOURCE
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <limits.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CONTROL_MAGIC 0x464f494cu /* "LIOF" little-endian */
+#define CONTROL_VERSION 1u
+#define CLASSES 3 /* 0 reads, 1 writes, 2 syncs */
+
+enum { C_READ = 0, C_WRITE = 1, C_SYNC = 2 };
+
+/* The control file, 128 bytes; runners/iofs.py has the same layout (struct "<IIQ3IIi4x..."). */
+struct control {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t generation; /* odd while the lab writes the fields below */
+	uint32_t delay_us[CLASSES];
+	uint32_t fail_mask; /* bit c: class c fails */
+	int32_t fail_errno; /* 0: EIO */
+	uint32_t pad;
+	uint64_t ops[CLASSES]; /* counted by the daemon */
+	uint64_t delayed[CLASSES];
+	uint64_t failed[CLASSES];
+	uint64_t reserved[2];
+};
+
+_Static_assert(sizeof(struct control) == 128, "control layout");
+_Static_assert(offsetof(struct control, delay_us) == 16, "control layout");
+_Static_assert(offsetof(struct control, ops) == 40, "control layout");
+
+static struct control *ctl;
+static int backing_fd = -1;
+
+struct faults {
+	uint32_t delay_us;
+	int fail; /* an errno, 0: no failure */
+};
+
+static struct faults faults_of(int cls)
+{
+	struct faults f;
+	for (;;) {
+		uint64_t g1 = __atomic_load_n(&ctl->generation, __ATOMIC_ACQUIRE);
+		if (g1 & 1) {
+			sched_yield();
+			continue;
+		}
+		uint32_t delay = __atomic_load_n(&ctl->delay_us[cls], __ATOMIC_RELAXED);
+		uint32_t mask = __atomic_load_n(&ctl->fail_mask, __ATOMIC_RELAXED);
+		int32_t err = __atomic_load_n(&ctl->fail_errno, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&ctl->generation, __ATOMIC_RELAXED) != g1)
+			continue;
+		f.delay_us = delay;
+		f.fail = (mask >> cls) & 1 ? (err > 0 ? err : EIO) : 0;
+		return f;
+	}
+}
+
+/* The fault of one operation of class cls: sleeps the delay, then 0 or -errno. */
+static int fault(int cls)
+{
+	struct faults f = faults_of(cls);
+	__atomic_add_fetch(&ctl->ops[cls], 1, __ATOMIC_RELAXED);
+	if (f.delay_us) {
+		__atomic_add_fetch(&ctl->delayed[cls], 1, __ATOMIC_RELAXED);
+		struct timespec ts = { f.delay_us / 1000000, (long)(f.delay_us % 1000000) * 1000 };
+		while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+			;
+	}
+	if (f.fail) {
+		__atomic_add_fetch(&ctl->failed[cls], 1, __ATOMIC_RELAXED);
+		return -f.fail;
+	}
+	return 0;
+}
+
+/* A path of the mount as a path relative to the backing directory. */
+static const char *rel(const char *path)
+{
+	while (*path == '/')
+		path++;
+	return *path ? path : ".";
+}
+
+static void own(const char *path, int fd)
+{
+	struct fuse_context *c = fuse_get_context();
+	if (fd >= 0) {
+		if (fchown(fd, c->uid, c->gid) == -1) { /* best effort: the file exists */ }
+	} else if (fchownat(backing_fd, rel(path), c->uid, c->gid, AT_SYMLINK_NOFOLLOW) == -1) {
+	}
+}
+
+static void *iofs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	(void)conn;
+	cfg->use_ino = 1;
+	cfg->nullpath_ok = 1;
+	/* Only this daemon changes the backing directory: the kernel may keep what it read. */
+	cfg->kernel_cache = 1;
+	cfg->entry_timeout = 1.0;
+	cfg->attr_timeout = 1.0;
+	cfg->negative_timeout = 0;
+	return NULL;
+}
+
+static int iofs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	int r = fi ? fstat((int)fi->fh, st)
+		   : fstatat(backing_fd, rel(path), st, AT_SYMLINK_NOFOLLOW);
+	return r == -1 ? -errno : 0;
+}
+
+static int iofs_access(const char *path, int mask)
+{
+	return faccessat(backing_fd, rel(path), mask, 0) == -1 ? -errno : 0;
+}
+
+static int iofs_readlink(const char *path, char *buf, size_t size)
+{
+	ssize_t n = readlinkat(backing_fd, rel(path), buf, size - 1);
+	if (n == -1)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+static int iofs_opendir(const char *path, struct fuse_file_info *fi)
+{
+	int fd = openat(backing_fd, rel(path), O_RDONLY | O_DIRECTORY);
+	if (fd == -1)
+		return -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	return 0;
+}
+
+static int iofs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t offset,
+			struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	(void)path;
+	(void)offset;
+	(void)flags;
+	DIR *d = (DIR *)(uintptr_t)fi->fh;
+	rewinddir(d);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		struct stat st;
+		memset(&st, 0, sizeof st);
+		st.st_ino = e->d_ino;
+		st.st_mode = (mode_t)DTTOIF(e->d_type);
+		if (filler(buf, e->d_name, &st, 0, 0))
+			break;
+	}
+	return 0;
+}
+
+static int iofs_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	closedir((DIR *)(uintptr_t)fi->fh);
+	return 0;
+}
+
+static int iofs_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+	if (mknodat(backing_fd, rel(path), mode, rdev) == -1)
+		return -errno;
+	own(path, -1);
+	return 0;
+}
+
+static int iofs_mkdir(const char *path, mode_t mode)
+{
+	if (mkdirat(backing_fd, rel(path), mode) == -1)
+		return -errno;
+	own(path, -1);
+	return 0;
+}
+
+static int iofs_unlink(const char *path)
+{
+	return unlinkat(backing_fd, rel(path), 0) == -1 ? -errno : 0;
+}
+
+static int iofs_rmdir(const char *path)
+{
+	return unlinkat(backing_fd, rel(path), AT_REMOVEDIR) == -1 ? -errno : 0;
+}
+
+static int iofs_symlink(const char *from, const char *to)
+{
+	if (symlinkat(from, backing_fd, rel(to)) == -1)
+		return -errno;
+	own(to, -1);
+	return 0;
+}
+
+static int iofs_rename(const char *from, const char *to, unsigned int flags)
+{
+	int r = flags ? renameat2(backing_fd, rel(from), backing_fd, rel(to), flags)
+		      : renameat(backing_fd, rel(from), backing_fd, rel(to));
+	return r == -1 ? -errno : 0;
+}
+
+static int iofs_link(const char *from, const char *to)
+{
+	return linkat(backing_fd, rel(from), backing_fd, rel(to), 0) == -1 ? -errno : 0;
+}
+
+static int iofs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	int r = fi ? fchmod((int)fi->fh, mode) : fchmodat(backing_fd, rel(path), mode, 0);
+	return r == -1 ? -errno : 0;
+}
+
+static int iofs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+	int r = fi ? fchown((int)fi->fh, uid, gid)
+		   : fchownat(backing_fd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW);
+	return r == -1 ? -errno : 0;
+}
+
+static int iofs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	if (fi)
+		return ftruncate((int)fi->fh, size) == -1 ? -errno : 0;
+	int fd = openat(backing_fd, rel(path), O_WRONLY);
+	if (fd == -1)
+		return -errno;
+	int r = ftruncate(fd, size) == -1 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+static int iofs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+	int r = fi ? futimens((int)fi->fh, tv)
+		   : utimensat(backing_fd, rel(path), tv, AT_SYMLINK_NOFOLLOW);
+	return r == -1 ? -errno : 0;
+}
+
+/* O_DIRECT: opened without it on the backing side, direct_io on ours (see the top). */
+static void file_flags(struct fuse_file_info *fi)
+{
+	if (fi->flags & O_DIRECT) {
+		fi->direct_io = 1;
+	} else {
+		fi->keep_cache = 1;
+	}
+}
+
+static int iofs_open(const char *path, struct fuse_file_info *fi)
+{
+	int fd = openat(backing_fd, rel(path), (fi->flags & ~O_DIRECT) | O_CLOEXEC);
+	if (fd == -1)
+		return -errno;
+	fi->fh = (uint64_t)fd;
+	file_flags(fi);
+	return 0;
+}
+
+static int iofs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	int fd = openat(backing_fd, rel(path), (fi->flags & ~O_DIRECT) | O_CREAT | O_CLOEXEC,
+			mode);
+	if (fd == -1)
+		return -errno;
+	own(path, fd);
+	fi->fh = (uint64_t)fd;
+	file_flags(fi);
+	return 0;
+}
+
+static int iofs_read(const char *path, char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	(void)path;
+	int f = fault(C_READ);
+	if (f)
+		return f;
+	ssize_t n = pread((int)fi->fh, buf, size, off);
+	return n == -1 ? -errno : (int)n;
+}
+
+static int iofs_write(const char *path, const char *buf, size_t size, off_t off,
+		      struct fuse_file_info *fi)
+{
+	(void)path;
+	int f = fault(C_WRITE);
+	if (f)
+		return f;
+	ssize_t n = pwrite((int)fi->fh, buf, size, off);
+	return n == -1 ? -errno : (int)n;
+}
+
+static int iofs_statfs(const char *path, struct statvfs *st)
+{
+	(void)path;
+	return fstatvfs(backing_fd, st) == -1 ? -errno : 0;
+}
+
+static int iofs_flush(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	(void)fi;
+	return 0;
+}
+
+static int iofs_release(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	close((int)fi->fh);
+	return 0;
+}
+
+static int iofs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	(void)path;
+	int f = fault(C_SYNC);
+	if (f)
+		return f;
+	int r = datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh);
+	return r == -1 ? -errno : 0;
+}
+
+static int iofs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	(void)path;
+	(void)datasync;
+	int f = fault(C_SYNC);
+	if (f)
+		return f;
+	return fsync(dirfd((DIR *)(uintptr_t)fi->fh)) == -1 ? -errno : 0;
+}
+
+static int iofs_fallocate(const char *path, int mode, off_t off, off_t len,
+			  struct fuse_file_info *fi)
+{
+	(void)path;
+	int f = fault(C_WRITE);
+	if (f)
+		return f;
+	return fallocate((int)fi->fh, mode, off, len) == -1 ? -errno : 0;
+}
+
+static int iofs_flock(const char *path, struct fuse_file_info *fi, int op)
+{
+	(void)path;
+	return flock((int)fi->fh, op) == -1 ? -errno : 0;
+}
+
+static off_t iofs_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi)
+{
+	(void)path;
+	off_t r = lseek((int)fi->fh, off, whence);
+	return r == -1 ? -errno : r;
+}
+
+static const struct fuse_operations ops = {
+	.init = iofs_init,
+	.getattr = iofs_getattr,
+	.access = iofs_access,
+	.readlink = iofs_readlink,
+	.opendir = iofs_opendir,
+	.readdir = iofs_readdir,
+	.releasedir = iofs_releasedir,
+	.mknod = iofs_mknod,
+	.mkdir = iofs_mkdir,
+	.unlink = iofs_unlink,
+	.rmdir = iofs_rmdir,
+	.symlink = iofs_symlink,
+	.rename = iofs_rename,
+	.link = iofs_link,
+	.chmod = iofs_chmod,
+	.chown = iofs_chown,
+	.truncate = iofs_truncate,
+	.utimens = iofs_utimens,
+	.open = iofs_open,
+	.create = iofs_create,
+	.read = iofs_read,
+	.write = iofs_write,
+	.statfs = iofs_statfs,
+	.flush = iofs_flush,
+	.release = iofs_release,
+	.fsync = iofs_fsync,
+	.fsyncdir = iofs_fsyncdir,
+	.fallocate = iofs_fallocate,
+	.flock = iofs_flock,
+	.lseek = iofs_lseek,
+};
+
+static int usage(const char *argv0)
+{
+	fprintf(stderr,
+		"usage: %s BACKING CONTROL MOUNTPOINT [fuse options]\n"
+		"  BACKING: the directory whose files the mount shows\n"
+		"  CONTROL: the control file (128 bytes, written by the lab: runners/iofs.py)\n",
+		argv0);
+	return 2;
+}
+
+int main(int argc, char *argv[])
+{
+	if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+		printf("lab-iofs 1.0 (control file version %u, libfuse %d.%d)\n", CONTROL_VERSION,
+		       fuse_version() / 100, fuse_version() % 100);
+		return 0;
+	}
+	if (argc < 4)
+		return usage(argv[0]);
+	backing_fd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (backing_fd == -1) {
+		fprintf(stderr, "lab-iofs: backing directory %s: %s\n", argv[1], strerror(errno));
+		return 1;
+	}
+	int cfd = open(argv[2], O_RDWR | O_CLOEXEC);
+	if (cfd == -1) {
+		fprintf(stderr, "lab-iofs: control file %s: %s\n", argv[2], strerror(errno));
+		return 1;
+	}
+	void *m = mmap(NULL, sizeof(struct control), PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+	close(cfd);
+	if (m == MAP_FAILED) {
+		fprintf(stderr, "lab-iofs: mapping %s: %s\n", argv[2], strerror(errno));
+		return 1;
+	}
+	ctl = m;
+	if (ctl->magic != CONTROL_MAGIC || ctl->version != CONTROL_VERSION) {
+		fprintf(stderr, "lab-iofs: %s is not a control file of version %u\n", argv[2],
+			CONTROL_VERSION);
+		return 1;
+	}
+	/* fuse_main sees: argv0 MOUNTPOINT [options] */
+	char **fargv = calloc((size_t)argc, sizeof *fargv);
+	if (!fargv)
+		return 1;
+	int fargc = 0;
+	fargv[fargc++] = argv[0];
+	for (int i = 3; i < argc; i++)
+		fargv[fargc++] = argv[i];
+	umask(0);
+	return fuse_main(fargc, fargv, &ops, NULL);
+}
