@@ -158,21 +158,37 @@ def one_round(backend: str) -> dict[str, float]:
 
 
 def memory_of(topo: Any) -> tuple[float, float]:
-    """Median MB per node: (the engine's memory figure of the container, ``stats`` API —
-    what its cgroup is charged, page cache included on cgroup v1; the resident memory of its
-    processes on this machine, /proc, when the engine is local, else NaN)."""
+    """Median MB per node: (what its container's memory cgroup is charged, page cache
+    included — the cgroup's own file when the engine is local, else the engine's ``stats``
+    API; the resident memory of its processes, /proc, NaN when the engine is not local)."""
     charged: list[float] = []
     resident: list[float] = []
     for node in topo.nodes.values():
-        st = node.container.stats(stream=False)
-        mem = st.get("memory_stats", {}) if isinstance(st, dict) else {}
-        if mem.get("usage"):
-            charged.append(mem["usage"] / 1e6)
         pid = node.pid()
-        if pid is not None:
+        got = _cgroup_bytes(pid) if pid is not None and topo.engine.local else None
+        if got is None:
+            st = node.container.stats(stream=False)
+            got = (st.get("memory_stats") or {}).get("usage") if isinstance(st, dict) else None
+        if got:
+            charged.append(got / 1e6)
+        if pid is not None and topo.engine.local:
             resident.append(_tree_rss(pid) / 1e6)
     return (statistics.median(charged) if charged else float("nan"),
             statistics.median(resident) if resident else float("nan"))
+
+
+def _cgroup_bytes(pid: int) -> int | None:
+    """The memory charged to ``pid``'s cgroup: ``memory.usage_in_bytes`` (cgroup v1) or
+    ``memory.current`` (v2)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if "memory" in controllers.split(","):
+                return int(Path(f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes")
+                           .read_text())
+            if controllers == "":
+                return int(Path(f"/sys/fs/cgroup{path}/memory.current").read_text())
+    return None
 
 
 def _tree_rss(pid: int) -> int:
@@ -251,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         b.figure(f"{args.nodes} single nodes: of which the engine (podman service) up",
                  s["large engine"], "s")
         b.figure(f"{args.nodes} single nodes teardown", s["large teardown"], "s")
-        b.figure(f"memory per node, charged to its container (stats API; buffer pool "
+        b.figure(f"memory per node, charged to its container's cgroup (buffer pool "
                  f"{BUFFER_POOL})", s["large charged MB"], "MB")
         b.figure("memory per node, resident (its processes' RSS)", s["large resident MB"],
                  "MB")
