@@ -1,10 +1,18 @@
-"""Generate docs/validity.md: run every calibration experiment on real servers and write, for
-each expectation, the physical truth it states (value and tolerance), what was measured and the
-verdict. Nothing in the table is typed by hand.
+"""Generate docs/validity.md: run every calibration experiment on real servers, on each
+back-end, and write, for each expectation, the physical truth it states (value and tolerance),
+what was measured on each back-end and the verdict. Nothing in the table is typed by hand.
 
-    make validity            # = .venv/bin/python tools/validity.py
+    make validity                                   # = .venv/bin/python tools/validity.py
+    python tools/validity.py --backend containers --save DIR --out /tmp/v.md   # one back-end
+    python tools/validity.py --from DIR             # render saved summaries, run nothing
 
-``--from DIR`` renders from saved ``lab run --json`` summaries instead of running.
+Each back-end is a column. A calibration runs on the container back-end when ``lab check``
+accepts it there (``dsl/backends.py`` decides); the others are shown as "not on containers
+yet", with the reason, never skipped silently nor run natively in their place.
+
+``--save DIR`` keeps each run's ``lab run --json`` summary as ``DIR/<back-end>/<name>.json``;
+``--from DIR`` renders from those (a flat ``DIR/*.json`` is read as native), so the back-ends
+can be run at different times and the table rendered once.
 """
 
 from __future__ import annotations
@@ -17,16 +25,19 @@ import platform
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CALIBRATION = ROOT / "experiments" / "calibration"
 OUT = ROOT / "docs" / "validity.md"
+BACKENDS = ("native", "containers")
 # catalogue experiments whose expectations are also a truth of known size
 CATALOGUE_TRUTHS = ("relay-log-recovery.exp",
                     "primary-primary-collisions.exp", "primary-primary-offsets.exp",
                     "semi-sync-failover.exp")
+UNSUPPORTED = "unsupported"  # a summary's status: lab check refuses it on that back-end
 
 
 def experiments() -> list[Path]:
@@ -45,7 +56,18 @@ def _git_commit() -> str:
         return "unknown"
 
 
-def machine() -> dict[str, str]:
+def _engine() -> str:
+    """The container engine and node image, as `lab doctor` says them."""
+    try:
+        from runners.containers.status import survey
+
+        s = survey()
+        return f"{s.engine}, image {s.image.tag}"
+    except Exception as e:  # noqa: BLE001 - the table is still worth writing
+        return f"unknown ({str(e)[:80]})"
+
+
+def machine(backends: Sequence[str] = ("native",)) -> dict[str, str]:
     mem = ""
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -53,29 +75,113 @@ def machine() -> dict[str, str]:
                 mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
     except OSError:
         pass
-    return {"host": platform.node(), "cpus": str(os.cpu_count()), "memory": mem,
+    info = {"host": platform.node(), "cpus": str(os.cpu_count()), "memory": mem,
             "kernel": platform.release(), "commit": _git_commit(),
             "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")}
+    if "containers" in backends:
+        info["engine"] = _engine()
+    return info
 
 
-def run_one(path: Path, home: Path) -> dict[str, Any]:
+def label(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def refusals(path: Path, backend: str) -> list[str]:
+    """Why ``lab check`` refuses ``path`` on ``backend`` (empty: it runs there)."""
+    if backend == "native":
+        return []
+    from dsl.api import backend_errors
+
+    return [e.message for e in backend_errors(path, backend)]
+
+
+def run_one(path: Path, home: Path, backend: str = "native") -> dict[str, Any]:
+    why = refusals(path, backend)
+    if why:
+        return {"experiment": path.stem, "file": label(path), "backend": backend,
+                "status": UNSUPPORTED, "cells": [], "reasons": why}
     env = dict(os.environ, LAB_HOME=str(home))
-    out = subprocess.run([sys.executable, "-m", "lab.cli", "run", str(path), "--json"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    cmd = [sys.executable, "-m", "lab.cli", "run", str(path), "--json"]
+    if backend != "native":
+        cmd += ["--backend", backend]
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     if not out.stdout.strip():
-        return {"experiment": path.stem, "status": "error", "cells": [],
+        return {"experiment": path.stem, "file": label(path), "backend": backend,
+                "status": "error", "cells": [],
                 "message": out.stderr.strip().splitlines()[-1:] or ["no output"]}
     summary: dict[str, Any] = json.loads(out.stdout)
-    summary["file"] = str(path.relative_to(ROOT))
+    summary["file"] = label(path)
+    summary["backend"] = backend
     return summary
 
 
 def _cell(v: Any) -> str:
-    return str(v).replace("|", "\\|")
+    if isinstance(v, list):
+        v = "; ".join(str(x) for x in v)
+    return str(v).replace("|", "\\|").replace("\n", " ")
 
 
-def render(summaries: list[dict[str, Any]], info: dict[str, str], backend: str = "native"
-           ) -> str:
+def _rows(s: Mapping[str, Any]) -> list[tuple[tuple[str, str], str, bool | None]]:
+    """One summary as ((experiment label, expected), cell text, passed) rows; ``passed`` is
+    None for an observed report (no truth), False for an error."""
+    name = s.get("file") or s.get("experiment", "?")
+    if not s.get("cells"):
+        return [((name, "the run"), f"{_cell(s.get('message'))} **error**", False)]
+    out: list[tuple[tuple[str, str], str, bool | None]] = []
+    for c in s["cells"]:
+        lab_ = name if len(s["cells"]) == 1 else f"{name} [{c.get('label')}]"
+        if c.get("error"):
+            out.append(((lab_, "the run"), f"{_cell(c['error'])} **error**", False))
+        for e in c.get("expectations", []):
+            verdict = {True: "holds", False: "**FAILS**", None: "**unknown**"}[e["passed"]]
+            measured = _cell(e.get("explanation", "").split(";")[0])
+            out.append(((lab_, f"`{_cell(e['text'])}`"), f"{measured}: {verdict}",
+                        e["passed"] is True))
+        for r in c.get("reports", []):
+            out.append(((lab_, f"`{_cell(r['text'])}` (observed, no truth)"),
+                        _cell(r["display"]), None))
+    return out
+
+
+def _name(s: Mapping[str, Any]) -> str:
+    return str(s.get("file") or s.get("experiment", "?"))
+
+
+def render(results: Mapping[str, Sequence[Mapping[str, Any]]] | Sequence[Mapping[str, Any]],
+           info: Mapping[str, str]) -> str:
+    """The page: one column per back-end of ``results`` (back-end -> its summaries; a plain
+    list is the native back-end's). An experiment a back-end refused (status
+    ``unsupported``) is "not on <back-end> yet" in that column, on every row of it."""
+    by_backend: dict[str, list[Mapping[str, Any]]] = (
+        {"native": list(results)} if not isinstance(results, Mapping)
+        else {b: list(v) for b, v in results.items()})
+    backends = [b for b in BACKENDS if b in by_backend] + \
+        [b for b in by_backend if b not in BACKENDS]
+    # every experiment, in the order first seen; its rows, in the order first seen
+    order: list[str] = []
+    for b in backends:
+        for s in by_backend[b]:
+            if _name(s) not in order:
+                order.append(_name(s))
+    cells: dict[str, dict[tuple[str, str], str]] = {b: {} for b in backends}
+    refused: dict[str, dict[str, list[str]]] = {b: {} for b in backends}
+    rows_of: dict[str, list[tuple[str, str]]] = {n: [] for n in order}
+    failed = {b: 0 for b in backends}
+    held = {b: 0 for b in backends}
+    for b in backends:
+        for s in by_backend[b]:
+            if s.get("status") == UNSUPPORTED:
+                refused[b][_name(s)] = [str(r) for r in s.get("reasons", [])]
+                continue
+            for key, text, passed in _rows(s):
+                if key not in rows_of[_name(s)]:
+                    rows_of[_name(s)].append(key)
+                cells[b][key] = text
+                if passed is False:
+                    failed[b] += 1
+                elif passed is True:
+                    held[b] += 1
     lines = [
         "# Validity of the lab's measurements",
         "",
@@ -86,59 +192,107 @@ def render(summaries: list[dict[str, Any]], info: dict[str, str], backend: str =
         "and the figure the lab must report for it within a stated tolerance (the experiment's",
         "header comment says where each tolerance comes from).",
         "",
+        "Each back-end is a column: the same file, run unchanged (`lab run --backend ...`). An",
+        "experiment `lab check` refuses on a back-end is \"not on <back-end> yet\" there, with the",
+        "reason below the table; it is never run natively in its place.",
+        "",
         f"- date: {info['date']}",
         f"- machine: {info['host']}, {info['cpus']} CPUs, {info['memory']}, "
         f"Linux {info['kernel']}",
         f"- commit: {info['commit']}",
-        f"- back-end: {backend}",
-        "",
-        "| experiment | expected (truth and tolerance) | measured | verdict |",
-        "|---|---|---|---|",
+        f"- back-ends: {', '.join(backends)}",
     ]
-    failed = 0
-    for s in summaries:
-        name = s.get("file") or s.get("experiment", "?")
-        if not s.get("cells"):
-            failed += 1
-            lines.append(f"| {_cell(name)} | the run | {_cell(s.get('message'))} | **error** |")
-            continue
-        for c in s["cells"]:
-            label = name if len(s["cells"]) == 1 else f"{name} [{c.get('label')}]"
-            if c.get("error"):
-                failed += 1
-                lines.append(f"| {_cell(label)} | the run | {_cell(c['error'])} | **error** |")
-            for e in c.get("expectations", []):
-                verdict = {True: "holds", False: "**FAILS**", None: "**unknown**"}[e["passed"]]
-                if e["passed"] is not True:
-                    failed += 1
-                measured = e.get("explanation", "").split(";")[0]
-                lines.append(f"| {_cell(label)} | `{_cell(e['text'])}` | {_cell(measured)} | "
-                             f"{verdict} |")
-            for r in c.get("reports", []):
-                lines.append(f"| {_cell(label)} | `{_cell(r['text'])}` (observed, no truth) | "
-                             f"{_cell(r['display'])} | — |")
-    lines += ["", f"{'Every expectation holds.' if not failed else f'{failed} do not hold.'}",
-              ""]
+    if info.get("engine") and "containers" in backends:
+        lines.append(f"- container engine: {info['engine']}")
+    lines += [
+        "",
+        "| experiment | expected (truth and tolerance) | "
+        + " | ".join(backends) + " |",
+        "|---|---|" + "---|" * len(backends),
+    ]
+    for name in order:
+        keys = rows_of[name] or [(name, "the run")]
+        for key in keys:
+            shown = []
+            for b in backends:
+                if name in refused[b]:
+                    shown.append(f"not on {b} yet")
+                elif not any(_name(s) == name for s in by_backend[b]):
+                    shown.append("not run")
+                else:
+                    shown.append(cells[b].get(key, "—"))
+            lines.append(f"| {_cell(key[0])} | {key[1]} | " + " | ".join(shown) + " |")
+    lines.append("")
+    for b in backends:
+        ran = len({_name(s) for s in by_backend[b]}) - len(refused[b])
+        verdict = ("every expectation holds" if not failed[b]
+                   else f"{failed[b]} do not hold")
+        lines.append(f"- {b}: {ran} experiment(s) run, {held[b]} expectation(s) hold; "
+                     f"{verdict}." + (f" {len(refused[b])} not on {b} yet." if refused[b]
+                                      else ""))
+    if not any(failed.values()):
+        lines += ["", "Every expectation holds."]
+    else:
+        lines += ["", f"{sum(failed.values())} do not hold."]
+    for b in backends:
+        if refused[b]:
+            lines += ["", f"## Not on {b} yet", "",
+                      f"What `lab check --backend {b}` says of each (from `dsl/backends.py`):",
+                      ""]
+            for name, why in refused[b].items():
+                lines.append(f"- {name}: " + "; ".join(_cell(w) for w in why))
+    lines.append("")
     return "\n".join(lines)
 
 
+def load(src: Path) -> dict[str, list[dict[str, Any]]]:
+    """Saved summaries: ``src/<back-end>/*.json``, or a flat ``src/*.json`` (native)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    flat = sorted(src.glob("*.json"))
+    if flat:
+        out["native"] = [json.loads(p.read_text()) for p in flat]
+    for d in sorted(p for p in src.iterdir() if p.is_dir()):
+        got = [json.loads(p.read_text()) for p in sorted(d.glob("*.json"))]
+        if got:
+            out[d.name] = got
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--from", dest="src", help="render saved `lab run --json` summaries")
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--from", dest="src", help="render saved summaries (DIR/<back-end>/*.json)")
+    ap.add_argument("--save", help="keep each summary as DIR/<back-end>/<experiment>.json")
+    ap.add_argument("--backend", choices=(*BACKENDS, "all"), default="all",
+                    help="run one back-end only (default: every back-end)")
+    ap.add_argument("--only", help="comma-separated experiment names (e.g. outage,split-brain)")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
+    backends = list(BACKENDS) if args.backend == "all" else [args.backend]
     if args.src:
-        summaries = [json.loads(p.read_text()) for p in sorted(Path(args.src).glob("*.json"))]
+        results = load(Path(args.src))
     else:
-        summaries = []
+        paths = experiments()
+        if args.only:
+            wanted = {n.strip().removesuffix(".exp") for n in args.only.split(",")}
+            paths = [p for p in paths if p.stem in wanted]
+        results = {}
         with tempfile.TemporaryDirectory(prefix="lab-validity-") as home:
-            for path in experiments():
-                print(f"== {path.relative_to(ROOT)}", file=sys.stderr, flush=True)
-                summaries.append(run_one(path, Path(home)))
-    text = render(summaries, machine())
+            for backend in backends:
+                results[backend] = []
+                for path in paths:
+                    print(f"== {backend}: {label(path)}", file=sys.stderr, flush=True)
+                    s = run_one(path, Path(home), backend)
+                    if s.get("status") == UNSUPPORTED:
+                        print(f"   not on {backend} yet: {s['reasons'][0]}", file=sys.stderr)
+                    results[backend].append(s)
+                    if args.save:
+                        d = Path(args.save) / backend
+                        d.mkdir(parents=True, exist_ok=True)
+                        (d / f"{path.stem}.json").write_text(json.dumps(s, indent=1))
+    text = render(results, machine(list(results)))
     Path(args.out).write_text(text)
     print(f"wrote {args.out}", file=sys.stderr)
-    return 0 if "do not hold" not in text else 1
+    return 0 if "\nEvery expectation holds." in text else 1
 
 
 if __name__ == "__main__":

@@ -208,3 +208,25 @@ def test_kill_9_of_lab_then_lab_gc_leaves_nothing(tmp_path: Path) -> None:
     assert _podman_services() == []
     assert _host_state() == before
     assert json.dumps(gc.stdout).count("container") >= 1
+
+
+def test_divergence_calibration_holds_on_containers(tmp_path: Path) -> None:
+    """A calibration file itself, unchanged, on containers (`make validity` runs them all with
+    `--backend containers`): 7 rows deleted on the replica are exactly 7 missing rows and one
+    errant transaction, as natively (docs/validity.md). About 25 s of servers."""
+    _require_podman()
+    from dsl.api import backend_errors
+
+    exp = ROOT / "experiments" / "calibration" / "divergence.exp"
+    assert backend_errors(exp, "containers") == []
+    out = subprocess.run([*LAB, "run", str(exp), "--backend", "containers", "--json",
+                          "--db", str(tmp_path / "r.db")], capture_output=True, text=True,
+                         cwd=ROOT, timeout=240)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    summary = json.loads(out.stdout)
+    (cell,) = summary["cells"]
+    got = {e["text"]: e["passed"] for e in cell["expectations"]}
+    assert got["expect divergence(writes) == 7"] is True
+    assert got["expect errant_gtids(db2) == 1"] is True
+    assert len(got) >= 9 and all(v is True for v in got.values()), got
+    assert _podman_services() == []

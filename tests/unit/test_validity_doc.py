@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("validity", ROOT / "tools" / "validity.py")
 assert _spec and _spec.loader
@@ -26,8 +28,9 @@ def _summary(passed: bool | None) -> dict:  # type: ignore[type-arg]
 
 def test_rows_carry_expected_measured_and_verdict() -> None:
     text = validity.render([_summary(True)], INFO)
+    assert "| experiment | expected (truth and tolerance) | native |" in text
     assert "| experiments/calibration/outage.exp | `expect downtime(hang) < 2.08s` | " \
-        "downtime(hang).max = 2.03 s (3 outage windows) | holds |" in text
+        "downtime(hang).max = 2.03 s (3 outage windows): holds |" in text
     assert "commit: abc1234" in text and "2 CPUs" in text
     assert "Every expectation holds." in text
 
@@ -47,3 +50,85 @@ def test_every_listed_experiment_exists() -> None:
     paths = validity.experiments()
     assert all(p.exists() for p in paths)
     assert any("calibration" in str(p) for p in paths)
+
+
+def _refused(name: str = "experiments/calibration/outage.exp") -> dict:  # type: ignore[type-arg]
+    return {"file": name, "status": validity.UNSUPPORTED, "cells": [],
+            "reasons": ["`network link_down db1 on clients` does not run on containers yet"]}
+
+
+def test_a_column_per_backend_side_by_side() -> None:
+    text = validity.render({"native": [_summary(True)], "containers": [_summary(False)]}, INFO)
+    assert "| experiment | expected (truth and tolerance) | native | containers |" in text
+    assert "|---|---|---|---|" in text
+    assert "| experiments/calibration/outage.exp | `expect downtime(hang) < 2.08s` | " \
+        "downtime(hang).max = 2.03 s (3 outage windows): holds | " \
+        "downtime(hang).max = 2.03 s (3 outage windows): **FAILS** |" in text
+    assert "- native: 1 experiment(s) run, 1 expectation(s) hold; every expectation holds." \
+        in text
+    assert "- containers: 1 experiment(s) run, 0 expectation(s) hold; 1 do not hold." in text
+    assert "Every expectation holds." not in text.replace("every expectation holds", "")
+
+
+def test_refused_on_containers_is_said_on_every_row_never_silent() -> None:
+    native = _summary(True)
+    native["cells"][0]["expectations"].append(
+        {"text": "expect downtime(calm) == 0s", "passed": True,
+         "explanation": "downtime(calm).max = 0 s; holds"})
+    text = validity.render({"native": [native], "containers": [_refused()]}, INFO)
+    rows = [ln for ln in text.splitlines() if ln.startswith("| experiments/calibration/outage")]
+    assert len(rows) == 3  # two expectations and a report
+    assert all(ln.endswith("| not on containers yet |") for ln in rows)
+    assert "## Not on containers yet" in text
+    assert "- experiments/calibration/outage.exp: `network link_down db1 on clients` does " \
+        "not run on containers yet" in text
+    assert "- containers: 0 experiment(s) run, 0 expectation(s) hold; every expectation " \
+        "holds. 1 not on containers yet." in text
+    assert "Every expectation holds." in text  # refused is not failed
+
+
+def test_one_backend_alone_still_names_what_it_refused() -> None:
+    text = validity.render({"containers": [_refused(), _summary(True)]}, INFO)
+    assert "| experiment | expected (truth and tolerance) | containers |" in text
+    assert "| experiments/calibration/outage.exp | the run | not on containers yet |" not in text
+    ok = {"file": "experiments/calibration/split-brain.exp", "cells": [{
+        "label": "#1", "error": None, "expectations": [
+            {"text": "expect split_brain.count == 1", "passed": True,
+             "explanation": "split_brain.count = 1 (1 window; holds"}], "reports": []}]}
+    text = validity.render({"containers": [_refused(), ok]}, INFO)
+    assert "| experiments/calibration/outage.exp | the run | not on containers yet |" in text
+    assert "| experiments/calibration/split-brain.exp | `expect split_brain.count == 1` | " \
+        "split_brain.count = 1 (1 window: holds |" in text
+
+
+def test_an_experiment_a_backend_did_not_run_is_not_run_not_blank() -> None:
+    text = validity.render({"native": [_summary(True)], "containers": []}, INFO)
+    assert "(3 outage windows): holds | not run |" in text
+
+
+def test_refusals_come_from_lab_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dsl.backends
+    from dsl.models import Span
+
+    divergence = validity.CALIBRATION / "divergence.exp"
+    assert validity.refusals(divergence, "native") == []
+    assert validity.refusals(divergence, "containers") == []  # runs there: a column of figures
+    monkeypatch.setattr(dsl.backends, "problems",
+                        lambda exp: [(Span(line=1, column=1, end_line=1, end_column=2),
+                                      "no containers here", "hint")]
+                        if exp.backend == "containers" else [])
+    assert validity.refusals(divergence, "containers") == ["no containers here"]
+    ran = validity.run_one(divergence, Path("/nonexistent"), "containers")  # never runs it
+    assert ran["status"] == validity.UNSUPPORTED and ran["reasons"] == ["no containers here"]
+
+
+def test_saved_summaries_load_per_backend(tmp_path: Path) -> None:
+    import json
+
+    (tmp_path / "containers").mkdir()
+    (tmp_path / "outage.json").write_text(json.dumps(_summary(True)))
+    (tmp_path / "containers" / "outage.json").write_text(json.dumps(_refused()))
+    got = validity.load(tmp_path)
+    assert set(got) == {"native", "containers"}
+    text = validity.render(got, INFO)
+    assert "| native | containers |" in text and "not on containers yet" in text
