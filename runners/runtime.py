@@ -414,20 +414,22 @@ class RunInfo:
         return isinstance(pid, int) and alive(pid, start if isinstance(start, int) else None)
 
 
+def read_run(d: Path) -> RunInfo | None:
+    """The run whose directory is ``d`` (None when it has no ``run.json``: gone)."""
+    if not (d / "run.json").is_file():
+        return None
+    try:
+        meta = json.loads((d / "run.json").read_text())
+    except (OSError, ValueError):
+        meta = {}
+    recs: list[ProcessRecord] = []
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        recs = [ProcessRecord(**r) for r in json.loads((d / "processes.json").read_text())]
+    return RunInfo(d.name, d, meta, recs)
+
+
 def list_runs() -> list[RunInfo]:
-    out: list[RunInfo] = []
-    for d in sorted(runtime_root().iterdir()):
-        if not (d / "run.json").is_file():
-            continue
-        try:
-            meta = json.loads((d / "run.json").read_text())
-        except (OSError, ValueError):
-            meta = {}
-        recs: list[ProcessRecord] = []
-        with contextlib.suppress(OSError, ValueError, TypeError):
-            recs = [ProcessRecord(**r) for r in json.loads((d / "processes.json").read_text())]
-        out.append(RunInfo(d.name, d, meta, recs))
-    return out
+    return [info for d in sorted(runtime_root().iterdir()) if (info := read_run(d))]
 
 
 def gc(include_live: bool = False) -> list[str]:

@@ -30,6 +30,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -39,14 +40,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 from runners.errors import ComponentError
-from runners.runtime import Run, alive, list_runs, runtime_root
+from runners.runtime import Run, alive, list_runs, read_run, runtime_root
 
 log = logging.getLogger(__name__)
 
 LABEL_RUN = "lab.run"
 LABEL_HOST = "lab.host"
+LABEL_DIR = "lab.dir"  # the run's directory, URL-quoted (its lab may use another LAB_RUNTIME)
 SERVICE_NAME = "podman service"  # the name of its record among the run's processes
 SERVICE_READY_TIMEOUT = 30.0
 API_TIMEOUT = 120  # seconds for one API call (an image load takes the longest)
@@ -90,8 +93,29 @@ def host_label() -> str:
     return socket.gethostname()
 
 
-def run_labels(run_id: str) -> dict[str, str]:
-    return {LABEL_RUN: run_id, LABEL_HOST: host_label()}
+def run_labels(run_id: str, run_dir: Path | None = None) -> dict[str, str]:
+    labels = {LABEL_RUN: run_id, LABEL_HOST: host_label()}
+    if run_dir is not None:
+        labels[LABEL_DIR] = quote(str(run_dir), safe="/")
+    return labels
+
+
+def run_gone(run_id: str, quoted_dir: str | None, dead_run_ids: set[str] | None = None,
+             live: set[str] | None = None) -> bool:
+    """Whether a labelled run is over. With its directory label: that directory's run
+    (whatever ``LAB_RUNTIME`` its lab had) is gone or its owner is dead — a ``lab gc`` with
+    another runtime directory never takes a live run's containers. Without it (older labels):
+    not live here, and named dead or missing from this runtime directory."""
+    if not run_id:
+        return False
+    if dead_run_ids is not None and run_id in dead_run_ids:
+        return True
+    if quoted_dir:
+        info = read_run(Path(unquote(quoted_dir)))
+        return info is None or not info.owner_alive
+    if run_id in (live_run_ids() if live is None else live):
+        return False
+    return dead_run_ids is None or not (runtime_root() / run_id).exists()
 
 
 def write_containers_conf(directory: Path | None = None) -> Path:
@@ -257,14 +281,14 @@ def remove_labelled(client: Any, dead: Any) -> list[str]:
     removed: list[str] = []
     mine = f"{LABEL_HOST}={host_label()}"
     for c in client.containers.list(all=True, filters={"label": [LABEL_RUN, mine]}):
-        rid = (c.labels or {}).get(LABEL_RUN, "")
-        if dead(rid):
+        labels = c.labels or {}
+        if dead(labels.get(LABEL_RUN, ""), labels.get(LABEL_DIR)):
             with contextlib.suppress(Exception):
                 c.remove(force=True, v=True)
                 removed.append(f"container {c.name}")
     for n in client.networks.list(filters={"label": [LABEL_RUN, mine]}):
-        rid = (n.attrs.get("Labels") or {}).get(LABEL_RUN, "")
-        if dead(rid):
+        labels = n.attrs.get("Labels") or {}
+        if dead(labels.get(LABEL_RUN, ""), labels.get(LABEL_DIR)):
             with contextlib.suppress(Exception):
                 n.remove()
                 removed.append(f"network {n.name}")
@@ -298,29 +322,42 @@ def podman_remove_labelled(run_ids: set[str], conf: Path | None = None) -> list[
     return removed
 
 
-def podman_labelled_runs() -> set[str]:
-    """Run ids on this machine's podman containers and networks (label ``LABEL_RUN``)."""
+def podman_labelled_runs() -> dict[str, str | None]:
+    """Run ids on this machine's podman containers and networks (label ``LABEL_RUN``), with
+    their directory label (``LABEL_DIR``, quoted) when they have one."""
     podman = shutil.which("podman")
     if podman is None:
-        return set()
-    found: set[str] = set()
+        return {}
+    found: dict[str, str | None] = {}
     mine = f"label={LABEL_HOST}={host_label()}"
     env = podman_env(write_containers_conf())
     for cmd in (["ps", "-a"], ["network", "ls"]):
         out = subprocess.run([podman, *cmd, "--filter", mine, "--format", "{{.Labels}}"],
                              capture_output=True, text=True, timeout=60, env=env)
         for line in out.stdout.splitlines():
-            found.update(_labels_run(line))
+            labels = _podman_labels(line)
+            if labels.get(LABEL_RUN):
+                found[labels[LABEL_RUN]] = labels.get(LABEL_DIR)
     return found
 
 
-def _labels_run(text: str) -> list[str]:
-    """Run ids in podman's ``{{.Labels}}`` output (``map[lab.run:abc lab.host:h ...]``)."""
-    out: list[str] = []
-    for part in text.replace("map[", " ").replace("]", " ").split():
-        if part.startswith(f"{LABEL_RUN}:"):
-            out.append(part.split(":", 1)[1])
+def _podman_labels(text: str) -> dict[str, str]:
+    """podman's ``{{.Labels}}`` output as a dict: ``ps`` prints ``map[lab.run:abc lab.host:h]``,
+    ``network ls`` prints ``lab.run=abc,lab.host=h`` (the lab's own values have no spaces,
+    commas, colons or equals signs: the directory label is URL-quoted)."""
+    out: dict[str, str] = {}
+    for part in re.split(r"[\s,]+", text.replace("map[", " ").replace("]", " ")):
+        eq, colon = part.find("="), part.find(":")
+        cut = eq if eq >= 0 and (colon < 0 or eq < colon) else colon
+        if cut > 0:
+            out[part[:cut]] = part[cut + 1:]
     return out
+
+
+def _labels_run(text: str) -> list[str]:
+    """Run ids in podman's ``{{.Labels}}`` output."""
+    rid = _podman_labels(text).get(LABEL_RUN)
+    return [rid] if rid else []
 
 
 def sweep(dead_run_ids: set[str] | None = None) -> list[str]:
@@ -329,10 +366,8 @@ def sweep(dead_run_ids: set[str] | None = None) -> list[str]:
     no container run left alive, put the host's forwarding and iptables back."""
     live = live_run_ids()
 
-    def dead(rid: str) -> bool:
-        return bool(rid) and rid not in live and (dead_run_ids is None or
-                                                  rid in dead_run_ids or
-                                                  not (runtime_root() / rid).exists())
+    def dead(rid: str, quoted_dir: str | None = None) -> bool:
+        return run_gone(rid, quoted_dir, dead_run_ids, live)
 
     removed: list[str] = []
     url = configured_host()
@@ -340,10 +375,14 @@ def sweep(dead_run_ids: set[str] | None = None) -> list[str]:
         with contextlib.suppress(Exception):
             client = docker_client(url, timeout=30)
             removed += remove_labelled(client, dead)
-    else:
-        runs = {rid for rid in podman_labelled_runs() if dead(rid)}
+    labelled: dict[str, str | None] = {}
+    if url is None:
+        labelled = podman_labelled_runs()
+        runs = {rid for rid, d in labelled.items() if dead(rid, d)}
         removed += podman_remove_labelled(runs, write_containers_conf())
-    if not container_runs_alive():
+    # a live container run of a lab with another LAB_RUNTIME still needs the host's network
+    elsewhere = any(d and not run_gone(rid, d) for rid, d in labelled.items())
+    if not container_runs_alive() and not elsewhere:
         removed += HostNetState.restore()
     return removed
 

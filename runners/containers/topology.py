@@ -274,7 +274,7 @@ class ContainerTopology:
                            nodes=self.describe_nodes())
 
     def _labels(self) -> dict[str, str]:
-        return engines.run_labels(self.run.id)
+        return engines.run_labels(self.run.id, self.run.dir)
 
     def _make_network(self) -> None:
         engines.testcontainers_env()

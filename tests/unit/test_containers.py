@@ -198,3 +198,33 @@ def test_doctor_lines_say_engine_image_and_what_is_not_exercised() -> None:
                                    False, "does not answer: refused")
     lines = status.lines(missing)
     assert "does not answer" in lines[0] and "lab image build" in lines[1]
+
+
+def test_a_run_is_gone_by_its_own_directory_whatever_lab_runtime_the_gc_has(tmp_path, monkeypatch):
+    """lab gc with another LAB_RUNTIME must not take a live run's containers: the directory
+    label names the run's own directory; its owner (this process) is alive."""
+    import json as _json
+    import os as _os
+
+    from runners.runtime import proc_start_time
+
+    live_dir = tmp_path / "other-runtime" / "run1"
+    live_dir.mkdir(parents=True)
+    (live_dir / "run.json").write_text(_json.dumps(
+        {"owner_pid": _os.getpid(), "owner_start": proc_start_time(_os.getpid())}))
+    monkeypatch.setenv("LAB_RUNTIME", str(tmp_path / "mine"))
+    labels = engine.run_labels("run1", live_dir)
+    assert " " not in labels[engine.LABEL_DIR]
+    assert not engine.run_gone("run1", labels[engine.LABEL_DIR], live=set())
+    # the same run without its directory label looked dead here (the old rule)
+    assert engine.run_gone("run1", None, live=set())
+    # its directory removed, or its owner dead: gone
+    (live_dir / "run.json").write_text(_json.dumps({"owner_pid": 2**22 + 7, "owner_start": 1}))
+    assert engine.run_gone("run1", labels[engine.LABEL_DIR], live=set())
+    spaced = tmp_path / "a b" / "run2"
+    assert engine._podman_labels(
+        "map[lab.run:run2 lab.dir:" + engine.run_labels("run2", spaced)[engine.LABEL_DIR] + "]"
+    )[engine.LABEL_DIR] == engine.run_labels("run2", spaced)[engine.LABEL_DIR]
+    # podman network ls prints labels as k=v,k=v (ps as map[k:v k:v]): both are read
+    assert engine._podman_labels("lab.dir=%2Ftmp,lab.run=xx") == {"lab.dir": "%2Ftmp",
+                                                                   "lab.run": "xx"}
