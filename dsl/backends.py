@@ -18,7 +18,6 @@ from dsl.models import (
     MemoryLimit,
     NetworkFault,
     NodeAction,
-    Promote,
     Span,
 )
 
@@ -29,8 +28,6 @@ _NATIVE = "run it with `backend native` (the default) until then"
 
 # actions the container back-end cannot carry out yet, with why
 _NOT_YET: tuple[tuple[type, str], ...] = (
-    (Promote, "promote repoints replicas at 127.0.0.1 ports; on containers replicas reach "
-              "the primary by its name (not implemented yet)"),
     (DropCaches, "the page cache belongs to the engine's machine (not implemented yet)"),
     (DiskFault, "a full disk needs a tmpfs under the node's data directory (not implemented "
                 "yet on containers)"),

@@ -468,6 +468,11 @@ class ContainerTopology:
         self.nodes[name].restart(options)
         self._recut(name)
 
+    def source_address(self, name: str) -> tuple[str, int]:
+        """Where replicas reach ``name`` as their primary (promote, rejoin): by its name on
+        the run's network."""
+        return name, SERVER_PORT
+
     # --- cuts between nodes (runners.netcut.PeerCuts) --------------------------------------------
     def link_peers(self, node: str, link: str) -> list[str]:
         """``group``: the other Galera nodes; ``replication``: a replica's primary, or the

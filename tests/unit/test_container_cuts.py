@@ -152,3 +152,46 @@ def test_haproxy_in_its_container_routes_to_nodes_by_name_with_agents_beside_it(
     assert cmd.count("socat TCP-LISTEN") == 5 and cmd.endswith("exec haproxy -db -f "
                                                                "/etc/lab/haproxy.cfg")
     assert "'/etc/lab/agent.sh writer g1 1'" in cmd
+
+
+def test_promote_repoints_replicas_by_name_on_a_topology_with_its_own_network() -> None:
+    from dsl.models import Promote
+    from fault.replication import promote, rejoin
+    from runners.mysql import Credentials
+
+    sent: dict[str, list[str]] = {}
+
+    @dataclass
+    class N:
+        name: str
+        port: int
+        addr: str = ""
+        admin: Any = None
+
+    class Topo:
+        nodes = {n: N(n, 27700 + i) for i, n in enumerate(["db1", "db2", "db3"], 1)}
+        primary = "db1"
+        router = None
+        toxi = None
+        repl = Credentials("r", "p")
+
+        def source_address(self, name: str) -> tuple[str, int]:
+            return name, 3306
+
+    topo = Topo()
+    for n in topo.nodes.values():
+        n.addr = n.name
+    import fault.replication as fr
+
+    orig = fr.execute_all
+    fr.execute_all = lambda addr, creds, stmts: sent.setdefault(addr, []).extend(stmts)  # type: ignore[assignment]
+    try:
+        ctx = Context(topo, lambda op: op)  # type: ignore[arg-type]
+        promote(ctx, Promote(node=NodeRef(name="db2")))
+        rejoin(ctx, "db1")
+    finally:
+        fr.execute_all = orig
+    assert "RESET SLAVE ALL" in sent["db2"]
+    assert any("MASTER_HOST='db2', MASTER_PORT=3306" in s for s in sent["db3"])
+    assert any("MASTER_HOST='db2', MASTER_PORT=3306" in s and "current_pos" in s
+               for s in sent["db1"])
