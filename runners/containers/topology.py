@@ -375,11 +375,20 @@ class ContainerTopology:
             self.nodes[p.name] = self._make_node(p, group)
         for node in self.nodes.values():
             assert isinstance(node, ContainerNode)
-            try:
-                wait_until(partial(replication.synced, node), 90, "synced with the cluster",
-                           node.component, None, alive=node.is_running)
-            except ComponentError as e:
-                raise ComponentError(node.component, e.message, node.save_log()) from None
+            for attempt in (1, 2):
+                try:
+                    wait_until(partial(replication.synced, node), 90, "synced with the cluster",
+                               node.component, None, alive=node.is_running)
+                    break
+                except ComponentError as e:
+                    if attempt == 2 or node.is_running():
+                        raise ComponentError(node.component, e.message,
+                                             node.save_log()) from None
+                    # a joiner that gave up on its state transfer (seen once in a few dozen
+                    # deploys here): its container is started once more
+                    log.warning("%s exited while joining; starting it again", node.name)
+                    node.save_log()
+                    node.container.start()
 
     def _make_node(self, p: PlannedNode, group: list[str] | None = None,
                    bootstrap: bool = False) -> ContainerNode:
