@@ -195,3 +195,12 @@ def test_promote_repoints_replicas_by_name_on_a_topology_with_its_own_network() 
     assert any("MASTER_HOST='db2', MASTER_PORT=3306" in s for s in sent["db3"])
     assert any("MASTER_HOST='db2', MASTER_PORT=3306" in s and "current_pos" in s
                for s in sent["db1"])
+
+
+def test_a_group_partition_on_containers_needs_no_root_here() -> None:
+    from dsl.compile import root_needs
+
+    text = GALERA.replace("}\n}", "}\n  at 2s network partition g3 on group\n}")
+    assert root_needs(plan_text(text)) == []
+    native = plan_text(text.replace("backend containers", ""))
+    assert [a.action for a, _ in root_needs(native)] == ["network"]
