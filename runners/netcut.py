@@ -15,6 +15,7 @@ exactly the rules inserted (``iptables -D`` with the same specification).
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -49,6 +50,13 @@ def insert_order(rs: list[Rule]) -> list[Rule]:
     """``iptables -I`` puts each rule first: insert in reverse so the chain reads in order
     (the TCP reset before the catch-all drop)."""
     return list(reversed(rs))
+
+
+def script(op: str, rs: list[Rule], stop_on_error: bool = True) -> str:
+    """One shell command that inserts (``-I``) or deletes (``-D``) the rules in order: a cut
+    goes in at once, through one ``exec``."""
+    sep = " && " if stop_on_error else "; "
+    return sep.join(shlex.join(["iptables", "-w", op, *r]) for r in rs)
 
 
 @runtime_checkable

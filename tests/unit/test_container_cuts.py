@@ -204,3 +204,11 @@ def test_a_group_partition_on_containers_needs_no_root_here() -> None:
     assert root_needs(plan_text(text)) == []
     native = plan_text(text.replace("backend containers", ""))
     assert [a.action for a, _ in root_needs(native)] == ["network"]
+
+
+def test_a_cut_goes_in_through_one_command() -> None:
+    rs = netcut.rules(["10.0.0.2"], refuse=False)
+    text = netcut.script("-I", netcut.insert_order(rs))
+    assert text.count("iptables -w -I") == 2 and " && " in text
+    assert text.index("OUTPUT") < text.index("INPUT")  # reversed: -I puts each first
+    assert "; " in netcut.script("-D", rs, stop_on_error=False)
