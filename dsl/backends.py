@@ -18,21 +18,16 @@ from dsl.models import (
     MemoryLimit,
     NetworkFault,
     NodeAction,
-    Promote,
     Span,
 )
 
 Problem = tuple[Span, str, str]
 
-CONTAINER_TOPOLOGIES = ("replication", "single")
+CONTAINER_TOPOLOGIES = ("replication", "single", "galera")
 _NATIVE = "run it with `backend native` (the default) until then"
 
 # actions the container back-end cannot carry out yet, with why
 _NOT_YET: tuple[tuple[type, str], ...] = (
-    (NetworkFault, "network faults go through toxiproxy on this machine's ports; on containers "
-                   "they will be iptables inside the nodes (not implemented yet)"),
-    (Promote, "promote repoints replicas at 127.0.0.1 ports; on containers replicas reach "
-              "the primary by its name (not implemented yet)"),
     (DropCaches, "the page cache belongs to the engine's machine (not implemented yet)"),
     (DiskFault, "a full disk needs a tmpfs under the node's data directory (not implemented "
                 "yet on containers)"),
@@ -45,7 +40,17 @@ _NOT_YET: tuple[tuple[type, str], ...] = (
 )
 
 
-def _action_problem(a: Action) -> str | None:
+def _action_problem(a: Action, exp: Experiment) -> str | None:
+    if isinstance(a, NetworkFault):
+        if a.verb in ("latency", "bandwidth"):
+            return ("on containers network faults are cuts between nodes (iptables inside the "
+                    "node): partition, link_down and heal; latency and bandwidth need tc netem, "
+                    "not implemented")
+        if a.link == "clients" and exp.router is None and a.verb != "heal":
+            return ("on containers the clients link is the router's (clients on this machine "
+                    "reach a node through its published port, as the lab's own observers do, "
+                    "and are not cut): there is no router")
+        return None
     if isinstance(a, NodeAction) and a.verb == "cold_restart":
         return "cold restart evicts the node's files from this machine's page cache (not " \
                "implemented yet on containers)"
@@ -69,15 +74,15 @@ def problems(exp: Experiment) -> list[Problem]:
         out.append((exp.topology.engine.span or where,
                     f"the container image holds MariaDB only, not {exp.topology.engine.flavor}",
                     _NATIVE))
-    if exp.router is not None:
+    if exp.router is not None and exp.router.kind != "haproxy":
         out.append((exp.router.span, f"router {exp.router.kind} does not run on containers "
-                    "yet", _NATIVE))
+                    "yet (haproxy does)", _NATIVE))
     actions: list[Action] = [t.action for t in exp.timeline]
     actions += [t.action for t in exp.triggers]
     for step in exp.steps:
         actions += list(step.actions)
     for a in actions:
-        why = _action_problem(a)
+        why = _action_problem(a, exp)
         if why is not None:
             from dsl.actions import describe
 

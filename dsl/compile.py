@@ -45,6 +45,7 @@ from dsl.models import (
     Expectation,
     Experiment,
     IntOrParam,
+    NetworkFault,
     ParamRef,
     PrimaryPrimaryTopology,
     Promote,
@@ -645,6 +646,8 @@ def root_needs(plan: Plan) -> list[tuple[Action, str]]:
     ``needs_root``): ``lab check`` notes them, the runtime refuses them up front."""
     out: list[tuple[Action, str]] = []
     for a in plan.actions():
+        if plan.backend == "containers" and isinstance(a, NetworkFault):
+            continue  # cuts inside the node's container, not this machine's iptables
         reason = needs_root(a, plan.topology)
         if reason is not None:
             out.append((a, reason))

@@ -1,8 +1,13 @@
 """Network faults: latency, bandwidth, partition and link_down on a node's toxiproxy links
 (clients, replication), and a Galera group partition with iptables (root).
 
-Heal state: the damaged links (their toxics removed, re-enabled) and the iptables rules
-inserted (deleted).
+On a topology whose nodes have network namespaces of their own (``runners.netcut.PeerCuts``:
+``backend containers``), ``partition`` and ``link_down`` cut the node from the peers of the
+link instead, with iptables rules inside the node (``peer_network``); latency and bandwidth do
+not run there (``lab check`` refuses them).
+
+Heal state: the damaged links (their toxics removed, re-enabled), the iptables rules
+inserted (deleted), and the cuts made (mended).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass, field
 
 from dsl.models import NetworkFault
 from fault.context import ActionFailed, Context, Detail, Handler
+from runners.netcut import Cut, PeerCuts
 
 
 @dataclass
@@ -21,10 +27,14 @@ class NetworkState:
     damaged_links: set[str] = field(default_factory=set)
     iptables_rules: list[list[str]] = field(default_factory=list)
     left_rules: list[list[str]] = field(default_factory=list)  # ``for good``: not healed
+    cuts: list[Cut] = field(default_factory=list)  # cuts between nodes (``PeerCuts``)
+    left_cuts: list[Cut] = field(default_factory=list)  # ``for good``: not healed
 
 
 def network(ctx: Context, a: NetworkFault) -> Detail:
     topo = ctx.topo
+    if isinstance(topo, PeerCuts):
+        return peer_network(ctx, topo, a)
     st = ctx.state(NetworkState)
     node = a.node.name if a.node else None
     if a.link == "group" or (topo.plan.topology == "galera" and a.verb == "partition"
@@ -61,6 +71,42 @@ def network(ctx: Context, a: NetworkFault) -> Detail:
             topo.toxi.set_enabled(link, False)
         st.damaged_links.add(link)
     return {"links": links}
+
+
+def peer_network(ctx: Context, topo: PeerCuts, a: NetworkFault) -> Detail:
+    """``partition`` / ``link_down``: cut the node from its link's peers (``PeerCuts``);
+    ``heal``: mend the cuts of that node and link (every cut without a node), those left
+    ``for good`` too."""
+    st = ctx.state(NetworkState)
+    node = a.node.name if a.node else None
+    if a.verb == "heal":
+        healed = [c for c in st.cuts + st.left_cuts
+                  if (node is None or c.node == node) and (a.link == "all" or c.link == a.link)]
+        for c in healed:
+            topo.mend(c)
+        st.cuts = [c for c in st.cuts if c not in healed]
+        st.left_cuts = [c for c in st.left_cuts if c not in healed]
+        return {"mended": [f"{c.node}|{','.join(c.peers)}" for c in healed]}
+    if a.verb not in ("partition", "link_down"):
+        raise ActionFailed(f"network {a.verb} does not run on this back-end (only partition, "
+                           "link_down and heal)")
+    if node is None:
+        raise ActionFailed(f"network {a.verb} needs a node")
+    try:
+        peers = topo.link_peers(node, a.link)
+    except ValueError as e:
+        raise ActionFailed(str(e)) from None
+    cut = topo.cut(node, a.link, peers, refuse=a.verb == "link_down")
+    st.cuts.append(cut)
+    return {"cut": node, "link": a.link, "from": list(cut.peers), "rules": len(cut.rules)}
+
+
+def leave_cut(ctx: Context, detail: dict[str, object]) -> None:
+    """``for good`` on a cut: kept out of the heal at the end of the run."""
+    st = ctx.state(NetworkState)
+    for c in [c for c in st.cuts if c.node == detail.get("cut") and c.link == detail.get("link")]:
+        st.cuts.remove(c)
+        st.left_cuts.append(c)
 
 
 def iptables_rules(port: int) -> list[list[str]]:
@@ -106,6 +152,12 @@ def heal(ctx: Context) -> list[str]:
                 ctx.topo.toxi.heal(link)
                 done.append(f"heal {link}")
     st.damaged_links.clear()
+    if st.cuts and isinstance(ctx.topo, PeerCuts):
+        for c in st.cuts:
+            with contextlib.suppress(Exception):
+                ctx.topo.mend(c)
+                done.append(f"mend the cut of {c.node} from {', '.join(c.peers)}")
+        st.cuts = []
     if st.iptables_rules:
         galera_partition(ctx, None, heal=True, include_left=False)
         done.append("heal group partition")

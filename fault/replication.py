@@ -36,15 +36,22 @@ def control(ctx: Context, a: ReplicationControl) -> Detail:
     return {"threads": a.threads}
 
 
-def _replication_port(ctx: Context, replica: str, primary_port: int) -> int:
-    """Where ``replica`` reaches the primary: through its replication link when links exist
-    (the link is pointed at the primary), else directly."""
+def _source(ctx: Context, replica: str, primary: str) -> tuple[str, int]:
+    """Where ``replica`` reaches ``primary`` (host, port): by name on the topology's own
+    network when it has one (``source_address``: ``backend containers``), else on the
+    loopback, through the replica's replication link when links exist (the link is pointed at
+    the primary), else directly."""
     topo = ctx.topo
+    by_name = getattr(topo, "source_address", None)
+    if by_name is not None:
+        host, port = by_name(primary)
+        return str(host), int(port)
+    primary_port = ctx.node(primary).port
     link = f"{replica}.replication"
     if topo.toxi and link in topo.toxi.links:
         topo.toxi.set_upstream(link, primary_port)
-        return topo.toxi.links[link].listen
-    return primary_port
+        return repl.LOOPBACK, topo.toxi.links[link].listen
+    return repl.LOOPBACK, primary_port
 
 
 def promote(ctx: Context, a: Promote) -> Detail:
@@ -57,8 +64,8 @@ def promote(ctx: Context, a: Promote) -> Detail:
     others = [n for n in topo.nodes.values()
               if n.name not in (name, topo.primary) and n.name not in ctx.down]
     for other in others:
-        port = _replication_port(ctx, other.name, new.port)
-        execute_all(other.addr, other.admin, repl.repoint(port, topo.repl))
+        host, port = _source(ctx, other.name, name)
+        execute_all(other.addr, other.admin, repl.repoint(port, topo.repl, host=host))
     t_repointed = time.monotonic()
     switch = 0.0
     if topo.router is not None:
@@ -87,8 +94,9 @@ def rejoin(ctx: Context, name: str) -> str:
     topo = ctx.topo
     assert topo.primary is not None
     n, primary = ctx.node(name), ctx.node(topo.primary)
-    port = _replication_port(ctx, name, primary.port)
-    execute_all(n.addr, n.admin, repl.repoint(port, topo.repl, "current_pos", read_only=True))
+    host, port = _source(ctx, name, primary.name)
+    execute_all(n.addr, n.admin, repl.repoint(port, topo.repl, "current_pos", read_only=True,
+                                              host=host))
     ctx.state(ReplicationState).former_primaries.discard(name)
     return topo.primary
 

@@ -85,11 +85,22 @@ class HAProxy:
         self.proc: subprocess.Popen[bytes] | None = None
         self.agents: list[RoleAgent] = []
 
+    # --- where things are (``runners.containers.router`` places them in a container) ---------
+    def _stats_socket(self) -> str:
+        return str(self.sock)
+
+    def _bind(self, port: int) -> str:
+        return f"127.0.0.1:{port}"
+
+    def _server(self, b: Backend, agent: int, inter: int) -> str:
+        return (f"    server {b.name} 127.0.0.1:{b.port} check agent-check "
+                f"agent-port {agent} agent-inter {inter}ms")
+
     def config_text(self) -> str:
         inter = self.interval_ms
         lines = [
             "global",
-            f"    stats socket {self.sock} mode 600 level admin",
+            f"    stats socket {self._stats_socket()} mode 600 level admin",
             "    maxconn 4000",
             "defaults",
             "    mode tcp",
@@ -103,14 +114,13 @@ class HAProxy:
             ("writer", self.writer_port, "first", self.writers),
             ("reader", self.reader_port, "roundrobin", self.readers),
         ):
-            lines += ["", f"frontend {role}", f"    bind 127.0.0.1:{port}",
+            lines += ["", f"frontend {role}", f"    bind {self._bind(port)}",
                       f"    default_backend {role}", f"backend {role}", f"    balance {balance}",
                       "    option mysql-check user hacheck post-41"]
             for b in self.backends:
                 if b.name in members:
                     agent = b.writer_agent if role == "writer" else b.reader_agent
-                    lines.append(f"    server {b.name} 127.0.0.1:{b.port} check agent-check "
-                                 f"agent-port {agent} agent-inter {inter}ms")
+                    lines.append(self._server(b, agent, inter))
         return "\n".join(lines) + "\n"
 
     def start(self, writer_check: Callable[[str], bool], reader_check: Callable[[str], bool],

@@ -94,12 +94,12 @@ def change_master(
 
 
 def repoint(port: int, creds: Credentials, use_gtid: UseGtid = "slave_pos",
-            read_only: bool = False) -> list[str]:
-    """The statements that make a running server replicate from ``port``: promote's other
-    replicas (``slave_pos``), a former primary rejoining (``current_pos``, read-only), one
-    primary of two."""
+            read_only: bool = False, host: str = LOOPBACK) -> list[str]:
+    """The statements that make a running server replicate from ``host:port``: promote's
+    other replicas (``slave_pos``), a former primary rejoining (``current_pos``, read-only),
+    one primary of two."""
     out = ["SET GLOBAL read_only=ON"] if read_only else []
-    return [*out, "STOP SLAVE", change_master(port, creds=creds, use_gtid=use_gtid),
+    return [*out, "STOP SLAVE", change_master(port, host=host, creds=creds, use_gtid=use_gtid),
             "START SLAVE"]
 
 

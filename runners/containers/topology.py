@@ -16,8 +16,18 @@ same data (``start ... with`` options are written to ``/etc/lab/start-options`` 
 container first and apply to that start only), ``pause``/``resume`` the engine's freezer.
 
 Replication is wired as natively: GTID (``slave_pos``) or file and position, semi-sync from
-the plan's settings, ``delay``. Galera, two primaries, routers and network links are not
-implemented on containers yet: ``lab check`` refuses them (``dsl.backends``).
+the plan's settings, ``delay``. Galera: the nodes find each other by name
+(``gcomm://g1,g2,g3`` on the default ports, each in its own namespace), the lab's provider
+options (evs timeouts, gcache) without the loopback addresses of the native back-end; the first
+node bootstraps (``--wsrep-new-cluster`` in its start options for that one start), the others
+join by rsync state transfer.
+
+Network faults between nodes (``runners.netcut.PeerCuts``): ``partition`` / ``link_down``
+insert iptables rules in the node's own namespace (``exec`` through the API: it works on a
+remote engine) that drop or refuse its traffic with the peers of the link, by their addresses
+on the run's network. A cut lives in the node's namespace: it is inserted again when the node
+starts after a kill or stop. Two primaries and latency/bandwidth faults are not implemented on
+containers yet: ``lab check`` refuses them (``dsl.backends``).
 """
 
 from __future__ import annotations
@@ -31,9 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from dsl.compile import for_base_port
+from dsl.models import Promote
 from dsl.owned import NODE_DIR_PATHS, RUNTIME
 from dsl.plan import Cell, Plan, PlannedNode
-from runners import replication
+from runners import netcut, replication
 from runners.containers import engine as engines
 from runners.containers import image as images
 from runners.errors import ComponentError
@@ -59,17 +70,37 @@ CONTAINER_SETTINGS = {
     "pid_file": "/run/mysqld/mysqld.pid",
 }
 DROPPED = frozenset({"server_id", "log_error", "report_port", *RUNTIME}) | NODE_DIR_PATHS
+GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"  # galera-4 in the image
+# The native back-end's loopback addresses and ports: in a container the defaults apply
+# (4567 group, 4568 IST, 4444 state transfer on the node's own address).
+GALERA_DROPPED = frozenset({"wsrep_node_address", "wsrep_sst_receive_address"})
+PROVIDER_DROPPED = ("gmcast.listen_addr", "ist.recv_addr")
 
 
-def server_args(planned: PlannedNode) -> list[str]:
+def provider_options(value: str) -> str:
+    """The plan's ``wsrep_provider_options`` without the native back-end's addresses."""
+    kept = [o.strip() for o in value.split(";")
+            if o.strip() and o.split("=", 1)[0].strip() not in PROVIDER_DROPPED]
+    return "; ".join(kept)
+
+
+def server_args(planned: PlannedNode, group: list[str] | None = None) -> list[str]:
     """``mariadbd`` arguments of a node in its container: the plan's effective config, with
     where it listens and keeps its files set for the container; its error log goes to the
-    container's output (``ContainerNode.error_log`` keeps a copy in the run directory)."""
+    container's output (``ContainerNode.error_log`` keeps a copy in the run directory).
+    ``group``: the Galera nodes, by name (their addresses on the run's network)."""
     cfg = {k: v for k, v in planned.config.items() if k not in DROPPED}
     cfg.update(CONTAINER_SETTINGS)
     cfg["report_host"] = planned.name
     cfg["report_port"] = str(SERVER_PORT)
     cfg.setdefault("skip_name_resolve", "ON")  # no reverse lookups of the clients' addresses
+    if group is not None:
+        cfg = {k: v for k, v in cfg.items() if k not in GALERA_DROPPED}
+        cfg["wsrep_provider"] = GALERA_PROVIDER
+        cfg["wsrep_cluster_address"] = "gcomm://" + ",".join(group)
+        cfg["wsrep_node_name"] = planned.name
+        if "wsrep_provider_options" in cfg:
+            cfg["wsrep_provider_options"] = provider_options(cfg["wsrep_provider_options"])
     return [f"--{k}={v}" for k, v in cfg.items()]
 
 
@@ -103,6 +134,12 @@ class ContainerNode(Node):
         """The container's init process on the engine's machine (None when not running)."""
         doc = self.inspect()
         return engines.container_pid(doc) if doc.get("State", {}).get("Running") else None
+
+    def ip(self, network: str) -> str | None:
+        """The node's address on the run's network (None when it is not running)."""
+        nets = self.inspect().get("NetworkSettings", {}).get("Networks") or {}
+        addr = (nets.get(network) or {}).get("IPAddress")
+        return str(addr) if addr else None
 
     def is_running(self) -> bool:
         with contextlib.suppress(Exception):
@@ -219,6 +256,7 @@ class ContainerTopology:
     toxi: Toxiproxy | None = None
     primary: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    cuts: list[netcut.Cut] = field(default_factory=list)  # in force, node by node
 
     @classmethod
     def deploy(cls, plan: Plan, cell: Cell, run: Run) -> ContainerTopology:
@@ -239,7 +277,7 @@ class ContainerTopology:
     # --- building ------------------------------------------------------------------------------
     def _deploy(self) -> None:
         t0 = time.monotonic()
-        if self.plan.topology not in ("replication", "single"):
+        if self.plan.topology not in ("replication", "single", "galera"):
             raise ComponentError("containers", f"the {self.plan.topology} topology does not "
                                  "run on containers yet (backend native runs it)")
         self.run.set_state("starting", backend="containers")
@@ -257,8 +295,11 @@ class ContainerTopology:
         self._make_network()
         t = time.monotonic()
         ordered = sorted(self.cell.nodes, key=lambda n: (n.role != "primary", n.index))
-        for p in ordered:
-            self.nodes[p.name] = self._make_node(p)
+        if self.plan.topology == "galera":
+            self._galera(ordered)
+        else:
+            for p in ordered:
+                self.nodes[p.name] = self._make_node(p)
         for node in self.nodes.values():
             node.wait_ready()
             assert isinstance(node, ContainerNode)
@@ -269,9 +310,39 @@ class ContainerTopology:
             t = time.monotonic()
             self._wire_replication()
             self.timings["replication_ready"] = time.monotonic() - t
-        self.timings["nodes_ready"] = self.timings["ready"] = time.monotonic() - t0
+        self.timings["nodes_ready"] = time.monotonic() - t0
+        if self.plan.router is not None:
+            t = time.monotonic()
+            self._start_router()
+            self.timings["router_ready"] = time.monotonic() - t
+        self.timings["ready"] = time.monotonic() - t0
         self.run.set_state("up", backend="containers", endpoints=self.endpoints(),
                            nodes=self.describe_nodes())
+
+    def _start_router(self) -> None:
+        """HAProxy in its own container (``runners.containers.router``); ProxySQL does not
+        run on containers yet (``lab check`` refuses it)."""
+        from runners.containers.router import ContainerHAProxy
+
+        r = self.plan.router
+        assert r is not None and self.engine is not None
+        if r.kind != "haproxy":
+            raise ComponentError("containers", f"router {r.kind} does not run on containers yet")
+        # the user of HAProxy's mysql-check, on every node (no binary log: no errant GTID;
+        # Galera may replicate it: it exists already, IF NOT EXISTS)
+        for node in self.nodes.values():
+            execute_all(node.addr, self.admin, ["SET SESSION sql_log_bin=0",
+                                                "CREATE USER IF NOT EXISTS 'hacheck'@'%'"])
+        extra = list(self.nodes) if self.plan.topology == "replication" else sorted(
+            {a.node.name for a in self.plan.actions() if isinstance(a, Promote)})
+        writers = list(dict.fromkeys([*r.writers, *extra]))
+        router = ContainerHAProxy(
+            self.run, list(self.nodes), writers, list(r.readers), r.check_interval,
+            (self.run.ports.router_writer, self.run.ports.router_reader), eng=self.engine,
+            image=self.image, network=self.network, admin=self.admin,
+            galera=self.plan.topology == "galera")
+        self.router = router
+        router.start()
 
     def _labels(self) -> dict[str, str]:
         return engines.run_labels(self.run.id, self.run.dir)
@@ -286,7 +357,41 @@ class ContainerTopology:
         net.name = network_name(self.run.id)
         self.network = net.create()
 
-    def _make_node(self, p: PlannedNode) -> ContainerNode:
+    def _galera(self, ordered: list[PlannedNode]) -> None:
+        """The first node bootstraps a cluster (``--wsrep-new-cluster`` for that one start),
+        the others join it (rsync state transfer from the first), all synced."""
+        t0 = time.monotonic()
+        group = [p.name for p in ordered]
+        first = self._make_node(ordered[0], group, bootstrap=True)
+        self.nodes[first.name] = first
+        try:
+            wait_until(partial(replication.synced, first), 60, "bootstrapped (synced)",
+                       first.component, None, alive=first.is_running)
+        except ComponentError as e:
+            raise ComponentError(first.component, e.message, first.save_log()) from None
+        first._write_start_options({})  # a later start joins the cluster: no bootstrap
+        self.timings["galera_bootstrap"] = time.monotonic() - t0
+        for p in ordered[1:]:
+            self.nodes[p.name] = self._make_node(p, group)
+        for node in self.nodes.values():
+            assert isinstance(node, ContainerNode)
+            for attempt in (1, 2):
+                try:
+                    wait_until(partial(replication.synced, node), 90, "synced with the cluster",
+                               node.component, None, alive=node.is_running)
+                    break
+                except ComponentError as e:
+                    if attempt == 2 or node.is_running():
+                        raise ComponentError(node.component, e.message,
+                                             node.save_log()) from None
+                    # a joiner that gave up on its state transfer (seen once in a few dozen
+                    # deploys here): its container is started once more
+                    log.warning("%s exited while joining; starting it again", node.name)
+                    node.save_log()
+                    node.container.start()
+
+    def _make_node(self, p: PlannedNode, group: list[str] | None = None,
+                   bootstrap: bool = False) -> ContainerNode:
         engines.testcontainers_env()
         from testcontainers.core.container import DockerContainer
 
@@ -303,7 +408,9 @@ class ContainerTopology:
             # SIGTERM; NET_ADMIN: iptables inside the node (partitions between named nodes)
             init=True, hostname=p.name, labels=self._labels(), cap_add=["NET_ADMIN"],
         )
-        tc.with_command([str(p.server_id), *server_args(p)])
+        tc.with_command([str(p.server_id), *server_args(p, group)])
+        if bootstrap:  # the options of the first start only (the entrypoint reads them)
+            tc.with_copy_into_container(b"--wsrep-new-cluster\n", START_OPTIONS)
         # published on the loopback only (testcontainers' with_bind_ports takes no address)
         tc.ports[f"{SERVER_PORT}/tcp"] = ("127.0.0.1", p.port)  # type: ignore[assignment]
         tc.start()
@@ -364,14 +471,97 @@ class ContainerTopology:
 
     def start(self, name: str, options: dict[str, str] | None = None) -> None:
         self.nodes[name].start(options)
+        self._recut(name)
 
     def restart(self, name: str, options: dict[str, str] | None = None) -> None:
         self.nodes[name].restart(options)
+        self._recut(name)
+
+    def source_address(self, name: str) -> tuple[str, int]:
+        """Where replicas reach ``name`` as their primary (promote, rejoin): by its name on
+        the run's network."""
+        return name, SERVER_PORT
+
+    # --- cuts between nodes (runners.netcut.PeerCuts) --------------------------------------------
+    def link_peers(self, node: str, link: str) -> list[str]:
+        """``group``: the other Galera nodes; ``replication``: a replica's primary, or the
+        primary's replicas; ``clients``: the router (clients on this machine reach a node
+        through its published port, the path the lab's own observers take: not cut);
+        ``all``: every other container of the run."""
+        others = [n for n in self.nodes if n != node]
+        router = ["router"] if self.router is not None else []
+        if link == "all":
+            return others + router
+        if link == "group":
+            if self.plan.topology != "galera":
+                raise ValueError(f"{node} has no group link: only galera nodes have one")
+            return others
+        if link == "replication":
+            if self.plan.topology != "replication" or self.primary is None:
+                raise ValueError(f"{node} has no replication link on a {self.plan.topology} "
+                                 "topology")
+            return self.replicas() if node == self.primary else [self.primary]
+        if link == "clients":
+            if not router:
+                raise ValueError("on containers the clients link is the router's: clients on "
+                                 "this machine reach a node through its published port, as the "
+                                 "lab's own observers do, and are not cut")
+            return router
+        raise ValueError(f"unknown link {link!r}")
+
+    def _container_of(self, name: str) -> ContainerNode:
+        node = self.nodes[name]
+        assert isinstance(node, ContainerNode)
+        return node
+
+    def _ip(self, name: str) -> str:
+        if name == "router":
+            from runners.containers.router import ContainerHAProxy
+
+            assert isinstance(self.router, ContainerHAProxy)
+            ip = self.router.ip(network_name(self.run.id))
+        else:
+            ip = self._container_of(name).ip(network_name(self.run.id))
+        if ip is None:
+            raise ValueError(f"{name} is not running: it has no address to cut")
+        return ip
+
+    def cut(self, node: str, link: str, peers: list[str], refuse: bool) -> netcut.Cut:
+        rules = netcut.rules([self._ip(p) for p in peers], refuse)
+        cut = netcut.Cut(node, link, tuple(peers), refuse, tuple(rules))
+        self._insert(node, list(rules))
+        self.cuts.append(cut)
+        return cut
+
+    def mend(self, cut: netcut.Cut) -> None:
+        if cut in self.cuts:
+            self.cuts.remove(cut)
+        target = self._container_of(cut.node)
+        if not target.is_running():
+            return  # its namespace, and the rules, went with it
+        target.exec(["sh", "-c", netcut.script("-D", list(cut.rules), stop_on_error=False)])
+
+    def _insert(self, node: str, rules: list[netcut.Rule]) -> None:
+        """All the rules in one ``exec`` (a few ms apart: no half-cut node for the peers to
+        see one by one); on a failure the ones inserted are deleted."""
+        target = self._container_of(node)
+        code, out = target.exec(["sh", "-c", netcut.script("-I", netcut.insert_order(rules))])
+        if code != 0:
+            target.exec(["sh", "-c", netcut.script("-D", rules, stop_on_error=False)])
+            raise ComponentError(target.component, f"iptables in the container: {out.strip()}")
+
+    def _recut(self, name: str) -> None:
+        """A node that starts again has a new namespace: its cuts go in again."""
+        for cut in self.cuts:
+            if cut.node == name:
+                self._insert(name, list(cut.rules))
 
     # --- endpoints -------------------------------------------------------------------------------
     def address(self, endpoint: str) -> Address:
-        if endpoint in ("router.writer", "router.reader"):
-            raise ComponentError("containers", "no router on containers yet")
+        if endpoint == "router.writer":
+            return Address("127.0.0.1", self.run.ports.router_writer)
+        if endpoint == "router.reader":
+            return Address("127.0.0.1", self.run.ports.router_reader)
         return self.nodes[endpoint].addr
 
     def node_by_port(self, port: int) -> str | None:
@@ -381,7 +571,11 @@ class ContainerTopology:
         return None
 
     def endpoints(self) -> dict[str, str]:
-        return {name: str(self.address(name)) for name in self.nodes}
+        out = {name: str(self.address(name)) for name in self.nodes}
+        if self.router is not None:
+            out["router.writer"] = str(self.address("router.writer"))
+            out["router.reader"] = str(self.address("router.reader"))
+        return out
 
     def describe_nodes(self) -> list[dict[str, Any]]:
         out = []
@@ -403,6 +597,9 @@ class ContainerTopology:
         for node in self.nodes.values():
             assert isinstance(node, ContainerNode)
             node.save_log()
+        if self.router is not None:
+            with contextlib.suppress(Exception):
+                self.router.stop()
         eng = self.engine
         if eng is not None:
             with contextlib.suppress(Exception):

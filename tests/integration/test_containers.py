@@ -123,6 +123,19 @@ def test_replication_on_containers_kill_start_pause_and_nothing_left() -> None:
         assert time.monotonic() - t0 >= 1.5  # it hung until its read timeout
         topo.resume("db1")
         assert rows_on(db1) == 2
+        # a partition between db2 and db1 (iptables in db2's namespace): replication stops
+        # carrying rows, the lab still reaches both; heal: the row arrives
+        cut = topo.cut("db2", "replication", topo.link_peers("db2", "replication"), False)
+        assert cut.peers == ("db1",) and len(cut.rules) == 2
+        execute_all(db1.addr, topo.admin, ["INSERT INTO t.a VALUES (3)"])
+        time.sleep(1.0)
+        assert rows_on(db2) == 2, "a row crossed the partition"
+        topo.mend(cut)
+        deadline = time.monotonic() + 60  # the replica reconnects (slave_net_timeout, retry)
+        while rows_on(db2) != 3:
+            assert time.monotonic() < deadline, "replication did not resume after the heal"
+            time.sleep(0.1)
+        assert "lab-cut" not in db2.exec(["iptables", "-S"])[1]
         service = topo.engine.service if topo.engine else None
         assert service is not None
     finally:
@@ -132,6 +145,69 @@ def test_replication_on_containers_kill_start_pause_and_nothing_left() -> None:
     assert _left_by(run.id) == []
     assert _podman_services() == []
     assert _host_state() == before
+
+
+GALERA = """
+experiment "ctr-galera" {
+  backend containers
+  topology galera { nodes g1, g2, g3 }
+  router haproxy { writers g1, g2  check every 500ms }
+}
+"""
+
+
+def test_galera_on_containers_partition_heal_and_haproxy_in_front() -> None:
+    """Three Galera nodes in containers, HAProxy in a fourth: a write through router.writer
+    lands on g1; g3 cut from its group is non-Primary while g1 and g2 stay Primary; healed,
+    the three are synced again."""
+    _require_podman()
+    from dsl.api import plan_text
+    from runners.containers.topology import ContainerTopology
+    from runners.mysql import query, scalar
+    from runners.runtime import Run
+
+    plan = plan_text(GALERA)
+    run = Run(experiment="ctr-galera")
+    topo = None
+
+    def status(name: str) -> dict[str, str]:
+        try:
+            rows = query(topo.nodes[name].addr, topo.admin, "SHOW GLOBAL STATUS WHERE "
+                         "Variable_name IN ('wsrep_cluster_status', 'wsrep_cluster_size', "
+                         "'wsrep_local_state_comment')", timeout=2)
+        except Exception:  # noqa: BLE001 - a node busy rejoining
+            return {}
+        return {r["Variable_name"]: str(r["Value"]) for r in rows}
+
+    def wait_for(cond, what: str, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        while not cond():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.2)
+
+    try:
+        topo = ContainerTopology.deploy(plan, plan.cells[0], run)
+        assert [status(n).get("wsrep_local_state_comment") for n in topo.nodes] == \
+            ["Synced"] * 3
+        writer = topo.address("router.writer")
+        assert writer.port == run.ports.router_writer
+        assert scalar(writer, topo.app, "SELECT @@wsrep_node_name") == "g1"
+        assert topo.router is not None and topo.router.up_servers("writer") == ["g1", "g2"]
+        cut = topo.cut("g3", "group", topo.link_peers("g3", "group"), False)
+        assert set(cut.peers) == {"g1", "g2"}
+        wait_for(lambda: status("g3").get("wsrep_cluster_status") == "non-Primary",
+                 "g3 stayed Primary with its group cut")
+        assert status("g1").get("wsrep_cluster_status") == "Primary"
+        assert status("g2").get("wsrep_cluster_size") == "2"
+        topo.mend(cut)
+        wait_for(lambda: all(status(n).get("wsrep_cluster_size") == "3" and
+                             status(n).get("wsrep_local_state_comment") == "Synced"
+                             for n in topo.nodes), "the three were not synced after the heal")
+    finally:
+        if topo is not None:
+            topo.teardown()
+        run.close()
+    assert _left_by(run.id) == []
 
 
 EXP = """

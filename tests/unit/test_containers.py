@@ -49,7 +49,9 @@ experiment "g" {
   router haproxy { writer g1 }
   workload w: probe { target router.writer }
   at 2s network partition g1 on group
+  at 3s network heal
   at 4s drop caches
+  at 5s network latency g2 50ms
 }
 """
 
@@ -57,27 +59,41 @@ experiment "g" {
 def test_lab_check_refuses_what_containers_cannot_run_yet_with_the_reason() -> None:
     errors = check_text(GALERA, "g.exp")
     messages = [e.message for e in errors]
-    assert any("galera topology does not run on containers yet" in m for m in messages)
-    assert any("router haproxy does not run on containers yet" in m for m in messages)
-    assert any(m.startswith("`network partition g1 on group` does not run on containers")
-               for m in messages)
-    promote = check_text(REPL.replace("at 2s kill db2", "at 2s promote db2") %
-                         "backend containers")
-    assert [e.message.split(":")[0] for e in promote] == [
-        "`promote db2` does not run on containers yet"]
+    # galera, haproxy, a partition and its heal run on containers now
+    assert len(messages) == 2, messages
+    assert not any(m.startswith(("the galera", "router", "`network partition", "`network heal"))
+                   for m in messages)
+    assert any(m.startswith("`network latency g2 50ms") and "tc netem" in m for m in messages)
+    # promote is SQL, the replicas repointed by name on the run's network
+    assert check_text(REPL.replace("at 2s kill db2", "at 2s promote db2") %
+                      "backend containers") == []
     assert any(m.startswith("`drop caches (whole OS)` does not run on containers")
                for m in messages)
     assert all(e.hint and "backend native" in e.hint for e in errors)
+    proxysql = check_text(GALERA.replace("router haproxy", "router proxysql"), "g.exp")
+    assert any("router proxysql does not run on containers" in e.message for e in proxysql)
+    pp = check_text(GALERA.replace("topology galera { nodes g1, g2, g3 }",
+                                   "topology primary_primary { nodes g1, g2 }"), "g.exp")
+    assert any("primary_primary topology does not run on containers" in e.message for e in pp)
     # the same file natively: no back-end error
     assert not [e for e in check_text(GALERA.replace("backend containers", ""), "g.exp")
                 if "containers" in e.message]
+
+
+def test_the_clients_link_on_containers_is_the_routers() -> None:
+    text = REPL.replace("at 2s kill db2", "at 2s network partition db2 on clients")
+    errors = check_text(text % "backend containers")
+    assert [e.message.split(":")[0] for e in errors] == [
+        "`network partition db2 on clients` does not run on containers yet"]
+    assert "no router" in errors[0].message
+    assert check_text(text.replace("on clients", "on replication") % "backend containers") == []
 
 
 def test_lab_run_backend_containers_checks_the_file_again(tmp_path: Path) -> None:
     path = tmp_path / "g.exp"
     path.write_text(GALERA.replace("backend containers", ""))
     assert backend_errors(path, "native") == []
-    assert any("galera" in e.message for e in backend_errors(path, "containers"))
+    assert any("latency" in e.message for e in backend_errors(path, "containers"))
     # refused before anything starts: a language error, exit 2
     assert main(["run", str(path), "--backend", "containers",
                  "--db", str(tmp_path / "r.db")]) == 2
