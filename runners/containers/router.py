@@ -99,7 +99,7 @@ class ContainerHAProxy(HAProxy):
             env={"LAB_ADMIN_USER": self.admin_creds.user,
                  "LAB_ADMIN_PASSWORD": self.admin_creds.password},
             name=f"lab-{self.run.id}-{NAME}", network=self.network, network_aliases=[NAME],
-            init=True, hostname=NAME, labels=engines.run_labels(self.run.id),
+            init=True, hostname=NAME, labels=engines.run_labels(self.run.id, self.run.dir),
             cap_add=["NET_ADMIN"], entrypoint=["/bin/sh", "-c"],
         )
         tc.with_command([agent_command(self.backends, self.writers, self.readers,
