@@ -37,7 +37,7 @@ from fault.cache import cached_bytes_total, evict_files, resident_bytes
 from fault.clock import ClockState
 from fault.context import ActionFailed, Context, Record
 from fault.disk import DiskState
-from fault.network import NetworkState, galera_partition, iptables_rules
+from fault.network import NetworkState, galera_partition
 from fault.process import ProcessState
 from fault.replication import ReplicationState
 from fault.resources import ResourceState
@@ -206,12 +206,9 @@ def leave_in_place(ctx: Context, action: Action, detail: dict[str, Any]) -> None
     elif isinstance(action, NetworkFault):
         net = ctx.state(NetworkState)
         net.damaged_links -= set(detail.get("links") or [])
-        port = detail.get("port")
-        if port is not None:  # a group partition: iptables rules, deleted at the cell's end
-            for rule in iptables_rules(int(port)):
-                if rule in net.iptables_rules:
-                    net.iptables_rules.remove(rule)
-                    net.left_rules.append(rule)
+        if detail.get("port") is not None:  # a group partition: its iptables rules are
+            name = action.node.name if action.node else ""  # deleted at the cell's end
+            net.left.setdefault(name, []).extend(net.partitions.pop(name, []))
     elif isinstance(action, ReplicationControl):
         ctx.state(ReplicationState).stopped.discard(action.node.name)
     elif isinstance(action, DiskFault):
