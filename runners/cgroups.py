@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,7 @@ PREFIX = "rcl-"
 CFS_PERIOD_US = 100_000  # the scheduler period the quota is a share of (100 ms)
 MIN_QUOTA_US = 1_000  # the kernel's smallest quota
 CONTROLLERS = ("cpu", "memory")
+BUSY_WAIT = 3.0  # seconds a group may stay busy after its last task was killed
 UNIFIED = "unified"  # where a hybrid (v1 + v2) system mounts the cgroup v2 hierarchy
 
 
@@ -226,18 +228,25 @@ def oom_kills(group: Path) -> int:
     return 0
 
 
-def remove_group(path: Path) -> bool:
-    """``rmdir`` a group (its tasks moved to the controller's root first). True when gone."""
+def remove_group(path: Path, busy_wait: float = BUSY_WAIT) -> bool:
+    """``rmdir`` a group (its tasks moved to the controller's root first). True when gone.
+    A group whose last task was just killed stays busy (EBUSY) until the kernel has finished
+    that task's exit, which takes a moment after the kill: retried for up to ``busy_wait``
+    seconds."""
     if not path.exists():
         return True
     for pid in pids_in(path):
         with contextlib.suppress(CgroupError):
             _write(path.parent / "cgroup.procs", str(pid))
-    try:
-        _rmdir(path)
-    except OSError:
-        return not path.exists()
-    return True
+    deadline = time.monotonic() + busy_wait
+    while True:
+        try:
+            _rmdir(path)
+            return True
+        except OSError as e:
+            if e.errno != errno.EBUSY or time.monotonic() >= deadline:
+                return not path.exists()
+        time.sleep(0.02)
 
 
 def _rmdir(path: Path) -> None:

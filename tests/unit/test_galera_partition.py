@@ -273,3 +273,38 @@ def test_latency_stays_on_the_node_s_own_links(tmp_path: Path) -> None:
     nem.apply(NetworkFault(verb="heal", node=ref("db2")))
     assert nem.damaged_links == {"db1.replication"}  # db1's own latency is not db2's to heal
     assert not any("db1.replication" in path for _, path, _ in topo.toxi.calls)
+
+
+def test_a_group_busy_for_a_moment_after_its_last_task_died_is_removed_on_retry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    tries: list[Path] = []
+
+    def rmdir(path: Path) -> None:
+        tries.append(path)
+        if len(tries) < 3:  # the kernel has not finished the killed server's exit yet
+            raise OSError(errno.EBUSY, "busy")
+        path.rmdir()
+
+    monkeypatch.setattr(cgroups, "_rmdir", rmdir)
+    group = tmp_path / "rcl-r-g1"
+    group.mkdir()
+    assert cgroups.remove_group(group) and not group.exists() and len(tries) == 3
+    tries.clear()
+    other = tmp_path / "rcl-r-g2"
+    other.mkdir()
+    assert not cgroups.remove_group(other, busy_wait=0.0) and len(tries) == 1  # busy at the end
+    assert other.is_dir()
+
+
+def test_each_galera_node_announces_its_client_port_for_the_membership() -> None:
+    from dsl.api import load_plan
+    from runners.galera_watch import members
+
+    plan = load_plan(str(Path(__file__).parents[2] / "experiments" / "galera-failover.exp"))
+    nodes = plan.cells[0].nodes
+    incoming = [n.config["wsrep_node_incoming_address"] for n in nodes]
+    assert incoming == [f"127.0.0.1:{n.port}" for n in nodes]
+    # what the watcher reads back from wsrep_incoming_addresses names the lab's nodes
+    assert members(",".join(incoming), {n.port: n.name for n in nodes}) == ["g1", "g2", "g3"]
