@@ -23,6 +23,7 @@ from pathlib import Path
 
 from dsl.models import NetworkFault
 from fault.context import ActionFailed, Context, Detail, Handler
+from runners import firewall
 from runners.toxiproxy import Link
 
 
@@ -104,8 +105,8 @@ def links_to(links: Mapping[str, Link], port: int) -> list[str]:
 MULTIPORT_MAX = 15  # ports one iptables ``multiport`` match takes
 
 
-def iptables_rules(port: int, peer_ports: Sequence[int] = (), group: str | None = None
-                   ) -> list[list[str]]:
+def iptables_rules(port: int, peer_ports: Sequence[int] = (), group: str | None = None,
+                   label: Sequence[str] = ()) -> list[list[str]]:
     """The rules that cut every group connection of a Galera node on the loopback, in both
     directions, whoever opened it:
 
@@ -119,15 +120,18 @@ def iptables_rules(port: int, peer_ports: Sequence[int] = (), group: str | None 
       connection are still sent: what was in flight may arrive once, and nothing is ever
       acknowledged, so the connection stalls both ways.
 
-    Without ``group`` only the first two (which leave the node's own connections up)."""
-    rules = [["INPUT", "-i", "lo", "-p", "tcp", "--dport", str(port), "-j", "DROP"],
-             ["INPUT", "-i", "lo", "-p", "tcp", "--sport", str(port), "-j", "DROP"]]
+    Without ``group`` only the first two (which leave the node's own connections up).
+    ``label`` (``runners.firewall.label``: a comment naming the run and the node) goes into
+    every rule, so that ``lab gc`` finds the rules of a run that could not delete them."""
+    tail = [*label, "-j", "DROP"]
+    rules = [["INPUT", "-i", "lo", "-p", "tcp", "--dport", str(port), *tail],
+             ["INPUT", "-i", "lo", "-p", "tcp", "--sport", str(port), *tail]]
     peers = sorted(set(peer_ports) - {port})
     if group is not None:
         for i in range(0, len(peers), MULTIPORT_MAX):
             dports = ",".join(str(p) for p in peers[i:i + MULTIPORT_MAX])
             rules.append(["OUTPUT", "-o", "lo", "-p", "tcp", "-m", "cgroup", "--path", group,
-                          "-m", "multiport", "--dports", dports, "-j", "DROP"])
+                          "-m", "multiport", "--dports", dports, *tail])
     return rules
 
 
@@ -168,7 +172,7 @@ def galera_partition(ctx: Context, node: str | None, heal: bool,
             "hierarchy: none here), else the connections it opened itself would survive")
     port = ports.galera_group(target.index)
     peers = [ports.galera_group(n.index) for name, n in ctx.topo.nodes.items() if name != node]
-    rules = iptables_rules(port, peers, group.name)
+    rules = iptables_rules(port, peers, group.name, firewall.label(ctx.topo.run.id, node))
     inserted: list[list[str]] = []
     for rule in rules:
         out = subprocess.run(["iptables", "-I", *rule], capture_output=True, text=True)

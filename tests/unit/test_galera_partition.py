@@ -16,7 +16,7 @@ from fakes import FakeTopology, FakeToxiproxy, nemesis, ref
 from dsl.models import NetworkFault
 from fault.nemesis import ActionFailed
 from fault.network import MULTIPORT_MAX, NetworkState, iptables_rules, links_to
-from runners import bare, cgroups
+from runners import bare, cgroups, firewall
 from runners.node import ProcessNode
 from runners.toxiproxy import Link
 
@@ -134,6 +134,30 @@ def test_the_rules_cut_connections_to_the_node_and_those_it_opened() -> None:
          "-m", "multiport", "--dports", "23041,23042", "-j", "DROP"]]
 
 
+def test_a_label_goes_into_every_rule_before_the_target() -> None:
+    rules = iptables_rules(23043, [23041], "g", firewall.label("abc", "g3"))
+    assert all(r[-6:] == ["-m", "comment", "--comment", "rcl-abc-g3", "-j", "DROP"]
+               for r in rules) and len(rules) == 3
+
+
+def test_gc_finds_the_rules_of_one_run_in_the_listing() -> None:
+    listing = "\n".join([
+        "-P INPUT ACCEPT",
+        "-A INPUT -i lo -p tcp -m tcp --dport 27943 -m comment --comment rcl-abc-g3 -j DROP",
+        "-A OUTPUT -o lo -p tcp -m cgroup --path rcl-abc-g3 -m multiport --dports 27941,27942 "
+        "-m comment --comment rcl-abc-g3 -j DROP",
+        "-A INPUT -i lo -p tcp -m tcp --dport 27944 -m comment --comment rcl-abc-2-g1 -j DROP",
+        "-A INPUT -p tcp --dport 22 -m comment --comment \"not ours\" -j ACCEPT",
+        "-A INPUT -i lo -p tcp -m tcp --dport 1 -j DROP"])
+    assert firewall.run_rules("abc", listing) == [
+        ["INPUT", "-i", "lo", "-p", "tcp", "-m", "tcp", "--dport", "27943", "-m", "comment",
+         "--comment", "rcl-abc-g3", "-j", "DROP"],
+        ["OUTPUT", "-o", "lo", "-p", "tcp", "-m", "cgroup", "--path", "rcl-abc-g3", "-m",
+         "multiport", "--dports", "27941,27942", "-m", "comment", "--comment", "rcl-abc-g3",
+         "-j", "DROP"]]  # the cell abc-2's rule and the machine's own are not the run's
+    assert firewall.run_rules("abc-2", listing)[0][8] == "27944"
+
+
 def test_without_a_group_only_the_node_s_own_port_is_cut() -> None:
     assert [r[0] for r in iptables_rules(23042, [23041])] == ["INPUT", "INPUT"]
 
@@ -176,13 +200,15 @@ def test_a_partition_inserts_the_rules_and_its_heal_deletes_exactly_them(
     detail = nem.apply(NetworkFault(verb="partition", node=ref("db3"), link="group"))
     assert detail == {"port": group(3), "peer_ports": [group(1), group(2)],
                       "cgroup": "rcl-r-db3", "rules": 3}
-    db3 = iptables_rules(group(3), [group(1), group(2)], "rcl-r-db3")
+    db3 = iptables_rules(group(3), [group(1), group(2)], "rcl-r-db3",
+                         ["-m", "comment", "--comment", "rcl-r1-db3"])  # named for gc
     assert iptables == [["iptables", "-I", *r] for r in db3]
     nem.apply(NetworkFault(verb="partition", node=ref("db1"), link="group"))
     iptables.clear()
     nem.apply(NetworkFault(verb="heal", node=ref("db3"), link="group"))
     assert iptables == [["iptables", "-D", *r] for r in db3]  # db1's rules stay
-    assert nem.iptables_rules == iptables_rules(group(1), [group(2), group(3)], "rcl-r-db1")
+    assert nem.iptables_rules == iptables_rules(group(1), [group(2), group(3)], "rcl-r-db1",
+                                                firewall.label("r1", "db1"))
     iptables.clear()
     assert nem.heal_all() == ["heal group partition"]
     assert [c[1] for c in iptables] == ["-D"] * 3 and nem.iptables_rules == []
@@ -308,3 +334,24 @@ def test_each_galera_node_announces_its_client_port_for_the_membership() -> None
     assert incoming == [f"127.0.0.1:{n.port}" for n in nodes]
     # what the watcher reads back from wsrep_incoming_addresses names the lab's nodes
     assert members(",".join(incoming), {n.port: n.name for n in nodes}) == ["g1", "g2", "g3"]
+
+
+def test_remove_run_rules_deletes_the_run_s_rules_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    listing = ("-A INPUT -i lo -p tcp -m tcp --dport 7 -m comment --comment rcl-abc-g3 -j DROP\n"
+               "-A INPUT -i lo -p tcp -m tcp --dport 8 -m comment --comment rcl-xyz-g3 -j DROP\n")
+    calls: list[list[str]] = []
+
+    def run(argv: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(list(argv))
+        return subprocess.CompletedProcess(argv, 0, listing if argv[1] == "-S" else "", "")
+
+    monkeypatch.setattr(firewall.subprocess, "run", run)
+    monkeypatch.setattr(firewall.shutil, "which", lambda name: "/usr/sbin/iptables")
+    monkeypatch.setattr(firewall.os, "geteuid", lambda: 0)
+    assert len(firewall.remove_run_rules("abc")) == 1
+    assert calls == [["iptables", "-S"],
+                     ["iptables", "-D", "INPUT", "-i", "lo", "-p", "tcp", "-m", "tcp", "--dport",
+                      "7", "-m", "comment", "--comment", "rcl-abc-g3", "-j", "DROP"]]
+    monkeypatch.setattr(firewall.os, "geteuid", lambda: 1000)
+    calls.clear()
+    assert firewall.remove_run_rules("abc") == [] and calls == []  # not root: nothing to find
