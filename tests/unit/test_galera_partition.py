@@ -355,3 +355,20 @@ def test_remove_run_rules_deletes_the_run_s_rules_only(monkeypatch: pytest.Monke
     monkeypatch.setattr(firewall.os, "geteuid", lambda: 1000)
     calls.clear()
     assert firewall.remove_run_rules("abc") == [] and calls == []  # not root: nothing to find
+
+
+def test_a_galera_partition_without_a_cgroup_v2_hierarchy_is_refused_up_front(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsl.api import load_plan
+    from runners.components import MissingComponent
+    from runners.topology import check_network_groups
+
+    plan = load_plan(str(Path(__file__).parents[2] / "experiments" / "galera-failover.exp"))
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with pytest.raises(MissingComponent, match=r"^line 52: `network partition g3 on group` "
+                       r"needs a cgroup v2 hierarchy, which is not mounted: the partition"):
+        check_network_groups(plan, tmp_path / "v1only")
+    check_network_groups(plan, hybrid(tmp_path))  # with one: fine
+    certification = load_plan(str(Path(__file__).parents[2] / "experiments"
+                                  / "galera-certification.exp"))
+    check_network_groups(certification, tmp_path / "v1only")  # no partition: nothing needed
