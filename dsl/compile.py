@@ -207,6 +207,9 @@ def lab_config(plan: Plan, node: PlannedNode, nodes: list[PlannedNode]) -> dict[
                 "wsrep_cluster_address": "gcomm://" + ",".join(group),
                 "wsrep_node_name": node.name,
                 "wsrep_node_address": f"{LOOPBACK}:{_galera_port(plan, GALERA_GROUP_OFFSET, node)}",
+                # what wsrep_incoming_addresses lists for the node ("AUTO" when unset): the
+                # split-brain checker reads the component's members from it (galera_watch)
+                "wsrep_node_incoming_address": f"{LOOPBACK}:{port}",
                 "wsrep_sst_receive_address": (
                     f"{LOOPBACK}:{_galera_port(plan, GALERA_SST_OFFSET, node)}"
                 ),

@@ -39,7 +39,7 @@ from fault.clock import ClockState
 from fault.context import ActionFailed, Context, Record
 from fault.disk import DiskState
 from fault.iofs import IoState
-from fault.network import NetworkState, galera_partition, iptables_rules, leave_cut
+from fault.network import NetworkState, galera_partition, leave_cut
 from fault.process import ProcessState
 from fault.replication import ReplicationState
 from fault.resources import ResourceState
@@ -210,12 +210,9 @@ def leave_in_place(ctx: Context, action: Action, detail: dict[str, Any]) -> None
         net.damaged_links -= set(detail.get("links") or [])
         if detail.get("cut") is not None:  # a cut between nodes (runners.netcut)
             leave_cut(ctx, detail)
-        port = detail.get("port")
-        if port is not None:  # a group partition: iptables rules, deleted at the cell's end
-            for rule in iptables_rules(int(port)):
-                if rule in net.iptables_rules:
-                    net.iptables_rules.remove(rule)
-                    net.left_rules.append(rule)
+        if detail.get("port") is not None:  # a group partition: its iptables rules are
+            name = action.node.name if action.node else ""  # deleted at the cell's end
+            net.left.setdefault(name, []).extend(net.partitions.pop(name, []))
     elif isinstance(action, ReplicationControl):
         ctx.state(ReplicationState).stopped.discard(action.node.name)
     elif isinstance(action, DiskFault):

@@ -1,13 +1,20 @@
 """Network faults: latency, bandwidth, partition and link_down on a node's toxiproxy links
 (clients, replication), and a Galera group partition with iptables (root).
 
+A partition drops the node's packets on every connection of the link kinds named, whoever
+opened it: on ``all`` or ``replication`` also the other nodes' replication links whose
+upstream is the node (``links_to``: a primary's replicas, the other of two primaries); on
+Galera the group connections the node opened itself as well as those opened to it
+(``iptables_rules``).
+
 On a topology whose nodes have network namespaces of their own (``runners.netcut.PeerCuts``:
 ``backend containers``), ``partition`` and ``link_down`` cut the node from the peers of the
 link instead, with iptables rules inside the node (``peer_network``); latency and bandwidth do
 not run there (``lab check`` refuses them).
 
-Heal state: the damaged links (their toxics removed, re-enabled), the iptables rules
-inserted (deleted), and the cuts made (mended).
+Heal state: the damaged links (their toxics removed, re-enabled), the other nodes' links a
+node's partition cut (healed with it), and, per partitioned node, the iptables rules inserted
+(deleted); the cuts made between nodes (mended).
 """
 
 from __future__ import annotations
@@ -15,20 +22,35 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from dsl.models import NetworkFault
 from fault.context import ActionFailed, Context, Detail, Handler
+from runners import firewall
 from runners.netcut import Cut, PeerCuts
+from runners.toxiproxy import Link
 
 
 @dataclass
 class NetworkState:
     damaged_links: set[str] = field(default_factory=set)
-    iptables_rules: list[list[str]] = field(default_factory=list)
-    left_rules: list[list[str]] = field(default_factory=list)  # ``for good``: not healed
+    cut_for: dict[str, set[str]] = field(default_factory=dict)  # node -> others' links cut
+    partitions: dict[str, list[list[str]]] = field(default_factory=dict)  # node -> its rules
+    left: dict[str, list[list[str]]] = field(default_factory=dict)  # ``for good``: not healed
     cuts: list[Cut] = field(default_factory=list)  # cuts between nodes (``PeerCuts``)
     left_cuts: list[Cut] = field(default_factory=list)  # ``for good``: not healed
+
+    @property
+    def iptables_rules(self) -> list[list[str]]:
+        """The rules inserted and healed at the end of the run."""
+        return [r for rules in self.partitions.values() for r in rules]
+
+    @property
+    def left_rules(self) -> list[list[str]]:
+        """The rules of ``for good`` partitions: deleted when the cell ends."""
+        return [r for rules in self.left.values() for r in rules]
 
 
 def network(ctx: Context, a: NetworkFault) -> Detail:
@@ -43,6 +65,14 @@ def network(ctx: Context, a: NetworkFault) -> Detail:
     if topo.toxi is None:
         raise ActionFailed("network faults need toxiproxy links, which were not created")
     links = topo.toxi.links_of(node, "all" if a.link == "all" else a.link)
+    if node is not None and a.verb == "partition" and a.link in ("all", "replication"):
+        others = [k for k in links_to(topo.toxi.links, topo.nodes[node].port) if k not in links]
+        st.cut_for.setdefault(node, set()).update(others)
+        links += others
+    elif node is not None and a.verb == "heal" and a.link in ("all", "replication"):
+        links += sorted(st.cut_for.pop(node, set()) - set(links))
+    elif node is None and a.verb == "heal":
+        st.cut_for.clear()
     if a.verb == "heal":
         for link in links:
             topo.toxi.heal(link)
@@ -109,37 +139,96 @@ def leave_cut(ctx: Context, detail: dict[str, object]) -> None:
         st.left_cuts.append(c)
 
 
-def iptables_rules(port: int) -> list[list[str]]:
-    """The rules that cut a Galera node's group traffic on the loopback (both directions)."""
-    return [["INPUT", "-i", "lo", "-p", "tcp", "--dport", str(port), "-j", "DROP"],
-            ["INPUT", "-i", "lo", "-p", "tcp", "--sport", str(port), "-j", "DROP"]]
+def links_to(links: Mapping[str, Link], port: int) -> list[str]:
+    """The replication links whose upstream is the server on ``port``: the other nodes'
+    replication from it (a primary's replicas, the other of two primaries). A partition of a
+    node on ``all`` or ``replication`` cuts them too, as the node's own links: the node's
+    packets are dropped on every connection, whoever opened it."""
+    return sorted(name for name, link in links.items()
+                  if link.kind == "replication" and link.upstream == port)
+
+
+MULTIPORT_MAX = 15  # ports one iptables ``multiport`` match takes
+
+
+def iptables_rules(port: int, peer_ports: Sequence[int] = (), group: str | None = None,
+                   label: Sequence[str] = ()) -> list[list[str]]:
+    """The rules that cut every group connection of a Galera node on the loopback, in both
+    directions, whoever opened it:
+
+    - ``INPUT ... --dport PORT`` and ``--sport PORT``: the connections the other nodes opened to
+      the node's own group port ``port`` (their packets to it, its answers);
+    - ``OUTPUT -m cgroup --path GROUP ... -m multiport --dports PEERS``: the connections the
+      node opened itself, from an ephemeral port to the other nodes' group ports
+      ``peer_ports``: every packet its server sends on them (data and acknowledgements) is
+      dropped; its server runs in the cgroup v2 group ``group`` (``runners.cgroups``), which
+      is how the rule knows the packets are the node's. The other side's packets on such a
+      connection are still sent: what was in flight may arrive once, and nothing is ever
+      acknowledged, so the connection stalls both ways.
+
+    Without ``group`` only the first two (which leave the node's own connections up).
+    ``label`` (``runners.firewall.label``: a comment naming the run and the node) goes into
+    every rule, so that ``lab gc`` finds the rules of a run that could not delete them."""
+    tail = [*label, "-j", "DROP"]
+    rules = [["INPUT", "-i", "lo", "-p", "tcp", "--dport", str(port), *tail],
+             ["INPUT", "-i", "lo", "-p", "tcp", "--sport", str(port), *tail]]
+    peers = sorted(set(peer_ports) - {port})
+    if group is not None:
+        for i in range(0, len(peers), MULTIPORT_MAX):
+            dports = ",".join(str(p) for p in peers[i:i + MULTIPORT_MAX])
+            rules.append(["OUTPUT", "-o", "lo", "-p", "tcp", "-m", "cgroup", "--path", group,
+                          "-m", "multiport", "--dports", dports, *tail])
+    return rules
+
+
+def _delete(rules: list[list[str]]) -> None:
+    for rule in rules:
+        subprocess.run(["iptables", "-D", *rule], capture_output=True)
 
 
 def galera_partition(ctx: Context, node: str | None, heal: bool,
                      include_left: bool = True) -> Detail:
-    """Cut (or, with ``heal``, restore) a node's group traffic with iptables rules. Healing
-    deletes every rule inserted, those of ``for good`` faults too unless ``include_left`` is
-    False (the heal at the end of a run leaves them; the cell's release deletes them)."""
+    """Cut (or, with ``heal``, restore) a node's group traffic with iptables rules
+    (``iptables_rules``). Healing a node deletes the rules of that node's partitions; healing
+    with no node deletes every rule inserted, those of ``for good`` faults too unless
+    ``include_left`` is False (the heal at the end of a run leaves them; the cell's release
+    deletes them)."""
     st = ctx.state(NetworkState)
     if heal:
-        rules = st.iptables_rules + (st.left_rules if include_left else [])
-        for rule in rules:
-            subprocess.run(["iptables", "-D", *rule], capture_output=True)
-        st.iptables_rules = []
-        if include_left:
-            st.left_rules = []
-        return {"removed_rules": len(rules)}
+        nodes = [node] if node is not None else sorted(set(st.partitions) | set(st.left))
+        removed = 0
+        for name in nodes:
+            rules = st.partitions.pop(name, [])
+            if include_left:
+                rules += st.left.pop(name, [])
+            _delete(rules)
+            removed += len(rules)
+        return {"removed_rules": removed}
     if os.geteuid() != 0:
         raise ActionFailed("partitioning Galera group traffic needs root (iptables)")
     if node is None:
         raise ActionFailed("partition needs a node")
-    port = ctx.topo.run.ports.galera_group(ctx.node(node).index)
-    for rule in iptables_rules(port):
+    ports = ctx.topo.run.ports
+    target = ctx.node(node)
+    group: Path | None = getattr(target, "network_group", None)
+    if group is None:
+        raise ActionFailed(
+            f"partitioning {node}'s group traffic needs its server in a cgroup v2 group of its "
+            "own (made when a Galera node starts as root on a machine with a cgroup v2 "
+            "hierarchy: none here), else the connections it opened itself would survive")
+    port = ports.galera_group(target.index)
+    peers = [ports.galera_group(n.index) for name, n in ctx.topo.nodes.items() if name != node]
+    rules = iptables_rules(port, peers, group.name, firewall.label(ctx.topo.run.id, node))
+    inserted: list[list[str]] = []
+    for rule in rules:
         out = subprocess.run(["iptables", "-I", *rule], capture_output=True, text=True)
         if out.returncode != 0:
+            _delete(inserted)
             raise ActionFailed(f"iptables: {out.stderr.strip()}")
-        st.iptables_rules.append(rule)
-    return {"port": port}
+        inserted.append(rule)
+    st.partitions.setdefault(node, []).extend(inserted)
+    return {"port": port, "peer_ports": sorted(peers), "cgroup": group.name,
+            "rules": len(inserted)}
 
 
 def heal(ctx: Context) -> list[str]:
@@ -152,13 +241,14 @@ def heal(ctx: Context) -> list[str]:
                 ctx.topo.toxi.heal(link)
                 done.append(f"heal {link}")
     st.damaged_links.clear()
+    st.cut_for.clear()
     if st.cuts and isinstance(ctx.topo, PeerCuts):
         for c in st.cuts:
             with contextlib.suppress(Exception):
                 ctx.topo.mend(c)
                 done.append(f"mend the cut of {c.node} from {', '.join(c.peers)}")
         st.cuts = []
-    if st.iptables_rules:
+    if st.partitions:
         galera_partition(ctx, None, heal=True, include_left=False)
         done.append("heal group partition")
     return done

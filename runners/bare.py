@@ -10,6 +10,9 @@ because the rsync state-transfer daemon drops privileges.
 Every node's ``my.cnf`` is the plan's effective config (``dsl.compile.for_base_port`` for the
 run's ports) with the lab's paths made absolute in the node's directory, plus the settings of
 ``dsl.owned.RUNTIME``: the OS user, the Galera provider found, the state-transfer credentials.
+
+As root, each Galera node's server runs in a cgroup v2 group of its own from its first
+instruction (``network_group_of``), which the group partition's iptables rules match.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import MySQLdb
 
 from dsl.owned import NODE_DIR_PATHS, RUNTIME
 from dsl.plan import PlannedNode
+from runners import cgroups
 from runners.components import SPEC_BY_NAME, galera_provider, require
 from runners.errors import ComponentError
 from runners.mysql import Credentials, execute_all, wait_until
@@ -153,6 +157,21 @@ def user_statements(admin: Credentials, app: Credentials, repl: Credentials) -> 
     return out
 
 
+def network_group_of(run_id: str, node: str, root: Path = cgroups.CGROUP_ROOT) -> Path | None:
+    """The cgroup v2 group a Galera node's server runs in (``runners.cgroups.network_group``),
+    so that a group partition can cut the connections the node opens itself: made when the
+    lab runs as root and the machine has a cgroup v2 hierarchy; None otherwise (the partition
+    then refuses to run, ``fault.network``). Cheap (a directory) and harmless (no controller
+    is enabled in it), so every Galera node gets one, whether or not the plan partitions."""
+    if os.geteuid() != 0 or cgroups.unified_dir(root) is None:
+        return None
+    try:
+        return cgroups.network_group(run_id, node, root)
+    except cgroups.CgroupError as e:
+        log.warning("galera %s: no network group (%s): group partitions will refuse", node, e)
+        return None
+
+
 class GaleraCluster:
     def __init__(self, run: Run, planned: list[PlannedNode], admin: Credentials,
                  app: Credentials, repl: Credentials) -> None:
@@ -181,10 +200,11 @@ class GaleraCluster:
             cfg = self._cnf(p, node_dir)
             self.configs[p.name] = cfg
             (node_dir / "my.cnf").write_text(cnf_text({"mysqld": cfg}))
-            self.nodes.append(ProcessNode(self.run, p.name, "galera", p.index, p.port, node_dir,
-                                          self.admin, self.mariadbd,
-                                          datadir=Path(cfg["datadir"]),
-                                          error_log=Path(cfg["log_error"])))
+            node = ProcessNode(self.run, p.name, "galera", p.index, p.port, node_dir,
+                               self.admin, self.mariadbd, datadir=Path(cfg["datadir"]),
+                               error_log=Path(cfg["log_error"]))
+            node.network_group = network_group_of(self.run.id, p.name)
+            self.nodes.append(node)
         # Node 1 bootstraps a one-node cluster (which creates the wsrep schema and users),
         # stops cleanly, and its data directory is copied to the others: they then join at
         # the same position and need no state transfer.

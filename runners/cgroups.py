@@ -9,6 +9,14 @@ run, and only those (``remove_run_groups``). Writing the server's pid to the gro
 tasks can always be removed (``rmdir``); one whose tasks are still in it gets them moved to
 the controller's root first.
 
+The cgroup v2 hierarchy (``unified_dir``: ``/sys/fs/cgroup/unified`` on a hybrid system,
+``/sys/fs/cgroup`` itself on a v2-only one) holds a node's **network group** of the same name
+(``network_group``): a Galera node's server is started inside it (``joined``: the child joins
+before it execs the server, so every socket it ever opens belongs to the group), which lets an
+iptables rule match the packets of that one server (``-m cgroup --path rcl-<run>-<node>``, the
+group partition of ``fault.network``). No controller is enabled in it: it limits nothing.
+``run_groups`` and ``remove_run_groups`` cover it too.
+
 Everything takes the cgroup root as an argument (``CGROUP_ROOT`` by default) so that the unit
 tests run on a fake tree in a temporary directory. Writing needs root.
 """
@@ -18,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +35,8 @@ PREFIX = "rcl-"
 CFS_PERIOD_US = 100_000  # the scheduler period the quota is a share of (100 ms)
 MIN_QUOTA_US = 1_000  # the kernel's smallest quota
 CONTROLLERS = ("cpu", "memory")
+BUSY_WAIT = 3.0  # seconds a group may stay busy after its last task was killed
+UNIFIED = "unified"  # where a hybrid (v1 + v2) system mounts the cgroup v2 hierarchy
 
 
 class CgroupError(OSError):
@@ -48,6 +59,43 @@ def controller_dir(controller: str, root: Path = CGROUP_ROOT) -> Path:
 def available(controller: str, root: Path = CGROUP_ROOT) -> bool:
     """The v1 controller is mounted (its root has ``cgroup.procs``)."""
     return (controller_dir(controller, root) / "cgroup.procs").exists()
+
+
+def unified_dir(root: Path = CGROUP_ROOT) -> Path | None:
+    """The cgroup v2 hierarchy: ``<root>/unified`` on a hybrid system, ``<root>`` itself when
+    only v2 is mounted; None when there is none."""
+    hybrid = root / UNIFIED
+    if (hybrid / "cgroup.procs").exists():
+        return hybrid
+    if (root / "cgroup.controllers").exists():
+        return root
+    return None
+
+
+def network_group(run_id: str, node: str, root: Path = CGROUP_ROOT) -> Path:
+    """Make (or take) the node's group in the cgroup v2 hierarchy, for its server's sockets;
+    returns its directory. Its path for iptables (``-m cgroup --path``) is its name."""
+    base = unified_dir(root)
+    if base is None:
+        raise CgroupError(errno.ENOENT, f"no cgroup v2 hierarchy at {root / UNIFIED} or "
+                          f"{root}")
+    path = base / group_name(run_id, node)
+    try:
+        path.mkdir(exist_ok=True)
+    except OSError as e:
+        raise CgroupError(e.errno, f"cannot create {path}: {e.strerror}") from None
+    return path
+
+
+JOIN_SCRIPT = 'echo $$ > "$1" && shift && exec "$@"'
+
+
+def joined(argv: list[str], group: Path) -> list[str]:
+    """``argv`` run inside ``group`` from its first instruction: a shell writes its own pid to
+    the group's ``cgroup.procs`` and then execs ``argv`` (same pid), so the program opens
+    every socket inside the group. Values are arguments of the shell, never part of its
+    script. When the write fails the program does not start."""
+    return ["/bin/sh", "-c", JOIN_SCRIPT, "sh", str(group / "cgroup.procs"), *argv]
 
 
 def current_group(pid: int, controller: str, proc: Path = Path("/proc")) -> str:
@@ -180,18 +228,25 @@ def oom_kills(group: Path) -> int:
     return 0
 
 
-def remove_group(path: Path) -> bool:
-    """``rmdir`` a group (its tasks moved to the controller's root first). True when gone."""
+def remove_group(path: Path, busy_wait: float = BUSY_WAIT) -> bool:
+    """``rmdir`` a group (its tasks moved to the controller's root first). True when gone.
+    A group whose last task was just killed stays busy (EBUSY) until the kernel has finished
+    that task's exit, which takes a moment after the kill: retried for up to ``busy_wait``
+    seconds."""
     if not path.exists():
         return True
     for pid in pids_in(path):
         with contextlib.suppress(CgroupError):
             _write(path.parent / "cgroup.procs", str(pid))
-    try:
-        _rmdir(path)
-    except OSError:
-        return not path.exists()
-    return True
+    deadline = time.monotonic() + busy_wait
+    while True:
+        try:
+            _rmdir(path)
+            return True
+        except OSError as e:
+            if e.errno != errno.EBUSY or time.monotonic() >= deadline:
+                return not path.exists()
+        time.sleep(0.02)
 
 
 def _rmdir(path: Path) -> None:
@@ -200,11 +255,15 @@ def _rmdir(path: Path) -> None:
 
 def run_groups(run_id: str, root: Path = CGROUP_ROOT) -> list[Path]:
     """The groups of one run (``rcl-<run id>-<node>``; a node name has no ``-``, so the run
-    ``abc`` does not claim the groups of its cell ``abc-2``), in every controller."""
+    ``abc`` does not claim the groups of its cell ``abc-2``), in every controller and in the
+    cgroup v2 hierarchy (the network groups)."""
     prefix = f"{PREFIX}{run_id}-"
     out: list[Path] = []
-    for controller in CONTROLLERS:
-        base = controller_dir(controller, root)
+    bases = [controller_dir(c, root) for c in CONTROLLERS]
+    unified = unified_dir(root)
+    if unified is not None:
+        bases.append(unified)
+    for base in bases:
         if not base.is_dir():
             continue
         with contextlib.suppress(OSError):

@@ -46,6 +46,18 @@ class NeedsRoot(MissingComponent):
         self.how = reason
 
 
+class NeedsCgroupV2(MissingComponent):
+    """A Galera group partition on a machine without a cgroup v2 hierarchy (its rule tells
+    the connections a node opened itself by the server's cgroup v2 group). Raised before any
+    server starts (``runners.topology.check_network_groups``)."""
+
+    def __init__(self, what: str, how: str) -> None:
+        RuntimeError.__init__(self, f"{what} needs a cgroup v2 hierarchy, which is not "
+                                    f"mounted: {how}")
+        self.component = what
+        self.how = how
+
+
 @dataclass(frozen=True)
 class ComponentSpec:
     name: str

@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
+from runners.cgroups import joined
 from runners.errors import ComponentError
 from runners.mysql import Address, Credentials, query, scalar, sql_ready, wait_until
 from runners.runtime import Run, alive, proc_start_time
@@ -233,6 +234,9 @@ class ProcessNode(Node):
         self.mariadbd = mariadbd
         self.proc: subprocess.Popen[bytes] | None = None
         self.extra_args: list[str] = []  # e.g. --wsrep-new-cluster for the first start
+        # the cgroup v2 group the server runs in from its first instruction, every start
+        # (runners.cgroups.joined): what the Galera group partition's iptables rules match
+        self.network_group: Path | None = None
 
     @property
     def config_file(self) -> Path:
@@ -252,6 +256,9 @@ class ProcessNode(Node):
             return
         args = [self.mariadbd, f"--defaults-file={self.cnf}", *self.extra_args,
                 *option_args(options or {})]
+        if self.network_group is not None:
+            self.network_group.mkdir(exist_ok=True)  # gone if someone removed it meanwhile
+            args = joined(args, self.network_group)
         out = open(self.node_dir / "stdout.log", "ab")
         self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True,

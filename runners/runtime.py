@@ -32,6 +32,7 @@ from pathlib import Path
 
 from dsl import ports
 from runners.cgroups import remove_run_groups
+from runners.firewall import remove_run_rules
 
 log = logging.getLogger(__name__)
 
@@ -314,6 +315,7 @@ class Run:
         if remove:
             unmount_under(self.dir)  # a data directory on a tmpfs (disk full) or lab-iofs
             remove_run_groups(self.id)  # cpu/memory limits (cpu limit, memory limit)
+            remove_run_rules(self.id)  # a Galera group partition's iptables rules
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
             self.set_state("stopped")
@@ -452,6 +454,7 @@ def gc_runs(include_live: bool = False) -> list[RunInfo]:
                 claim.unlink()
         unmount_under(info.dir)
         remove_run_groups(info.id)
+        remove_run_rules(info.id)
         shutil.rmtree(info.dir, ignore_errors=True)
         removed.append(info)
     return removed

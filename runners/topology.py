@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any, Protocol
 
 from dsl.actions import describe
@@ -26,7 +27,7 @@ from dsl.compile import for_base_port, root_needs
 from dsl.models import NetworkFault, Promote
 from dsl.owned import normal_key
 from dsl.plan import Cell, Plan, PlannedNode, iofs_nodes
-from runners import components, faketime, iofs, replication
+from runners import cgroups, components, faketime, iofs, replication
 from runners.bare import GaleraCluster, PrimaryPair
 from runners.disk import (
     any_disk_nodes,
@@ -97,10 +98,29 @@ def check_privileges(plan: Plan, is_root: bool | None = None) -> None:
         raise components.NeedsRoot(f"line {action.span.line}: `{describe(action)}`", reason)
 
 
+def check_network_groups(plan: Plan, root: Path = cgroups.CGROUP_ROOT) -> None:
+    """Stop before starting anything when a Galera group partition cannot be made whole: its
+    iptables rule recognises the connections a node opened itself by the server's cgroup v2
+    group (``runners.cgroups``), so the machine needs a cgroup v2 hierarchy (under
+    ``root``)."""
+    if plan.topology != "galera" or os.geteuid() != 0:
+        return  # not root: check_privileges has refused it already
+    if cgroups.unified_dir(root) is not None:
+        return
+    for action, _ in root_needs(plan):
+        if isinstance(action, NetworkFault):
+            raise components.NeedsCgroupV2(
+                f"line {action.span.line}: `{describe(action)}`",
+                "the partition recognises the connections the node opened itself by its "
+                f"server's cgroup v2 group; mount one at {root / cgroups.UNIFIED} (hybrid) or "
+                "boot with cgroup v2, or leave the partition out")
+
+
 def check_components(plan: Plan) -> None:
     """Stop before starting anything when a component is missing (one line, how to get it)
     or an action needs root that the lab does not have."""
     check_privileges(plan)
+    check_network_groups(plan)
     for name in needed_components(plan):
         components.require(name)
 

@@ -18,7 +18,8 @@ joining is seen by the nodes at slightly different moments), not a split. A majo
 partition without ``pc.ignore_sb`` never has one: the minority is ``non-Primary``.
 
 Figures, as on replication (``lab.checkers.split_brain``): ``count``, ``longest``, ``total``,
-``writes`` (acknowledged writes completed inside a window by a node of one of its components),
+``writes`` (acknowledged writes completed inside a window by a node of one of its components;
+``writes_by_workload``: the same per workload, what ``split_brain(W).writes`` reads),
 ``windows`` (``start``, ``end``, ``seconds``, ``nodes``, ``components`` (each a list of
 nodes), ``writes`` per node, ``sides_writing``: how many of the components acknowledged a
 write inside the window, ``open``), per node ``writable`` (seconds in a primary component that
@@ -150,21 +151,27 @@ def check(history: Sequence[Op], ctx: CheckContext, name: str) -> CheckResult:
         ss.sort(key=lambda s: s.time)
         per_node[node], counts[node] = component_intervals(ss, downs.get(node, []))
     found = split_windows([iv for ivs in per_node.values() for iv in ivs])
-    acks: dict[str, list[int]] = defaultdict(list)
+    acks: dict[str, list[tuple[int, str]]] = defaultdict(list)  # node -> (time, workload)
     for f, cs in ctx.by_f(history).items():
         if f in WRITE_FS:
             for c in cs:
                 who = c.node or (c.endpoint if c.endpoint in samples else None)
                 if c.type == "ok" and who and c.end is not None:
-                    acks[who].append(c.end)
+                    acks[who].append((c.end, c.workload))
     last_sample = {n: ss[-1].time for n, ss in samples.items() if ss}
     windows: list[dict[str, Any]] = []
     per_node_writes: dict[str, int] = defaultdict(int)
+    by_workload: dict[str, int] = defaultdict(int)
     writable: dict[str, float] = defaultdict(float)
     for (a, b), masks in found:
         members = sorted({n for m in masks for n in m})
-        w = {n: sum(1 for t in acks.get(n, []) if a <= t <= b) for n in members}
-        w = {n: k for n, k in w.items() if k}
+        w: dict[str, int] = {}
+        for n in members:
+            inside = [wl for t, wl in acks.get(n, []) if a <= t <= b]
+            for wl in inside:
+                by_workload[wl] += 1
+            if inside:
+                w[n] = len(inside)
         for n, k in w.items():
             per_node_writes[n] += k
         for n in members:
@@ -183,6 +190,7 @@ def check(history: Sequence[Op], ctx: CheckContext, name: str) -> CheckResult:
         "longest": longest,
         "total": sum(lengths),
         "writes": writes_total,
+        "writes_by_workload": dict(sorted(by_workload.items())),
         "windows": windows[:MAX_WINDOWS],
         "windows_truncated": len(windows) > MAX_WINDOWS,
         "lower_bound": any(w["open"] for w in windows if w["seconds"] == longest),

@@ -73,7 +73,8 @@ DROPPED = frozenset({"server_id", "log_error", "report_port", *RUNTIME}) | NODE_
 GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"  # galera-4 in the image
 # The native back-end's loopback addresses and ports: in a container the defaults apply
 # (4567 group, 4568 IST, 4444 state transfer on the node's own address).
-GALERA_DROPPED = frozenset({"wsrep_node_address", "wsrep_sst_receive_address"})
+GALERA_DROPPED = frozenset({"wsrep_node_address", "wsrep_sst_receive_address",
+                            "wsrep_node_incoming_address"})
 PROVIDER_DROPPED = ("gmcast.listen_addr", "ist.recv_addr")
 
 
@@ -99,6 +100,9 @@ def server_args(planned: PlannedNode, group: list[str] | None = None) -> list[st
         cfg["wsrep_provider"] = GALERA_PROVIDER
         cfg["wsrep_cluster_address"] = "gcomm://" + ",".join(group)
         cfg["wsrep_node_name"] = planned.name
+        # the client address each member lists (wsrep_incoming_addresses: the split-brain
+        # checker's memberships), by name on the run's network
+        cfg["wsrep_node_incoming_address"] = f"{planned.name}:{SERVER_PORT}"
         if "wsrep_provider_options" in cfg:
             cfg["wsrep_provider_options"] = provider_options(cfg["wsrep_provider_options"])
     return [f"--{k}={v}" for k, v in cfg.items()]

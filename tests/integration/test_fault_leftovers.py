@@ -61,10 +61,12 @@ class RunTrace:
 
 
 def cgroups_left(t: RunTrace) -> list[str]:
-    """cgroup v1 groups named for the run (``rcl-<run>-<node>``) under cpu and memory."""
+    """Groups named for the run (``rcl-<run>-<node>``): cgroup v1 under cpu and memory, and
+    the network groups in the cgroup v2 hierarchy."""
     out: list[str] = []
-    for c in cgroups.CONTROLLERS:
-        base = cgroups.CGROUP_ROOT / c
+    unified = cgroups.unified_dir()
+    for base in [cgroups.CGROUP_ROOT / c for c in cgroups.CONTROLLERS] + (
+            [unified] if unified is not None else []):
         if base.is_dir():
             out += [str(d) for d in base.iterdir()
                     if d.name.startswith(cgroups.group_name(t.run_id, ""))]

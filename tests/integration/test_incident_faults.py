@@ -42,8 +42,9 @@ def run_lab(tmp_path: Path, text: str) -> tuple[dict[str, Any], list[Any]]:
 
 def no_lab_cgroups() -> list[Path]:
     out: list[Path] = []
-    for c in cgroups.CONTROLLERS:
-        base = cgroups.CGROUP_ROOT / c
+    unified = cgroups.unified_dir()
+    for base in [cgroups.CGROUP_ROOT / c for c in cgroups.CONTROLLERS] + (
+            [unified] if unified is not None else []):
         if base.is_dir():
             out += [d for d in base.iterdir() if d.name.startswith(cgroups.PREFIX)]
     return out

@@ -51,7 +51,7 @@ class FakeTopology:
 
     def __init__(self, tmp_path: Path, kind: str = "replication") -> None:
         self.plan = SimpleNamespace(topology=kind)
-        self.run = SimpleNamespace(ports=PortLayout(23000), dir=tmp_path)
+        self.run = SimpleNamespace(ports=PortLayout(23000), dir=tmp_path, id="r1")
         self.admin = self.app = ADMIN
         self.repl = Credentials("lab_repl", "pw")
         self.nodes = {n: FakeNode(n, i, tmp_path / n) for i, n in

@@ -74,6 +74,7 @@ def test_two_primary_components_of_one_node_each_are_a_split() -> None:
     # writes complete at i/100 + 0.002: those in [7.2, 12.0] on each node
     inside = sum(1 for i in range(1, 1500) if 7.2 <= i / 100 + 0.002 <= 12.0)
     assert w["writes"] == {"g1": inside, "g2": inside} and m["writes"] == 2 * inside
+    assert m["writes_by_workload"] == {"w1": inside, "w2": inside}  # split_brain(w1).writes
     assert m["resolution"] == 0.2 and m["lower_bound"] is False
     assert m["subjects"]["g2"]["writable"] == pytest.approx(4.8)
 
