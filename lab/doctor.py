@@ -6,11 +6,14 @@ lab runs as root and, when not, which actions it refuses and why (``dsl.actions`
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from dsl.actions import root_faults
+from runners import cgroups
 from runners.components import Found, is_root, survey
 
 
@@ -44,12 +47,32 @@ def root_line(root: bool) -> str:
     return ROOT_NO + "; ".join(f.text for f in root_faults())
 
 
+def kernel_lines(cgroup_root: Path = cgroups.CGROUP_ROOT, fuse: Path = Path("/dev/fuse")
+                 ) -> list[str]:
+    """What the machine's kernel offers the faults that need it: one line each, present or
+    not, and what is refused without it."""
+    def state(ok: bool, where: str) -> str:
+        return f"yes ({where})" if ok else "no"
+
+    v1 = [c for c in ("cpu", "memory") if cgroups.available(c, cgroup_root)]
+    v2 = cgroups.unified_dir(cgroup_root)
+    return [
+        f"cgroup v1 cpu, memory: {state(len(v1) == 2, ', '.join(v1))} — cpu limit, "
+        "memory limit" + ("" if len(v1) == 2 else " are refused"),
+        f"cgroup v2: {state(v2 is not None, str(v2))} — a Galera group partition (each "
+        "server in a group of its own, so iptables knows its connections)"
+        + ("" if v2 is not None else " is refused"),
+        f"/dev/fuse: {state(fuse.exists(), str(fuse))} — io delay, io fail (lab-iofs)"
+        + ("" if fuse.exists() else " are refused"),
+    ]
+
+
 def render(found: list[Found], console: Console, root: bool | None = None) -> None:
     """The components, then the root line (``root``: whether the lab runs as root; None:
     look)."""
     root = is_root() if root is None else root
     if not console.is_terminal:
-        for line in [*plain_lines(found), root_line(root)]:
+        for line in [*plain_lines(found), *kernel_lines(), root_line(root)]:
             console.print(Text(line), soft_wrap=True)
         return
     table = Table(title="replica-chaos-lab components", show_lines=False)
@@ -59,6 +82,8 @@ def render(found: list[Found], console: Console, root: bool | None = None) -> No
         style = {"ok": "green", "missing": "red"}.get(f.status, "yellow")
         table.add_row(f.name, f"[{style}]{f.status}[/]", f.version or "-", f.path or "-", note(f))
     console.print(table)
+    for line in kernel_lines():
+        console.print(Text(line), soft_wrap=True)
     if root:
         console.print(Text(ROOT_YES))
         return

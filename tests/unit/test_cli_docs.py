@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from lab.cli import build_parser
-from lab.doctor import exit_status, render
+from lab.doctor import exit_status, kernel_lines, render
 from runners import components
 from runners.components import SPEC_BY_NAME, Found, MissingComponent
 
@@ -84,7 +84,9 @@ def test_doctor_without_a_terminal_prints_one_plain_line_per_component() -> None
     out = io.StringIO()
     render(_found(), Console(file=out, width=80), root=True)
     lines = out.getvalue().splitlines()
-    assert [line.split()[0] for line in lines[:-1]] == list(SPEC_BY_NAME)
+    kernel = len(kernel_lines())  # then the kernel's lines (cgroups, /dev/fuse), then root
+    assert [line.split()[0] for line in lines[:-1 - kernel]] == list(SPEC_BY_NAME)
+    assert lines[-1 - kernel:-1] == kernel_lines()
     assert lines[-1].startswith("root: yes")
     assert not any(ch in out.getvalue() for ch in "┃│┏━")
     mongod = next(line for line in lines if line.startswith("mongod"))
