@@ -41,6 +41,7 @@ from runners.haproxy import Backend, HAProxy
 from runners.iofs import IoFs
 from runners.mysql import Address, Credentials, execute_all, wait_until
 from runners.node import Node, SandboxNode
+from runners.node_primitives import NodePrimitives
 from runners.proxysql import ProxySQL
 from runners.replication import change_master
 from runners.router import Router
@@ -174,7 +175,7 @@ def deploy(plan: Plan, cell: Cell, run: Run) -> Topology:
 
 
 @dataclass
-class NativeTopology:
+class NativeTopology(NodePrimitives):
     """Servers as processes of this machine: dbdeployer sandboxes, bare mariadbd (Galera,
     two primaries), mongod; HAProxy or ProxySQL; toxiproxy links."""
 
@@ -528,34 +529,7 @@ class NativeTopology:
         _, synced = replication.role_state(self.nodes[name].addr, self.admin)
         return self.plan.topology != "galera" or synced
 
-    # --- roles and process primitives ------------------------------------------------------------
-    def writer(self) -> str | None:
-        return self.primary
-
-    def replicas(self) -> list[str]:
-        if self.primary is None:
-            return []
-        return [n for n in self.nodes if n != self.primary]
-
-    def kill(self, name: str) -> None:
-        self.nodes[name].kill()
-
-    def pause(self, name: str) -> None:
-        self.nodes[name].pause()
-
-    def resume(self, name: str) -> None:
-        self.nodes[name].resume()
-
-    def stop(self, name: str) -> None:
-        self.nodes[name].stop()
-
-    def start(self, name: str, options: dict[str, str] | None = None) -> None:
-        self.nodes[name].start(options)
-
-    def restart(self, name: str, options: dict[str, str] | None = None) -> None:
-        self.nodes[name].restart(options)
-
-    # --- endpoints -------------------------------------------------------------------------------
+    # --- endpoints (roles and process primitives: NodePrimitives) ----------------------------
     def address(self, endpoint: str) -> Address:
         """Where a client connects: a node (through its client link when links exist),
         ``router.writer`` or ``router.reader``."""
@@ -568,27 +542,10 @@ class NativeTopology:
             return Address("127.0.0.1", self.run.ports.client_proxy(node.index))
         return node.addr
 
-    def node_by_port(self, port: int) -> str | None:
-        for n in self.nodes.values():
-            if n.port == port:
-                return n.name
-        return None
-
-    def endpoints(self) -> dict[str, str]:
-        out = {name: str(self.address(name)) for name in self.nodes}
-        if self.router:
-            out["router.writer"] = str(self.address("router.writer"))
-            out["router.reader"] = str(self.address("router.reader"))
-        return out
-
     def describe_nodes(self) -> list[dict[str, Any]]:
         return [{"name": n.name, "role": n.role, "port": n.port, "pid": n.pid(),
                  "datadir": str(n.datadir), "error_log": str(n.error_log)}
                 for n in self.nodes.values()]
-
-    def connect_hint(self, endpoint: str) -> str:
-        a = self.address(endpoint)
-        return (f"mariadb -h{a.host} -P{a.port} -u{self.app.user} -p{self.app.password}")
 
     # --- teardown -------------------------------------------------------------------------------
     def teardown(self) -> float:

@@ -50,6 +50,7 @@ from runners.containers import image as images
 from runners.errors import ComponentError
 from runners.mysql import Address, Credentials, execute_all, sql_ready, wait_until
 from runners.node import READY_TIMEOUT, Node
+from runners.node_primitives import NodePrimitives
 from runners.replication import change_master
 from runners.router import Router
 from runners.runtime import Run, runtime_root
@@ -241,7 +242,7 @@ class ContainerNode(Node):
 
 
 @dataclass
-class ContainerTopology:
+class ContainerTopology(NodePrimitives):
     """Servers as containers of the lab's node image on a container engine
     (``runners.containers.engine``)."""
 
@@ -452,27 +453,7 @@ class ContainerTopology:
             except ComponentError as e:
                 raise ComponentError(node.component, e.message, node.save_log()) from None
 
-    # --- roles and process primitives ----------------------------------------------------------
-    def writer(self) -> str | None:
-        return self.primary
-
-    def replicas(self) -> list[str]:
-        if self.primary is None:
-            return []
-        return [n for n in self.nodes if n != self.primary]
-
-    def kill(self, name: str) -> None:
-        self.nodes[name].kill()
-
-    def pause(self, name: str) -> None:
-        self.nodes[name].pause()
-
-    def resume(self, name: str) -> None:
-        self.nodes[name].resume()
-
-    def stop(self, name: str) -> None:
-        self.nodes[name].stop()
-
+    # --- process primitives (the rest: NodePrimitives): a started node's cuts are put back ----
     def start(self, name: str, options: dict[str, str] | None = None) -> None:
         self.nodes[name].start(options)
         self._recut(name)
@@ -568,19 +549,6 @@ class ContainerTopology:
             return Address("127.0.0.1", self.run.ports.router_reader)
         return self.nodes[endpoint].addr
 
-    def node_by_port(self, port: int) -> str | None:
-        for n in self.nodes.values():
-            if n.port == port:
-                return n.name
-        return None
-
-    def endpoints(self) -> dict[str, str]:
-        out = {name: str(self.address(name)) for name in self.nodes}
-        if self.router is not None:
-            out["router.writer"] = str(self.address("router.writer"))
-            out["router.reader"] = str(self.address("router.reader"))
-        return out
-
     def describe_nodes(self) -> list[dict[str, Any]]:
         out = []
         for n in self.nodes.values():
@@ -588,10 +556,6 @@ class ContainerTopology:
             out.append({"name": n.name, "role": n.role, "port": n.port,
                         "container": n.container.name, "error_log": str(n.error_log)})
         return out
-
-    def connect_hint(self, endpoint: str) -> str:
-        a = self.address(endpoint)
-        return f"mariadb -h{a.host} -P{a.port} -u{self.app.user} -p{self.app.password}"
 
     # --- teardown -------------------------------------------------------------------------------
     def teardown(self) -> float:
