@@ -36,7 +36,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -275,9 +275,10 @@ def live_run_ids() -> set[str]:
     return {info.id for info in list_runs() if info.owner_alive}
 
 
-def remove_labelled(client: Any, dead: Any) -> list[str]:
-    """Remove this machine's containers, then networks, whose run label ``dead(run_id)``
-    says is gone. Returns what was removed (``container NAME``, ``network NAME``)."""
+def remove_labelled(client: Any, dead: Callable[[str, str | None], bool]) -> list[str]:
+    """Remove this machine's containers, then networks, whose labels ``dead(run_id,
+    quoted run directory or None)`` says are gone. Returns what was removed (``container
+    NAME``, ``network NAME``)."""
     removed: list[str] = []
     mine = f"{LABEL_HOST}={host_label()}"
     for c in client.containers.list(all=True, filters={"label": [LABEL_RUN, mine]}):

@@ -571,7 +571,7 @@ class ContainerTopology(NodePrimitives):
         eng = self.engine
         if eng is not None:
             with contextlib.suppress(Exception):
-                engines.remove_labelled(eng.client, lambda rid: rid == self.run.id)
+                engines.remove_labelled(eng.client, lambda rid, _dir: rid == self.run.id)
             service = eng.service
             eng.close()
             if service is not None:

@@ -244,3 +244,33 @@ def test_a_run_is_gone_by_its_own_directory_whatever_lab_runtime_the_gc_has(tmp_
     # podman network ls prints labels as k=v,k=v (ps as map[k:v k:v]): both are read
     assert engine._podman_labels("lab.dir=%2Ftmp,lab.run=xx") == {"lab.dir": "%2Ftmp",
                                                                    "lab.run": "xx"}
+
+
+def test_remove_labelled_asks_with_the_run_and_its_directory_label() -> None:
+    """The teardown's own predicate takes both (a one-argument one raised TypeError, which the
+    teardown suppressed, and left the run's containers: measured in make test)."""
+    from types import SimpleNamespace
+
+    removed: list[str] = []
+
+    class Thing(SimpleNamespace):
+        def remove(self, **_: object) -> None:
+            removed.append(self.name)
+
+    host = engine.host_label()
+    mine = Thing(name="c1", labels={engine.LABEL_RUN: "r1", engine.LABEL_HOST: host,
+                                    engine.LABEL_DIR: "%2Ftmp%2Fr1"})
+    other = Thing(name="c2", labels={engine.LABEL_RUN: "r2", engine.LABEL_HOST: host})
+    net = Thing(name="n1", attrs={"Labels": {engine.LABEL_RUN: "r1"}})
+    client = SimpleNamespace(
+        containers=SimpleNamespace(list=lambda **_: [mine, other]),
+        networks=SimpleNamespace(list=lambda **_: [net]))
+    asked: list[tuple[str, str | None]] = []
+
+    def dead(rid: str, quoted_dir: str | None) -> bool:
+        asked.append((rid, quoted_dir))
+        return rid == "r1"
+
+    engine.remove_labelled(client, dead)
+    assert removed == ["c1", "n1"]
+    assert ("r1", "%2Ftmp%2Fr1") in asked and ("r2", None) in asked
