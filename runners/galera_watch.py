@@ -32,7 +32,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from runners.mysql import Address, Credentials, connect
+from runners.mysql import Address, Credentials
+from runners.node_sampler import Emit, NodeSampler, timed_rows
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,6 @@ STATUS = ("wsrep_cluster_status", "wsrep_cluster_size", "wsrep_cluster_conf_id",
           "wsrep_incoming_addresses", "wsrep_ready")
 QUERY = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
          + ", ".join(f"'{v}'" for v in STATUS) + ")")
-Emit = Callable[[str, str, int, dict[str, float]], None]
 
 
 MEMBER = "member:"  # a sample's key naming a node of the component: member:g1
@@ -78,34 +78,16 @@ def status_values(status: Mapping[str, str], ports: Mapping[int, str]) -> dict[s
     return out
 
 
-class GaleraWatcher:
-    """Samples every node's Galera component until ``stop`` is set. ``connect_fn(addr, creds)``
-    opens a connection (default: ``runners.mysql.connect`` with a 1 s timeout)."""
+class GaleraWatcher(NodeSampler):
+    """Samples every node's Galera component until ``stop`` is set (``NodeSampler``)."""
+
+    SERIES = SERIES
 
     def __init__(self, nodes: Mapping[str, Address], creds: Credentials, emit: Emit,
                  interval: float = 0.2, stop: threading.Event | None = None, *,
                  connect_fn: Callable[[Address, Credentials], Any] | None = None) -> None:
-        self.nodes = dict(nodes)
+        super().__init__(nodes, creds, emit, interval, stop, connect_fn=connect_fn)
         self.ports = {addr.port: name for name, addr in self.nodes.items()}
-        self.creds = creds
-        self.emit = emit
-        self.interval = interval
-        self.stop = stop if stop is not None else threading.Event()
-        self._connect = connect_fn or (lambda a, c: connect(a, c, timeout=1))
-        self.ticks: dict[str, int] = {}
-        self._threads: list[threading.Thread] = []
-
-    def start(self) -> None:
-        for name in self.nodes:
-            t = threading.Thread(target=self._run, args=(name,), daemon=True,
-                                 name=f"galera-watch-{name}")
-            t.start()
-            self._threads.append(t)
-
-    def join(self, timeout: float | None = None) -> None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for t in self._threads:
-            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def _run(self, name: str) -> None:
         addr = self.nodes[name]
@@ -126,31 +108,13 @@ class GaleraWatcher:
                         conn.close()
                 conn = None
             self._emit(name, t_ns, values if values is not None else {"unreadable": 1.0})
-            self.ticks[name] = self.ticks.get(name, 0) + 1
-            next_tick += self.interval
-            now = time.monotonic()
-            if next_tick < now:  # a slow read: skip the missed ticks, keep the cadence
-                next_tick = now + self.interval - (now - next_tick) % self.interval
-            self.stop.wait(next_tick - now)
+            next_tick = self._next_tick(name, next_tick)
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
 
     @staticmethod
     def _read(conn: Any) -> tuple[int, dict[str, str]]:
-        t_a = time.monotonic_ns()
-        cur = conn.cursor()
-        try:
-            cur.execute(QUERY)
-            rows = list(cur.fetchall())
-        finally:
-            with contextlib.suppress(Exception):
-                cur.close()
-        t_b = time.monotonic_ns()
-        return (t_a + t_b) // 2, {str(k).lower(): str(v) for k, v in rows}
+        t_ns, rows = timed_rows(conn, QUERY)
+        return t_ns, {str(k).lower(): str(v) for k, v in rows}
 
-    def _emit(self, name: str, t_ns: int, values: dict[str, float]) -> None:
-        try:
-            self.emit(SERIES, name, t_ns, values)
-        except Exception:  # noqa: BLE001 - a recorder problem must not stop the watch
-            log.exception("emitting a galera sample for %s", name)

@@ -41,12 +41,12 @@ from typing import Any
 import MySQLdb
 import MySQLdb.cursors
 
-from runners.mysql import Address, Credentials, connect, error_code
+from runners.mysql import Address, Credentials, error_code
+from runners.node_sampler import Emit, NodeSampler, timed_rows
 
 log = logging.getLogger(__name__)
 
 SERIES = "replication"
-Emit = Callable[[str, str, int, dict[str, float]], None]
 STATEMENTS = ("SHOW ALL SLAVES STATUS", "SHOW SLAVE STATUS", "SHOW REPLICA STATUS")
 UNKNOWN_STATEMENT = frozenset({1064, 1149})  # syntax error: the server does not know it
 
@@ -101,47 +101,21 @@ def summarize(rows: list[Mapping[str, Any]]) -> tuple[dict[str, float], dict[int
     }, texts
 
 
-class ReplicationWatcher:
+class ReplicationWatcher(NodeSampler):
     """Samples the replication status of ``nodes`` until ``stop`` is set.
 
     ``connect_fn(addr, creds)`` opens a connection (default: ``runners.mysql.connect`` with
     a 1 s timeout); tests pass a fake."""
 
-    def __init__(
-        self,
-        nodes: Mapping[str, Address],
-        creds: Credentials,
-        emit: Emit,
-        interval: float = 0.2,
-        stop: threading.Event | None = None,
-        *,
-        connect_fn: Callable[[Address, Credentials], Any] | None = None,
-    ) -> None:
-        self.nodes = dict(nodes)
-        self.creds = creds
-        self.emit = emit
-        self.interval = interval
-        self.stop = stop if stop is not None else threading.Event()
-        self._connect = connect_fn or (lambda a, c: connect(a, c, timeout=1))
+    SERIES = SERIES
+
+    def __init__(self, nodes: Mapping[str, Address], creds: Credentials, emit: Emit,
+                 interval: float = 0.2, stop: threading.Event | None = None, *,
+                 connect_fn: Callable[[Address, Credentials], Any] | None = None) -> None:
+        super().__init__(nodes, creds, emit, interval, stop, connect_fn=connect_fn)
         self.messages: dict[tuple[str, int], str] = {}
-        self.ticks: dict[str, int] = {}
         self.unreadable: dict[str, int] = {}
         self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
-
-    # --- lifecycle --------------------------------------------------------------------------
-    def start(self) -> None:
-        for name in self.nodes:
-            t = threading.Thread(target=self._run, args=(name,), daemon=True,
-                                 name=f"replication-watch-{name}")  # fmt: skip
-            t.start()
-            self._threads.append(t)
-
-    def join(self, timeout: float | None = None) -> None:
-        """Wait for the threads (set ``stop`` first); ``timeout`` bounds the whole wait."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for t in self._threads:
-            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def messages_by_node(self) -> dict[str, dict[str, str]]:
         """``{node: {"1062": text}}``: the shape ``ctx.facts["replication_messages"]`` takes."""
@@ -196,28 +170,14 @@ class ReplicationWatcher:
                         for errno, text in texts.items():
                             self.messages[(name, errno)] = text[:2000]
                 self._emit(name, t_ns, values)
-            self.ticks[name] = self.ticks.get(name, 0) + 1
-            next_tick += self.interval
-            now = time.monotonic()
-            if next_tick < now:  # a slow read: skip the missed ticks, keep the cadence
-                next_tick = now + self.interval - (now - next_tick) % self.interval
-            self.stop.wait(next_tick - now)
+            next_tick = self._next_tick(name, next_tick)
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
 
     @staticmethod
     def _read(conn: Any, sql: str) -> tuple[int, list[Mapping[str, Any]]]:
-        t_a = time.monotonic_ns()
-        cur = conn.cursor(MySQLdb.cursors.DictCursor)
-        try:
-            cur.execute(sql)
-            rows = list(cur.fetchall()) if cur.description else []
-        finally:
-            with contextlib.suppress(Exception):
-                cur.close()
-        t_b = time.monotonic_ns()
-        return (t_a + t_b) // 2, rows
+        return timed_rows(conn, sql, MySQLdb.cursors.DictCursor)
 
     @staticmethod
     def _read_only(conn: Any) -> float | None:
@@ -239,8 +199,3 @@ class ReplicationWatcher:
         except (TypeError, ValueError):
             return None
 
-    def _emit(self, name: str, t_ns: int, values: dict[str, float]) -> None:
-        try:
-            self.emit(SERIES, name, t_ns, values)
-        except Exception:  # noqa: BLE001 - a recorder problem must not stop the watch
-            log.exception("emitting a replication sample for %s", name)

@@ -141,6 +141,8 @@ def test_status_values() -> None:
 
 
 class FakeCursor:
+    description = (("Variable_name",), ("Value",))  # a result set, as SHOW STATUS gives
+
     def __init__(self, rows: list[tuple[str, str]]) -> None:
         self.rows = rows
 
