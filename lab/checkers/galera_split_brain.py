@@ -37,12 +37,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from lab.checkers.base import CheckContext, CheckResult, seconds
+from lab.checkers.split_windows import window_metrics
 from lab.history import NEMESIS, WRITE_FS, Op, Sample
 
 SERIES = "galera"
 MEMBER = "member:"  # runners.galera_watch.MEMBER: a sample's key naming a component's node
 DOWN_FAULTS = frozenset({"kill", "stop", "restart", "cold_restart", "pause"})
-MAX_WINDOWS = 100
 
 Interval = tuple[int, int]  # [start, end] ns, closed
 
@@ -182,24 +182,14 @@ def check(history: Sequence[Op], ctx: CheckContext, name: str) -> CheckResult:
                         "seconds": seconds(b - a), "nodes": members,
                         "components": [sorted(m) for m in masks], "writes": w,
                         "sides_writing": sides, "open": is_open})
-    lengths = [w["seconds"] for w in windows]
-    longest = max(lengths) if lengths else 0.0
     writes_total = sum(sum(w["writes"].values()) for w in windows)
-    metrics: dict[str, Any] = {
-        "count": len(windows),
-        "longest": longest,
-        "total": sum(lengths),
-        "writes": writes_total,
-        "writes_by_workload": dict(sorted(by_workload.items())),
-        "windows": windows[:MAX_WINDOWS],
-        "windows_truncated": len(windows) > MAX_WINDOWS,
-        "lower_bound": any(w["open"] for w in windows if w["seconds"] == longest),
-        "evidence": "wsrep_cluster_status and membership samples",
-        "resolution": 0.2,
-        "topology": "galera",
-        "subjects": {n: {"writable": writable.get(n, 0.0), "writes": per_node_writes.get(n, 0),
-                         "samples": counts.get(n, 0)} for n in sorted(samples)},
-    }
+    metrics = window_metrics(
+        windows, writes=writes_total, by_workload=by_workload, lower_bound=False,
+        evidence="wsrep_cluster_status and membership samples", resolution=0.2,
+        topology="galera",
+        subjects={n: {"writable": writable.get(n, 0.0), "writes": per_node_writes.get(n, 0),
+                      "samples": counts.get(n, 0)} for n in sorted(samples)})
+    longest = metrics["longest"]
     note = (f"{len(windows)} split-brain window(s) of disjoint primary components, longest "
             f"{longest:.3f}s, {writes_total} acknowledged writes inside") if windows else ""
     return CheckResult(name, not windows, metrics, note)

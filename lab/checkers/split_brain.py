@@ -43,6 +43,7 @@ from typing import Any
 
 from lab.checkers import galera_split_brain
 from lab.checkers.base import CheckContext, CheckResult, seconds
+from lab.checkers.split_windows import window_metrics
 from lab.history import DUPLICATE_KEY_CODES, NEMESIS, WRITE_FS, Op, Sample
 
 NAME = "split_brain"
@@ -53,7 +54,6 @@ UNDEFINED_TOPOLOGIES = {
     "primary_primary": "two primaries take writes by design: split brain is not defined there",
     "mongodb_replset": "not measured on MongoDB replica sets",
 }
-MAX_WINDOWS = 100
 
 Interval = tuple[int, int]  # [start, end] ns, closed
 
@@ -251,11 +251,6 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         windows.append({"start": seconds(a - t0), "end": seconds(b - t0),
                         "seconds": seconds(b - a), "nodes": members, "writes": w,
                         "open": is_open})
-    lengths = [w["seconds"] for w in windows]
-    lower_bound = not sampled
-    longest = max(lengths) if lengths else 0.0
-    longest_open = bool(windows) and any(
-        w["open"] for w in windows if w["seconds"] == longest)
     subjects: dict[str, dict[str, Any]] = {}
     for name, node_ev in sorted(nodes.items()):
         merged = merge(per_node[name])
@@ -264,21 +259,12 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
             "writes": per_node_writes.get(name, 0),
             "samples": node_ev.samples,
         }
-    metrics: dict[str, Any] = {
-        "count": len(windows),
-        "longest": longest,
-        "total": sum(lengths),
-        "writes": writes_total,
-        "writes_by_workload": dict(sorted(by_workload.items())),
-        "windows": windows[:MAX_WINDOWS],
-        "windows_truncated": len(windows) > MAX_WINDOWS,
-        "lower_bound": lower_bound or longest_open,
-        "evidence": "read_only samples and writes" if sampled and attributed
+    metrics = window_metrics(
+        windows, writes=writes_total, by_workload=by_workload, lower_bound=not sampled,
+        evidence="read_only samples and writes" if sampled and attributed
         else ("read_only samples" if sampled else "writes only"),
-        "resolution": 0.2 if sampled else 0.0,
-        "topology": topology,
-        "subjects": subjects,
-    }
+        resolution=0.2 if sampled else 0.0, topology=topology, subjects=subjects)
+    longest = metrics["longest"]
     notes: list[str] = []
     if windows:
         notes.append(f"{len(windows)} split-brain window(s), longest {longest:.3f}s, "
