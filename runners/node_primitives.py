@@ -6,9 +6,51 @@ topology (``NativeTopology``, ``ContainerTopology``) inherits it and supplies ``
 
 from __future__ import annotations
 
+import secrets
+import string
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+from dsl.compile import for_base_port
+from dsl.plan import Cell, Plan, PlannedNode
 from runners.mysql import Address, Credentials
 from runners.node import Node
 from runners.router import Router
+from runners.runtime import Run
+
+
+def password(n: int = 20) -> str:
+    """A credential of the run: ``n`` random letters and digits."""
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(n))
+
+
+class _Deployable(Protocol):
+    planned: dict[str, PlannedNode]
+
+    def _deploy(self) -> None: ...
+    def teardown(self) -> float: ...
+
+
+T = TypeVar("T", bound=_Deployable)
+
+
+def deploy_cell(make: Callable[[Run, Plan, Cell, Credentials, Credentials, Credentials], T],
+                plan: Plan, cell: Cell, run: Run) -> T:
+    """A back-end's topology of one cell, running: the plan for this run's ports (what the
+    runners start, exactly: ``dsl.compile``), the run's own credentials (admin, app,
+    replication), then its ``_deploy``; whatever fails on the way is torn down."""
+    plan = for_base_port(plan, run.ports.base)
+    cell = next(c for c in plan.cells if c.index == cell.index)
+    topo = make(run, plan, cell, Credentials("lab_admin", password()),
+                Credentials("lab_app", password()), Credentials("lab_repl", password()))
+    topo.planned = {n.name: n for n in cell.nodes}
+    try:
+        topo._deploy()
+    except BaseException:
+        topo.teardown()
+        raise
+    return topo
 
 
 class NodePrimitives:

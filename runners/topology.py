@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
-import string
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dsl.actions import describe
-from dsl.compile import for_base_port, root_needs
+from dsl.compile import root_needs
 from dsl.models import NetworkFault, Promote
 from dsl.owned import normal_key
 from dsl.plan import Cell, Plan, PlannedNode, iofs_nodes
@@ -41,7 +39,7 @@ from runners.haproxy import Backend, HAProxy
 from runners.iofs import IoFs
 from runners.mysql import Address, Credentials, execute_all, wait_until
 from runners.node import Node, SandboxNode
-from runners.node_primitives import NodePrimitives
+from runners.node_primitives import NodePrimitives, deploy_cell, password
 from runners.proxysql import ProxySQL
 from runners.replication import change_master
 from runners.router import Router
@@ -51,11 +49,6 @@ from runners.sandbox import deploy as deploy_sandbox
 from runners.toxiproxy import Toxiproxy
 
 log = logging.getLogger(__name__)
-
-def password(n: int = 20) -> str:
-    alphabet = string.ascii_letters + string.digits
-    return "".join(secrets.choice(alphabet) for _ in range(n))
-
 
 def needed_components(plan: Plan) -> list[str]:
     if plan.backend == "containers":
@@ -199,18 +192,7 @@ class NativeTopology(NodePrimitives):
     @classmethod
     def deploy(cls, plan: Plan, cell: Cell, run: Run) -> NativeTopology:
         check_components(plan)
-        # The plan for this run's ports: what the runners start, exactly (dsl.compile).
-        plan = for_base_port(plan, run.ports.base)
-        cell = next(c for c in plan.cells if c.index == cell.index)
-        topo = cls(run, plan, cell, Credentials("lab_admin", password()),
-                   Credentials("lab_app", password()), Credentials("lab_repl", password()))
-        topo.planned = {n.name: n for n in cell.nodes}
-        try:
-            topo._deploy()
-        except BaseException:
-            topo.teardown()
-            raise
-        return topo
+        return deploy_cell(cls, plan, cell, run)
 
     def _uses_network_faults(self) -> bool:
         return any(isinstance(a, NetworkFault) for a in self.plan.actions())

@@ -40,7 +40,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from dsl.compile import for_base_port
 from dsl.models import Promote
 from dsl.owned import NODE_DIR_PATHS, RUNTIME
 from dsl.plan import Cell, Plan, PlannedNode
@@ -50,7 +49,7 @@ from runners.containers import image as images
 from runners.errors import ComponentError
 from runners.mysql import Address, Credentials, execute_all, sql_ready, wait_until
 from runners.node import READY_TIMEOUT, Node
-from runners.node_primitives import NodePrimitives
+from runners.node_primitives import NodePrimitives, deploy_cell
 from runners.replication import change_master
 from runners.router import Router
 from runners.runtime import Run, runtime_root
@@ -265,19 +264,7 @@ class ContainerTopology(NodePrimitives):
 
     @classmethod
     def deploy(cls, plan: Plan, cell: Cell, run: Run) -> ContainerTopology:
-        from runners.topology import password
-
-        plan = for_base_port(plan, run.ports.base)
-        cell = next(c for c in plan.cells if c.index == cell.index)
-        topo = cls(run, plan, cell, Credentials("lab_admin", password()),
-                   Credentials("lab_app", password()), Credentials("lab_repl", password()))
-        topo.planned = {n.name: n for n in cell.nodes}
-        try:
-            topo._deploy()
-        except BaseException:
-            topo.teardown()
-            raise
-        return topo
+        return deploy_cell(cls, plan, cell, run)
 
     # --- building ------------------------------------------------------------------------------
     def _deploy(self) -> None:
