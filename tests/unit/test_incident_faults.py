@@ -10,27 +10,13 @@ from typing import Any
 import pytest
 
 from dsl.actions import describe, needs_root, undo
-from dsl.api import check_text, load_plan, parse_text
+from dsl.api import load_plan, parse_text
 from dsl.models import ClockSkew, CpuLimit, MemoryLimit, NodeRef, StateCondition, Trigger
 from dsl.plan import PlannedWorkload
 from lab.triggers import TriggerWatch, did_not_happen, holds, latest_lag, rows_statement
 from runners import cgroups, faketime
 from runners.ops import Op, Sample
-
-HEAD = """experiment "t" {
-  duration 30s
-  topology replication { primary db1  replicas db2 }
-  workload w: unique_writes { target db1  rate 100/s }
-"""
-
-
-def exp(body: str) -> str:
-    return HEAD + body + "\n}\n"
-
-
-def errors(text: str) -> list[str]:
-    return [e.message for e in check_text(text) if e.severity == "error"]
-
+from tests.unit.fault_exp import HEAD, errors, exp
 
 # --- syntax ---------------------------------------------------------------------------------
 

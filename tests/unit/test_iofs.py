@@ -18,7 +18,7 @@ import pytest
 from fakes import FakeTopology, nemesis, ref
 
 from dsl.actions import describe, history_name, is_fault, needs_root, undo
-from dsl.api import check_text, parse_text, plan_text
+from dsl.api import parse_text, plan_text
 from dsl.models import IoFault, NodeRef
 from fault import HEALERS
 from fault.iofs import IoState, apply
@@ -26,24 +26,12 @@ from lab.cli_lang import iofs_line
 from runners import iofs
 from runners.components import SPEC_BY_NAME, MissingComponent, require
 from runners.topology import needed_components
+from tests.unit.fault_exp import errors, exp
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "runners" / "iofs" / "lab_iofs.c"
 BOOTSTRAP = ROOT / "tools" / "bootstrap.sh"
 
-HEAD = """experiment "t" {
-  duration 30s
-  topology replication { primary db1  replicas db2 }
-  workload w: unique_writes { target db1  rate 100/s }
-"""
-
-
-def exp(body: str) -> str:
-    return HEAD + body + "\n}\n"
-
-
-def errors(text: str) -> list[str]:
-    return [e.message for e in check_text(text) if e.severity == "error"]
 
 
 # --- the language ---------------------------------------------------------------------------
