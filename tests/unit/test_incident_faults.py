@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fault_exp import HEAD, errors, exp
 
 from dsl.actions import describe, needs_root, undo
 from dsl.api import load_plan, parse_text
@@ -16,7 +17,6 @@ from dsl.plan import PlannedWorkload
 from lab.triggers import TriggerWatch, did_not_happen, holds, latest_lag, rows_statement
 from runners import cgroups, faketime
 from runners.ops import Op, Sample
-from tests.unit.fault_exp import HEAD, errors, exp
 
 # --- syntax ---------------------------------------------------------------------------------
 

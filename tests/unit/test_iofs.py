@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from fakes import FakeTopology, nemesis, ref
+from fault_exp import errors, exp
 
 from dsl.actions import describe, history_name, is_fault, needs_root, undo
 from dsl.api import parse_text, plan_text
@@ -26,7 +27,6 @@ from lab.cli_lang import iofs_line
 from runners import iofs
 from runners.components import SPEC_BY_NAME, MissingComponent, require
 from runners.topology import needed_components
-from tests.unit.fault_exp import errors, exp
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "runners" / "iofs" / "lab_iofs.c"
