@@ -48,13 +48,18 @@ MEMBER = "member:"  # a sample's key naming a node of the component: member:g1
 
 
 def members(addresses: str, ports: Mapping[int, str]) -> list[str]:
-    """``wsrep_incoming_addresses`` (``127.0.0.1:23001,127.0.0.1:23002``) as the lab's nodes:
-    ``ports`` maps a node's client port to its name. Unknown entries are left out."""
+    """``wsrep_incoming_addresses`` as the lab's nodes: natively every node is on 127.0.0.1
+    (``127.0.0.1:23001,127.0.0.1:23002``) and ``ports`` maps a node's client port to its
+    name; on containers each names itself (``g1:3306,g2:3306``: the host is the node's name).
+    Unknown entries are left out."""
+    names = set(ports.values())
     out: list[str] = []
     for entry in addresses.split(","):
-        _, _, port = entry.strip().rpartition(":")
-        if port.isdigit() and int(port) in ports and ports[int(port)] not in out:
-            out.append(ports[int(port)])
+        host, _, port = entry.strip().rpartition(":")
+        name = host if host in names else (
+            ports.get(int(port)) if port.isdigit() else None)
+        if name is not None and name not in out:
+            out.append(name)
     return out
 
 

@@ -126,6 +126,8 @@ PORTS = {23001: "g1", 23002: "g2", 23003: "g3"}
 def test_members_are_read_from_the_incoming_addresses() -> None:
     assert galera_watch.members("127.0.0.1:23001,127.0.0.1:23003", PORTS) == ["g1", "g3"]
     assert galera_watch.members("AUTO,,10.0.0.1:9999", PORTS) == []
+    # on containers each member names itself (wsrep_node_incoming_address = g1:3306)
+    assert galera_watch.members("g1:3306,g3:3306,gx:3306", PORTS) == ["g1", "g3"]
     assert galera_watch.MEMBER == gsb.MEMBER  # the checker reads what the watcher writes
 
 
