@@ -14,13 +14,13 @@ demo: bootstrap
 
 test: bootstrap
 	$(PYTEST) tests/unit -q
-	$(PYTEST) tests/integration -q -m integration
+	$(PYTEST) tests/integration -q -m integration --durations=40
 
 test-fast: bootstrap
 	$(PYTEST) tests/unit -q
 
 test-integration: bootstrap
-	$(PYTEST) tests/integration -q -m integration
+	$(PYTEST) tests/integration -q -m integration --durations=40
 
 lint: bootstrap
 	$(VENV)/bin/ruff check dsl lab runners fault tests bench
