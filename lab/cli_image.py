@@ -35,6 +35,5 @@ def cmd_image_build() -> int:
             eng.close()
             if service is not None:
                 run.forget(service)
-                if not engines.container_runs_alive(besides=run.id):
-                    engines.HostNetState.restore()
+                engines.HostNetState.release(run.dir)
         run.close()

@@ -80,6 +80,20 @@ def runtime_root() -> Path:
     return p
 
 
+def ports_dir() -> Path:
+    """The port claims: one directory for the whole machine (``LAB_PORTS_DIR`` overrides it,
+    for tests), not one per ``LAB_RUNTIME`` — two labs with different state directories share
+    the machine's loopback ports. World-writable and sticky, like /tmp: another user's claim
+    can be read, never removed."""
+    p = Path(os.environ.get("LAB_PORTS_DIR") or "/tmp/rcl-ports")
+    if not p.is_dir():
+        p.mkdir(parents=True, exist_ok=True)
+        if not os.environ.get("LAB_PORTS_DIR"):
+            with contextlib.suppress(OSError):
+                os.chmod(p, 0o1777)
+    return p
+
+
 def become_subreaper() -> None:
     """Orphaned descendants (mysqld_safe, mariadbd) are reparented to us, not to PID 1."""
     with contextlib.suppress(Exception):
@@ -220,8 +234,7 @@ class Run:
 
     # --- ports ---------------------------------------------------------------------------
     def _claim_ports(self) -> int:
-        claims = runtime_root() / "ports"
-        claims.mkdir(exist_ok=True)
+        claims = ports_dir()
         start = PORT_FIRST + (os.getpid() % ((PORT_LAST - PORT_FIRST) // BLOCK)) * BLOCK
         span = PORT_LAST - PORT_FIRST
         for k in range(span // BLOCK):
@@ -236,7 +249,10 @@ class Run:
                         continue
                 except (OSError, ValueError, KeyError):
                     pass
-                claim.unlink(missing_ok=True)
+                try:
+                    claim.unlink(missing_ok=True)
+                except PermissionError:  # another user's claim (sticky directory): not ours
+                    continue
             try:
                 fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
@@ -251,7 +267,7 @@ class Run:
                            f"{PORT_LAST} (below the kernel's ephemeral ports)")
 
     def release_ports(self) -> None:
-        claim = runtime_root() / "ports" / str(self.base_port)
+        claim = ports_dir() / str(self.base_port)
         with contextlib.suppress(OSError, ValueError):
             if json.loads(claim.read_text()).get("run_id") == self.id:
                 claim.unlink()
@@ -448,7 +464,7 @@ def gc_runs(include_live: bool = False) -> list[RunInfo]:
             continue
         kill_records(info.records)
         kill_records(strays(info.dir, info.id))
-        claim = runtime_root() / "ports" / str(info.meta.get("base_port"))
+        claim = ports_dir() / str(info.meta.get("base_port"))
         with contextlib.suppress(OSError, ValueError):
             if json.loads(claim.read_text()).get("run_id") == info.id:
                 claim.unlink()

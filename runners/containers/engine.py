@@ -19,14 +19,17 @@ that are gone, and only this machine's (several labs may share one remote engine
 
 Podman changes the host when it makes a bridge network: it turns ``ip_forward`` on and adds
 ``NETAVARK`` iptables chains it does not remove. ``HostNetState`` records both before the first
-container run of this lab starts (``host-net.json`` in the lab's state directory) and
-``restore_host`` puts them back once no container run is alive.
+container run on this machine starts (``host-net.json`` in a directory of this machine's, not of
+one lab's: ``/tmp/rcl-host-net-<uid>``, since labs with different ``LAB_RUNTIME`` share the
+host's network) with each run that uses it registered there, and puts them back when the last
+registered run is released or found dead.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -189,7 +192,7 @@ def connect(run: Run) -> Engine:
         except Exception as e:  # noqa: BLE001 - any failure: the engine is not there
             raise ComponentError("container engine", f"{url} does not answer: {e}") from None
         return Engine(url, client, local=is_local_url(url))
-    HostNetState.remember()
+    HostNetState.remember(run.dir)
     sock = run.dir / "podman.sock"
     conf = write_containers_conf()
     proc = start_service(sock, conf, run.dir / "podman-service.log")
@@ -381,21 +384,10 @@ def sweep(dead_run_ids: set[str] | None = None) -> list[str]:
         labelled = podman_labelled_runs()
         runs = {rid for rid, d in labelled.items() if dead(rid, d)}
         removed += podman_remove_labelled(runs, write_containers_conf())
-    # a live container run of a lab with another LAB_RUNTIME still needs the host's network
-    elsewhere = any(d and not run_gone(rid, d) for rid, d in labelled.items())
-    if not container_runs_alive() and not elsewhere:
-        removed += HostNetState.restore()
+    # the host's network goes back once no run registered as using it is alive (whatever the
+    # LAB_RUNTIME of its lab)
+    removed += HostNetState.release()
     return removed
-
-
-def container_runs_alive(besides: str | None = None) -> bool:
-    """A live run of this lab (other than ``besides``) that uses containers (its directory
-    has a podman socket or says ``backend: containers``)."""
-    for info in list_runs():
-        if info.id != besides and info.owner_alive and (info.meta.get("backend") == "containers" or
-                                 (info.dir / "podman.sock").exists()):
-            return True
-    return False
 
 
 # --- the host's network state --------------------------------------------------------------
@@ -404,9 +396,17 @@ IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
 CHAIN_PREFIXES = ("NETAVARK", "CNI-", "PODMAN")
 
 
+def host_net_dir() -> Path:
+    """This machine's record of its network before podman changed it, and of the runs using
+    it (``LAB_HOST_NET_DIR`` overrides the place, for tests)."""
+    d = Path(os.environ.get("LAB_HOST_NET_DIR") or f"/tmp/rcl-host-net-{os.getuid()}")
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return d
+
+
 @contextlib.contextmanager
 def _host_lock() -> Iterator[None]:
-    path = runtime_root() / "host-net.lock"
+    path = host_net_dir() / "host-net.lock"
     with open(path, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
@@ -429,46 +429,85 @@ def iptables_chains(table: str) -> set[str] | None:
 
 
 class HostNetState:
-    """``ip_forward`` and the iptables chains as they were before the lab's first container
-    run; ``restore`` undoes what podman added."""
+    """``ip_forward`` and the iptables chains as they were before the first container run on
+    this machine, and the runs using the host's network since (``users/``: one file per run
+    directory). ``release`` undoes what podman added once no registered run is alive — whatever
+    ``LAB_RUNTIME`` each run's lab has, so one run's teardown never unplugs another's
+    containers."""
 
     TABLES = ("filter", "nat", "mangle")
 
     @staticmethod
     def path() -> Path:
-        return runtime_root() / "host-net.json"
+        return host_net_dir() / "host-net.json"
+
+    @staticmethod
+    def _user(run_dir: Path) -> Path:
+        key = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:20]
+        return host_net_dir() / "users" / key
 
     @classmethod
-    def remember(cls) -> None:
+    def remember(cls, run_dir: Path | None = None) -> None:
+        """Record the host's network unless a run alive already did (keep the older truth),
+        and register ``run_dir``'s run as a user of it."""
         with _host_lock():
-            if cls.path().exists():
-                return  # recorded by an earlier run not restored yet: keep the older truth
-            state: dict[str, Any] = {"chains": {}}
+            if not cls.path().exists():
+                state: dict[str, Any] = {"chains": {}}
+                with contextlib.suppress(OSError):
+                    state["ip_forward"] = IP_FORWARD.read_text().strip()
+                for t in cls.TABLES:
+                    chains = iptables_chains(t)
+                    if chains is not None:
+                        state["chains"][t] = sorted(chains)
+                cls.path().write_text(json.dumps(state))
+            if run_dir is not None:
+                user = cls._user(run_dir)
+                user.parent.mkdir(exist_ok=True)
+                user.write_text(str(run_dir.resolve()))
+
+    @classmethod
+    def users(cls) -> list[Path]:
+        """The run directories registered and still alive (a dead or removed run's entry is
+        dropped)."""
+        users = host_net_dir() / "users"
+        alive_dirs: list[Path] = []
+        for entry in sorted(users.glob("*")) if users.is_dir() else []:
             with contextlib.suppress(OSError):
-                state["ip_forward"] = IP_FORWARD.read_text().strip()
-            for t in cls.TABLES:
-                chains = iptables_chains(t)
-                if chains is not None:
-                    state["chains"][t] = sorted(chains)
-            cls.path().write_text(json.dumps(state))
+                d = Path(entry.read_text().strip())
+                info = read_run(d)
+                if info is not None and info.owner_alive:
+                    alive_dirs.append(d)
+                    continue
+            entry.unlink(missing_ok=True)
+        return alive_dirs
 
     @classmethod
-    def restore(cls) -> list[str]:
-        """Delete the podman chains that were not there before (and the rules that jump to
-        them), and set ``ip_forward`` back. Returns what was done."""
+    def release(cls, run_dir: Path | None = None) -> list[str]:
+        """``run_dir``'s run no longer uses the host's network (None: only drop the dead);
+        with no registered run alive, put the host back. Returns what was done."""
         with _host_lock():
-            try:
-                state = json.loads(cls.path().read_text())
-            except (OSError, ValueError):
+            if run_dir is not None:
+                cls._user(run_dir).unlink(missing_ok=True)
+            if cls.users():
                 return []
-            done = restore_chains(state.get("chains", {}))
-            before = state.get("ip_forward")
-            with contextlib.suppress(OSError):
-                if before is not None and IP_FORWARD.read_text().strip() != before:
-                    IP_FORWARD.write_text(before + "\n")
-                    done.append(f"ip_forward set back to {before}")
-            cls.path().unlink(missing_ok=True)
-            return done
+            return cls._restore()
+
+    @classmethod
+    def _restore(cls) -> list[str]:
+        """Delete the podman chains that were not there before (and the rules that jump to
+        them), and set ``ip_forward`` back (the caller holds the host lock)."""
+        try:
+            state = json.loads(cls.path().read_text())
+        except (OSError, ValueError):
+            return []
+        done = restore_chains(state.get("chains", {}))
+        before = state.get("ip_forward")
+        with contextlib.suppress(OSError):
+            if before is not None and IP_FORWARD.read_text().strip() != before:
+                IP_FORWARD.write_text(before + "\n")
+                done.append(f"ip_forward set back to {before}")
+        cls.path().unlink(missing_ok=True)
+        return done
 
 
 def restore_chains(before: dict[str, list[str]]) -> list[str]:

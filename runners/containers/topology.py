@@ -563,6 +563,5 @@ class ContainerTopology(NodePrimitives):
             eng.close()
             if service is not None:
                 self.run.forget(service)
-                if not engines.container_runs_alive(besides=self.run.id):
-                    engines.HostNetState.restore()
+                engines.HostNetState.release(self.run.dir)
         return time.monotonic() - t0

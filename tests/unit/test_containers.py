@@ -5,6 +5,7 @@ engine switch, the host state put back, and `lab doctor`'s lines."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -185,22 +186,49 @@ def test_podman_labels_name_the_run() -> None:
     assert engine._labels_run("map[]") == []
 
 
-def test_the_hosts_forwarding_is_put_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                          ) -> None:
-    monkeypatch.setenv("LAB_RUNTIME", str(tmp_path / "rt"))
+def _a_live_run(root: Path, name: str, owner: int) -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"owner_pid": owner}))
+    return d
+
+
+def test_the_hosts_forwarding_is_put_back_when_the_last_run_using_it_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs of labs with different LAB_RUNTIME: the first one's teardown leaves the host
+    alone while the other still runs; the last one puts it back."""
+    monkeypatch.setenv("LAB_HOST_NET_DIR", str(tmp_path / "host"))
     fwd = tmp_path / "ip_forward"
     fwd.write_text("0\n")
     monkeypatch.setattr(engine, "IP_FORWARD", fwd)
     monkeypatch.setattr(engine.shutil, "which", lambda p: None)  # no iptables
-    engine.HostNetState.remember()
+    a = _a_live_run(tmp_path / "rt-a", "run-a", os.getpid())
+    b = _a_live_run(tmp_path / "rt-b", "run-b", os.getpid())
+    engine.HostNetState.remember(a)
     assert json.loads(engine.HostNetState.path().read_text())["ip_forward"] == "0"
     fwd.write_text("1\n")  # what podman does
-    engine.HostNetState.remember()  # a second run keeps the first truth
+    engine.HostNetState.remember(b)  # a second run keeps the first truth
     assert json.loads(engine.HostNetState.path().read_text())["ip_forward"] == "0"
-    assert engine.HostNetState.restore() == ["ip_forward set back to 0"]
+    assert engine.HostNetState.release(a) == []  # b still uses the host's network
+    assert fwd.read_text().strip() == "1"
+    assert engine.HostNetState.release(b) == ["ip_forward set back to 0"]
     assert fwd.read_text().strip() == "0"
     assert not engine.HostNetState.path().exists()
-    assert engine.HostNetState.restore() == []
+    assert engine.HostNetState.release() == []
+
+
+def test_a_dead_runs_registration_does_not_hold_the_host(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAB_HOST_NET_DIR", str(tmp_path / "host"))
+    fwd = tmp_path / "ip_forward"
+    fwd.write_text("0\n")
+    monkeypatch.setattr(engine, "IP_FORWARD", fwd)
+    monkeypatch.setattr(engine.shutil, "which", lambda p: None)
+    dead = _a_live_run(tmp_path / "rt", "killed", 2**22 + 12345)  # no such process
+    engine.HostNetState.remember(dead)
+    fwd.write_text("1\n")
+    assert engine.HostNetState.users() == []  # `lab gc`'s sweep: the dead run is dropped
+    assert engine.HostNetState.release() == ["ip_forward set back to 0"]
 
 
 def test_doctor_lines_say_engine_image_and_what_is_not_exercised() -> None:

@@ -1,5 +1,6 @@
 """Port blocks (runners.runtime): every run claims a block of 100 loopback ports with an
-exclusive file, so two runs at once never collide; a dead run's claim is taken over; a block
+exclusive file in one directory for the whole machine, so two runs at once never collide
+(whatever their LAB_RUNTIME); a dead run's claim is taken over; a block
 with a busy port is skipped; releasing removes only the run's own claim."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from runners.runtime import BLOCK, PORT_FIRST, PORT_LAST, Run
 @pytest.fixture(autouse=True)
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("LAB_RUNTIME", str(tmp_path))
+    monkeypatch.setenv("LAB_PORTS_DIR", str(tmp_path / "ports"))
     monkeypatch.setattr(runtime, "port_free", lambda port: True)
     return tmp_path
 
@@ -45,7 +47,7 @@ def test_two_runs_at_once_never_share_a_block(root: Path) -> None:
 
 def test_a_dead_runs_claim_is_taken_over(root: Path) -> None:
     start = PORT_FIRST + (os.getpid() % ((PORT_LAST - PORT_FIRST) // BLOCK)) * BLOCK
-    (root / "ports").mkdir()
+    (root / "ports").mkdir(exist_ok=True)
     (root / "ports" / str(start)).write_text(json.dumps(
         {"run_id": "deadbeef0000", "pid": 2**22 + 12345, "start_time": 1}))
     with Run(experiment="t") as run:
@@ -55,7 +57,7 @@ def test_a_dead_runs_claim_is_taken_over(root: Path) -> None:
 
 def test_a_live_claim_is_skipped(root: Path) -> None:
     start = PORT_FIRST + (os.getpid() % ((PORT_LAST - PORT_FIRST) // BLOCK)) * BLOCK
-    (root / "ports").mkdir()
+    (root / "ports").mkdir(exist_ok=True)
     mine = {"run_id": "other0000000", "pid": os.getpid(),
             "start_time": runtime.proc_start_time(os.getpid())}
     (root / "ports" / str(start)).write_text(json.dumps(mine))
@@ -97,3 +99,18 @@ def test_port_blocks_stay_below_the_ephemeral_range(tmp_path: Path) -> None:
     f.write_text("23500 60999\n")  # too little room below: the blocks go above it
     assert port_bounds(f) == (61000, 65500)
     assert port_bounds(tmp_path / "missing") == (23000, 32700)
+
+
+def test_two_labs_with_different_state_directories_never_share_a_block(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The claims are the machine's: a lab whose LAB_RUNTIME differs still sees them."""
+    monkeypatch.setenv("LAB_RUNTIME", str(root / "lab-a"))
+    a = Run(experiment="a")
+    monkeypatch.setenv("LAB_RUNTIME", str(root / "lab-b"))
+    b = Run(experiment="b")
+    try:
+        assert abs(a.base_port - b.base_port) >= BLOCK
+    finally:
+        b.close()
+        monkeypatch.setenv("LAB_RUNTIME", str(root / "lab-a"))
+        a.close()
