@@ -1,5 +1,5 @@
 # replica-chaos-lab: `make demo` and `make test` are all a new user needs.
-.PHONY: bootstrap demo test test-fast test-integration lint bench clean-runs validity
+.PHONY: bootstrap demo test test-fast test-integration integration lint bench clean-runs validity
 
 VENV := .venv
 LAB := $(VENV)/bin/lab
@@ -14,13 +14,21 @@ demo: bootstrap
 
 test: bootstrap
 	$(PYTEST) tests/unit -q
-	$(PYTEST) tests/integration -q -m integration --durations=40
+	$(MAKE) --no-print-directory integration
 
 test-fast: bootstrap
 	$(PYTEST) tests/unit -q
 
 test-integration: bootstrap
-	$(PYTEST) tests/integration -q -m integration --durations=40
+	$(MAKE) --no-print-directory integration
+
+# Real servers: two tests at a time (each run has its own ports, directories and state), then
+# the calibrations alone (tests/integration/conftest.py marks them `serial`). Both parts run;
+# the target fails if either did.
+integration:
+	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n 2 --dist loadgroup \
+	  --durations=30 || s=1; \
+	$(PYTEST) tests/integration -q -m "integration and serial" --durations=10 || s=1; exit $$s
 
 lint: bootstrap
 	$(VENV)/bin/ruff check dsl lab runners fault tests bench

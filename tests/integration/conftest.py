@@ -24,9 +24,20 @@ os.environ.setdefault("LAB_HOME", str(Path(_session_dir) / "home"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here is ``integration``. ``make test`` runs them two at a time (two runs at
+    once must not collide, and most of a run is waiting for its timeline) except the
+    ``serial`` ones, which run alone afterwards: the calibration experiments, whose figures are
+    the claims docs/validity.md makes. The container tests share one worker
+    (``xdist_group``): they compare the host's network state before and after."""
     for item in items:
-        if "tests/integration" in str(item.fspath):
-            item.add_marker(pytest.mark.integration)
+        if "tests/integration" not in str(item.fspath):
+            continue
+        item.add_marker(pytest.mark.integration)
+        name = Path(str(item.fspath)).name
+        if "[calibration/" in item.nodeid:
+            item.add_marker(pytest.mark.serial)
+        if name.startswith("test_containers") or "-containers]" in item.nodeid:
+            item.add_marker(pytest.mark.xdist_group("containers"))
 
 
 def require(*components: str) -> None:
