@@ -8,14 +8,14 @@ yet. ``lab run --backend containers`` checks the file again with the back-end it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dsl.models import (
     Action,
     ClockSkew,
-    CpuLimit,
     DiskFault,
     DropCaches,
     Experiment,
-    MemoryLimit,
     NetworkFault,
     NodeAction,
     Span,
@@ -23,7 +23,7 @@ from dsl.models import (
 
 Problem = tuple[Span, str, str]
 
-CONTAINER_TOPOLOGIES = ("replication", "single", "galera")
+CONTAINER_TOPOLOGIES = ("replication", "single", "galera", "primary_primary")
 _NATIVE = "run it with `backend native` (the default) until then"
 
 # actions the container back-end cannot carry out yet, with why
@@ -31,26 +31,24 @@ _NOT_YET: tuple[tuple[type, str], ...] = (
     (DropCaches, "the page cache belongs to the engine's machine (not implemented yet)"),
     (DiskFault, "a full disk needs a tmpfs under the node's data directory (not implemented "
                 "yet on containers)"),
-    (CpuLimit, "cpu limits go through this machine's cgroups, not the engine's (not "
-               "implemented yet on containers)"),
-    (MemoryLimit, "memory limits go through this machine's cgroups, not the engine's (not "
-                  "implemented yet on containers)"),
     (ClockSkew, "clock skew preloads libfaketime into a server on this machine (not "
                 "implemented yet on containers)"),
 )
 
 
+def uses_links(actions: Sequence[Action], backend: str) -> bool:
+    """Whether a run puts toxiproxy links on the clients' and replicas' paths. Natively, with
+    any network fault (every one but a Galera group cut goes through them). On containers only
+    with latency or bandwidth, or a fault on the clients link: partitions between nodes are
+    iptables cuts inside the node there (``runners.netcut``), which need no proxy."""
+    faults = [a for a in actions if isinstance(a, NetworkFault)]
+    if backend != "containers":
+        return bool(faults)
+    return any(a.verb in ("latency", "bandwidth") or (a.link == "clients" and a.verb != "heal")
+               for a in faults)
+
+
 def _action_problem(a: Action, exp: Experiment) -> str | None:
-    if isinstance(a, NetworkFault):
-        if a.verb in ("latency", "bandwidth"):
-            return ("on containers network faults are cuts between nodes (iptables inside the "
-                    "node): partition, link_down and heal; latency and bandwidth need tc netem, "
-                    "not implemented")
-        if a.link == "clients" and exp.router is None and a.verb != "heal":
-            return ("on containers the clients link is the router's (clients on this machine "
-                    "reach a node through its published port, as the lab's own observers do, "
-                    "and are not cut): there is no router")
-        return None
     if isinstance(a, NodeAction) and a.verb == "cold_restart":
         return "cold restart evicts the node's files from this machine's page cache (not " \
                "implemented yet on containers)"

@@ -9,8 +9,9 @@ Galera the group connections the node opened itself as well as those opened to i
 
 On a topology whose nodes have network namespaces of their own (``runners.netcut.PeerCuts``:
 ``backend containers``), ``partition`` and ``link_down`` cut the node from the peers of the
-link instead, with iptables rules inside the node (``peer_network``); latency and bandwidth do
-not run there (``lab check`` refuses them).
+link instead, with iptables rules inside the node (``peer_network``); latency and bandwidth go
+on toxiproxy links there too, in a container of their own, and so do the cuts of the links
+that pass through it (``cuts_and_links``).
 
 Heal state: the damaged links (their toxics removed, re-enabled), the other nodes' links a
 node's partition cut (healed with it), and, per partitioned node, the iptables rules inserted
@@ -56,12 +57,47 @@ class NetworkState:
 def network(ctx: Context, a: NetworkFault) -> Detail:
     topo = ctx.topo
     if isinstance(topo, PeerCuts):
-        return peer_network(ctx, topo, a)
-    st = ctx.state(NetworkState)
+        return cuts_and_links(ctx, topo, a)
     node = a.node.name if a.node else None
     if a.link == "group" or (topo.plan.topology == "galera" and a.verb == "partition"
                              and a.link == "all"):
         return galera_partition(ctx, node, heal=a.verb == "heal")
+    detail = link_faults(ctx, a)
+    if a.verb == "heal" and (node is None or a.link in ("all", "group")):
+        with contextlib.suppress(ActionFailed):
+            galera_partition(ctx, node, heal=True)
+    return detail
+
+
+def cuts_and_links(ctx: Context, topo: PeerCuts, a: NetworkFault) -> Detail:
+    """On a topology whose nodes have namespaces of their own (``backend containers``):
+    latency and bandwidth go on the toxiproxy links, and so do partition and link_down of the
+    ``clients`` and ``replication`` links when the run has links (``dsl.backends.uses_links``:
+    the traffic goes through toxiproxy, so that is where it is cut); every other partition or
+    link_down is a cut between the node and its link's peers (``peer_network``); ``all``
+    with links does both; a heal heals both."""
+    links = getattr(topo, "toxi", None) is not None
+    on_links = links and (a.verb in ("latency", "bandwidth", "heal")
+                          or a.link in ("clients", "replication", "all"))
+    on_peers = a.verb in ("partition", "link_down", "heal") and not (
+        links and a.link in ("clients", "replication"))
+    if not on_links and not on_peers:
+        raise ActionFailed(f"network {a.verb} needs toxiproxy links, which were not created")
+    detail: dict[str, object] = {}
+    if on_links:
+        detail.update(link_faults(ctx, a) or {})
+    if on_peers:
+        detail.update(peer_network(ctx, topo, a) or {})
+    return detail
+
+
+def link_faults(ctx: Context, a: NetworkFault) -> Detail:
+    """A fault on the node's toxiproxy links of the kind named (``all``: every one); a
+    partition of ``all`` or ``replication`` cuts the other nodes' replication from the node
+    too (``links_to``)."""
+    topo = ctx.topo
+    st = ctx.state(NetworkState)
+    node = a.node.name if a.node else None
     if topo.toxi is None:
         raise ActionFailed("network faults need toxiproxy links, which were not created")
     links = topo.toxi.links_of(node, "all" if a.link == "all" else a.link)
@@ -77,9 +113,6 @@ def network(ctx: Context, a: NetworkFault) -> Detail:
         for link in links:
             topo.toxi.heal(link)
             st.damaged_links.discard(link)
-        if node is None or a.link in ("all", "group"):
-            with contextlib.suppress(ActionFailed):
-                galera_partition(ctx, node, heal=True)
         return {"links": links}
     if not links:
         raise ActionFailed(f"no {a.link} link for {node}")

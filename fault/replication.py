@@ -37,20 +37,20 @@ def control(ctx: Context, a: ReplicationControl) -> Detail:
 
 
 def _source(ctx: Context, replica: str, primary: str) -> tuple[str, int]:
-    """Where ``replica`` reaches ``primary`` (host, port): by name on the topology's own
-    network when it has one (``source_address``: ``backend containers``), else on the
-    loopback, through the replica's replication link when links exist (the link is pointed at
-    the primary), else directly."""
+    """Where ``replica`` reaches ``primary`` (host, port): through the replica's replication
+    link when links exist (the link is pointed at the primary), else by name on the
+    topology's own network when it has one (``source_address``: ``backend containers``), else
+    directly on the loopback."""
     topo = ctx.topo
-    by_name = getattr(topo, "source_address", None)
-    if by_name is not None:
-        host, port = by_name(primary)
-        return str(host), int(port)
     primary_port = ctx.node(primary).port
     link = f"{replica}.replication"
     if topo.toxi and link in topo.toxi.links:
         topo.toxi.set_upstream(link, primary_port)
-        return repl.LOOPBACK, topo.toxi.links[link].listen
+        return topo.toxi.link_host, topo.toxi.links[link].listen
+    by_name = getattr(topo, "source_address", None)
+    if by_name is not None:
+        host, port = by_name(primary)
+        return str(host), int(port)
     return repl.LOOPBACK, primary_port
 
 

@@ -3,7 +3,9 @@
 (``runners.cgroups``) named for the run and the node.
 
 A limit moves the node's server (its ``mariadbd`` pid, all threads) into the group and writes
-the limit; heal moves it back where it came from and removes the group. A memory limit also
+the limit (on ``backend containers`` the container's own cgroup takes it, through the engine's
+API: ``runners.containers.resources``); heal moves it back where it came from and removes the
+group. A memory limit also
 starts a watcher (``OomWatcher``) that polls the group every ``OOM_POLL`` seconds: when the
 kernel's OOM killer kills in the group (``memory.oom_control``'s ``oom_kill`` grows) or the
 server dies while limited, it records an ``oom_kill`` fault op in the history (``info`` for
@@ -29,19 +31,23 @@ from pathlib import Path
 from dsl.models import CpuLimit, MemoryLimit
 from fault.context import ActionFailed, Context, Detail, Handler
 from runners import cgroups
+from runners.containers.resources import ContainerLimit
+from runners.errors import ComponentError
 from runners.ops import NEMESIS, Op
 from runners.runtime import alive
 
 log = logging.getLogger(__name__)
 
 OOM_POLL = 0.1  # seconds between two looks at a limited group
+# a node's limit: a cgroup of this machine, or a node container's own (``backend containers``)
+Limit = cgroups.NodeGroup | ContainerLimit
 
 
 @dataclass
 class ResourceState:
-    groups: dict[tuple[str, str], cgroups.NodeGroup] = field(default_factory=dict)
+    groups: dict[tuple[str, str], Limit] = field(default_factory=dict)
     watchers: dict[str, OomWatcher] = field(default_factory=dict)
-    left: dict[tuple[str, str], cgroups.NodeGroup] = field(default_factory=dict)  # for good
+    left: dict[tuple[str, str], Limit] = field(default_factory=dict)  # for good
     root: Path = cgroups.CGROUP_ROOT
 
 
@@ -49,7 +55,7 @@ class OomWatcher:
     """Records an ``oom_kill`` op when the kernel kills in a node's memory group, or the server
     dies while limited."""
 
-    def __init__(self, ctx: Context, node: str, group: cgroups.NodeGroup, pid: int) -> None:
+    def __init__(self, ctx: Context, node: str, group: Limit, pid: int | None) -> None:
         self.ctx, self.node, self.group, self.pid = ctx, node, group, pid
         self.seen = group.oom_kills()
         self.stop = threading.Event()
@@ -66,8 +72,13 @@ class OomWatcher:
     def poll(self) -> bool:
         """One look; True when the server is gone (the watcher ends)."""
         count = self.group.oom_kills()
-        dead = not alive(self.pid)
-        if count > self.seen or dead:
+        if isinstance(self.group, ContainerLimit):
+            dead = not self.group.alive()
+        else:
+            dead = self.pid is None or not alive(self.pid)
+        # A container's group counts the kernel's kill a moment before the container is seen
+        # dead (its init exits after the server): that death is the same event, not another.
+        if count > self.seen or (dead and not (self.kills and count <= self.seen)):
             kernel = count > self.seen
             value = {"pid": self.pid, "kernel_oom_kills": count - self.seen,
                      "limit_bytes": self.group.limit, "usage_bytes": self.group.memory_usage()}
@@ -79,8 +90,8 @@ class OomWatcher:
                                "memory was limited; the kernel counted no OOM kill"))
             self.seen = count
             self.kills += 1
-            if dead:
-                self.ctx.down.add(self.node)
+        if dead:
+            self.ctx.down.add(self.node)
         return dead
 
     def _run(self) -> None:
@@ -99,8 +110,15 @@ def _server_pid(ctx: Context, name: str) -> int:
     return pid
 
 
-def _group(ctx: Context, controller: str, name: str) -> cgroups.NodeGroup:
+def _group(ctx: Context, controller: str, name: str) -> Limit:
     st = ctx.state(ResourceState)
+    container_limit = getattr(ctx.topo, "container_limit", None)
+    if container_limit is not None:  # backend containers: the container's own cgroup
+        if not ctx.node(name).is_running():
+            raise ActionFailed(f"{name} is not running: there is no server to limit")
+        limit: ContainerLimit = container_limit(name, controller)
+        st.groups[(controller, name)] = limit
+        return limit
     pid = _server_pid(ctx, name)
     old = st.groups.get((controller, name))
     if old is not None and old.pid == pid:
@@ -109,8 +127,8 @@ def _group(ctx: Context, controller: str, name: str) -> cgroups.NodeGroup:
         group = cgroups.NodeGroup.make(controller, ctx.topo.run.id, name, pid, st.root)
     except cgroups.CgroupError as e:
         raise ActionFailed(f"{controller} limit {name}: {e} (cgroups need root)") from None
-    if old is not None:  # the server was restarted since: keep where the first came from
-        group.origin = old.origin
+    if isinstance(old, cgroups.NodeGroup):  # the server was restarted since: keep where the
+        group.origin = old.origin  # first came from
     st.groups[(controller, name)] = group
     return group
 
@@ -123,7 +141,7 @@ def cpu_limit(ctx: Context, a: CpuLimit) -> Detail:
     group = _group(ctx, "cpu", name)
     try:
         quota = group.set_cpu(a.share)
-    except cgroups.CgroupError as e:
+    except (cgroups.CgroupError, ComponentError) as e:
         raise ActionFailed(f"cpu limit {name}: {e}") from None
     return {"cgroup": str(group.path), "pid": group.pid, "quota_us": quota,
             "period_us": cgroups.CFS_PERIOD_US, "share": a.share}
@@ -141,11 +159,11 @@ def memory_limit(ctx: Context, a: MemoryLimit) -> Detail:
     group = _group(ctx, "memory", name)
     try:
         detail = group.set_memory(a.limit)
-    except cgroups.CgroupError as e:
+    except (cgroups.CgroupError, ComponentError) as e:
         usage = group.memory_usage()
         raise ActionFailed(f"memory limit {name}: {e}; the group holds {usage} bytes the "
                            "kernel could not reclaim below the limit") from None
-    if name not in st.watchers and group.pid is not None:
+    if name not in st.watchers and (group.pid is not None or isinstance(group, ContainerLimit)):
         watcher = OomWatcher(ctx, name, group, group.pid)
         st.watchers[name] = watcher
         watcher.start()

@@ -343,31 +343,40 @@ SERVER_DEFAULTS_NOTE = (
 
 
 def links_rows(plan: Plan) -> list[tuple[str, str, str, str]]:
-    """The toxiproxy links a run creates when the experiment has network faults (``dsl.ports``):
-    (link, listens on, forwards to, what goes through it)."""
-    from dsl.models import NetworkFault
+    """The toxiproxy links a run creates (``dsl.backends.uses_links``; ``dsl.ports``):
+    (link, listens on, forwards to, what goes through it). On containers toxiproxy is a
+    container on the run's network: a client link is published on 127.0.0.1, a replication
+    link listens in that container and leads to the node by name."""
+    from dsl.backends import uses_links
     from dsl.ports import CLIENT_PROXY_OFFSET, REPLICATION_PROXY_OFFSET, TOXIPROXY_API_OFFSET
 
-    if not plan.cells or not any(isinstance(a, NetworkFault) for a in plan.actions()):
+    if not plan.cells or not uses_links(plan.actions(), plan.backend):
         return []
+    ctr = plan.backend == "containers"
     base = plan.base_port
     nodes = plan.cells[0].nodes
     by_name = {n.name: n for n in nodes}
-    rows = [("toxiproxy API", f"{base + TOXIPROXY_API_OFFSET}", "-", "the lab's own")]
+    rows = [("toxiproxy API", f"{base + TOXIPROXY_API_OFFSET}", "-",
+             "the lab's own" + (" (toxiproxy's container, published)" if ctr else ""))]
     for n in nodes:
         via = "clients that name the node, and the router" if plan.router else \
             "clients that name the node"
         rows.append((f"{n.name}.clients", f"{base + CLIENT_PROXY_OFFSET + n.index}",
-                     f"{n.name} ({n.port})", via))
+                     f"{n.name}:3306" if ctr else f"{n.name} ({n.port})", via))
     for n in nodes:
         for up in n.replicates_from:
-            rows.append((f"{n.name}.replication", f"{base + REPLICATION_PROXY_OFFSET + n.index}",
-                         f"{up} ({by_name[up].port})",
+            port = base + REPLICATION_PROXY_OFFSET + n.index
+            rows.append((f"{n.name}.replication", f"toxiproxy:{port}" if ctr else f"{port}",
+                         f"{up}:3306" if ctr else f"{up} ({by_name[up].port})",
                          f"{n.name}'s replication from {up}"
                          + (" (follows a promote)" if plan.topology == "replication" else "")))
     if plan.topology in ("galera", "mongodb_replset"):
         rows.append(("group", "-", "-", "not a proxy: `on group` cuts the group port with "
-                     "iptables (root)"))
+                     "iptables (root)" if not ctr else "not a proxy: `on group` cuts the "
+                     "node from its peers with iptables inside its container"))
+    if ctr:
+        rows.append(("partitions", "-", "-", "a partition or link_down of a node on group or "
+                     "all is a cut inside its container (iptables), not a proxy"))
     return rows
 
 

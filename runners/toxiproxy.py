@@ -30,6 +30,13 @@ class Link:
 
 
 class Toxiproxy:
+    """The lab's toxiproxy: a process on this machine, every link on the loopback.
+    ``backend containers`` runs it in a container of its own on the run's network
+    (``runners.containers.toxiproxy``), where only where a link listens and where it leads
+    change (``listen_address``, ``upstream_address``, ``link_host``)."""
+
+    link_host = "127.0.0.1"  # where a replica reaches its replication link
+
     def __init__(self, run: Run, api_port: int) -> None:
         self.run = run
         self.api_port = api_port
@@ -72,16 +79,24 @@ class Toxiproxy:
         except ValueError:
             return raw.decode()
 
+    def listen_address(self, port: int) -> str:
+        return f"127.0.0.1:{port}"
+
+    def upstream_address(self, port: int) -> str:
+        """Where a link to the server on ``port`` (a node's port, as the lab knows it) leads."""
+        return f"127.0.0.1:{port}"
+
     def add_link(self, node: str, kind: str, listen: int, upstream: int) -> Link:
         link = Link(f"{node}.{kind}", node, kind, listen, upstream)
-        self._call("POST", "/proxies", {"name": link.name, "listen": f"127.0.0.1:{listen}",
-                                        "upstream": f"127.0.0.1:{upstream}", "enabled": True})
+        self._call("POST", "/proxies", {"name": link.name, "listen": self.listen_address(listen),
+                                        "upstream": self.upstream_address(upstream),
+                                        "enabled": True})
         self.links[link.name] = link
         return link
 
     def set_upstream(self, link: str, upstream: int) -> None:
         old = self.links[link]
-        self._call("POST", f"/proxies/{link}", {"upstream": f"127.0.0.1:{upstream}"})
+        self._call("POST", f"/proxies/{link}", {"upstream": self.upstream_address(upstream)})
         self.links[link] = Link(old.name, old.node, old.kind, old.listen, upstream)
 
     def links_of(self, node: str | None, kind: str = "all") -> list[str]:

@@ -62,7 +62,8 @@ def agent_command(bs: list[Backend], writers: list[str], readers: list[str],
 class ContainerHAProxy(HAProxy):
     def __init__(self, run: Run, names: list[str], writers: list[str], readers: list[str],
                  check_interval: float, published: tuple[int, int], *, eng: engines.Engine,
-                 image: str, network: Any, admin: Credentials, galera: bool) -> None:
+                 image: str, network: Any, admin: Credentials, galera: bool,
+                 via: dict[str, tuple[str, int]] | None = None) -> None:
         super().__init__(run, backends(names), writers, readers, check_interval, WRITER_PORT,
                          READER_PORT)
         self.published = published
@@ -71,6 +72,7 @@ class ContainerHAProxy(HAProxy):
         self.network = network
         self.admin_creds = admin
         self.galera = galera
+        self.via = dict(via or {})  # node -> (host, port) the router reaches it at
         self.container: Any = None
 
     # --- where things are ----------------------------------------------------------------------
@@ -81,7 +83,8 @@ class ContainerHAProxy(HAProxy):
         return f"0.0.0.0:{port}"
 
     def _server(self, b: Backend, agent: int, inter: int) -> str:
-        return (f"    server {b.name} {b.name}:{b.port} check agent-check agent-addr 127.0.0.1 "
+        host, port = self.via.get(b.name, (b.name, b.port))
+        return (f"    server {b.name} {host}:{port} check agent-check agent-addr 127.0.0.1 "
                 f"agent-port {agent} agent-inter {inter}ms")
 
     # --- life ------------------------------------------------------------------------------------

@@ -22,12 +22,17 @@ options (evs timeouts, gcache) without the loopback addresses of the native back
 node bootstraps (``--wsrep-new-cluster`` in its start options for that one start), the others
 join by rsync state transfer.
 
+Two primaries: both nodes writable, each replicating from the other by name (GTID, one domain
+per node, as natively).
+
 Network faults between nodes (``runners.netcut.PeerCuts``): ``partition`` / ``link_down``
 insert iptables rules in the node's own namespace (``exec`` through the API: it works on a
 remote engine) that drop or refuse its traffic with the peers of the link, by their addresses
 on the run's network. A cut lives in the node's namespace: it is inserted again when the node
-starts after a kill or stop. Two primaries and latency/bandwidth faults are not implemented on
-containers yet: ``lab check`` refuses them (``dsl.backends``).
+starts after a kill or stop. Latency and bandwidth go on toxiproxy links
+(``runners.containers.toxiproxy``: toxiproxy in a container of its own), made when the file has
+such a fault or one on the clients link (``dsl.backends.uses_links``): the replicas replicate
+through it, the clients and the router reach the nodes through it, as natively.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from dsl.backends import CONTAINER_TOPOLOGIES, uses_links
 from dsl.models import Promote
 from dsl.owned import NODE_DIR_PATHS, RUNTIME
 from dsl.plan import Cell, Plan, PlannedNode
@@ -269,7 +275,7 @@ class ContainerTopology(NodePrimitives):
     # --- building ------------------------------------------------------------------------------
     def _deploy(self) -> None:
         t0 = time.monotonic()
-        if self.plan.topology not in ("replication", "single", "galera"):
+        if self.plan.topology not in CONTAINER_TOPOLOGIES:
             raise ComponentError("containers", f"the {self.plan.topology} topology does not "
                                  "run on containers yet (backend native runs it)")
         self.run.set_state("starting", backend="containers")
@@ -297,10 +303,18 @@ class ContainerTopology(NodePrimitives):
             assert isinstance(node, ContainerNode)
             node.locate_datadir()
         self.timings["nodes_up"] = time.monotonic() - t
+        if uses_links(self.plan.actions(), "containers"):
+            t = time.monotonic()
+            self._start_links()
+            self.timings["links_ready"] = time.monotonic() - t
         if self.plan.topology == "replication":
             self.primary = ordered[0].name
             t = time.monotonic()
             self._wire_replication()
+            self.timings["replication_ready"] = time.monotonic() - t
+        elif self.plan.topology == "primary_primary":
+            t = time.monotonic()
+            self._wire_pair()
             self.timings["replication_ready"] = time.monotonic() - t
         self.timings["nodes_ready"] = time.monotonic() - t0
         if self.plan.router is not None:
@@ -328,11 +342,15 @@ class ContainerTopology(NodePrimitives):
         extra = list(self.nodes) if self.plan.topology == "replication" else sorted(
             {a.node.name for a in self.plan.actions() if isinstance(a, Promote)})
         writers = list(dict.fromkeys([*r.writers, *extra]))
+        # through the client links when the run has them (as natively)
+        via = {} if self.toxi is None else {
+            n: (self.toxi.link_host, self.run.ports.client_proxy(self.planned[n].index))
+            for n in self.nodes}
         router = ContainerHAProxy(
             self.run, list(self.nodes), writers, list(r.readers), r.check_interval,
             (self.run.ports.router_writer, self.run.ports.router_reader), eng=self.engine,
             image=self.image, network=self.network, admin=self.admin,
-            galera=self.plan.topology == "galera")
+            galera=self.plan.topology == "galera", via=via)
         self.router = router
         router.start()
 
@@ -409,6 +427,32 @@ class ContainerTopology(NodePrimitives):
         node = ContainerNode(self.run, p, self.admin, tc.get_wrapped_container(), self.engine)
         return node
 
+    def _start_links(self) -> None:
+        """toxiproxy in its own container (``runners.containers.toxiproxy``), with every
+        node's client link; the replication links are made as replication is wired."""
+        from runners.containers.toxiproxy import ContainerToxiproxy
+
+        assert self.engine is not None
+        ports = self.run.ports
+        toxi = ContainerToxiproxy(
+            self.run, ports.toxiproxy_api, eng=self.engine, image=self.image,
+            network=self.network, upstreams={p.port: p.name for p in self.cell.nodes},
+            published=[ports.client_proxy(p.index) for p in self.cell.nodes])
+        self.toxi = toxi
+        toxi.start()
+        for p in self.cell.nodes:
+            toxi.add_link(p.name, "clients", ports.client_proxy(p.index), p.port)
+
+    def _replication_source(self, replica: str, source: str) -> tuple[str, int]:
+        """Where ``replica`` replicates ``source`` from: through its replication link when the
+        run has links, else by name."""
+        if self.toxi is None:
+            return source, SERVER_PORT
+        link = self.toxi.add_link(replica, "replication",
+                                  self.run.ports.replication_proxy(self.planned[replica].index),
+                                  self.planned[source].port)
+        return self.toxi.link_host, link.listen
+
     def _wire_replication(self) -> None:
         assert self.primary is not None
         primary = self.nodes[self.primary]
@@ -416,17 +460,30 @@ class ContainerTopology(NodePrimitives):
             if name == self.primary:
                 continue
             planned = self.planned[name]
+            host, port = self._replication_source(name, self.primary)
             stmts = ["STOP SLAVE", "SET GLOBAL read_only=ON"]
             if self.plan.replication_mode == "file_position":
                 log_file, log_pos = replication.binlog_position(primary, timeout=5.0)
-                stmts.append(change_master(SERVER_PORT, host=self.primary, creds=self.repl,
+                stmts.append(change_master(port, host=host, creds=self.repl,
                                            use_gtid="no", log_file=log_file, log_pos=log_pos,
                                            delay=planned.delay))
             else:
-                stmts.append(change_master(SERVER_PORT, host=self.primary, creds=self.repl,
+                stmts.append(change_master(port, host=host, creds=self.repl,
                                            use_gtid="slave_pos", delay=planned.delay))
             stmts.append("START SLAVE")
             execute_all(node.addr, self.admin, stmts)
+        self.wait_replication_running()
+
+    def _wire_pair(self) -> None:
+        """Two primaries: each replicates from the other (GTID, one domain per node: the
+        plan's settings), both writable."""
+        names = [p.name for p in sorted(self.cell.nodes, key=lambda n: n.index)]
+        for name in names:
+            other = names[1] if name == names[0] else names[0]
+            host, port = self._replication_source(name, other)
+            execute_all(self.nodes[name].addr, self.admin, [
+                "STOP SLAVE", change_master(port, host=host, creds=self.repl,
+                                            use_gtid="slave_pos"), "START SLAVE"])
         self.wait_replication_running()
 
     def wait_replication_running(self, timeout: float = 30.0) -> None:
@@ -454,11 +511,21 @@ class ContainerTopology(NodePrimitives):
         the run's network."""
         return name, SERVER_PORT
 
+    def container_limit(self, name: str, controller: str) -> Any:
+        """A cpu or memory limit on the node's container (``runners.containers.resources``:
+        through the engine's API; ``fault.resources`` sets and lifts it)."""
+        from runners.containers.resources import ContainerLimit
+
+        assert self.engine is not None
+        return ContainerLimit(self.engine.client, self._container_of(name), controller,
+                              self.engine.local)
+
     # --- cuts between nodes (runners.netcut.PeerCuts) --------------------------------------------
     def link_peers(self, node: str, link: str) -> list[str]:
         """``group``: the other Galera nodes; ``replication``: a replica's primary, or the
-        primary's replicas; ``clients``: the router (clients on this machine reach a node
-        through its published port, the path the lab's own observers take: not cut);
+        primary's replicas (of two primaries: the other); ``clients``: the router (clients
+        on this machine reach a node through its published port, the path the lab's own
+        observers take: not cut);
         ``all``: every other container of the run."""
         others = [n for n in self.nodes if n != node]
         router = ["router"] if self.router is not None else []
@@ -468,6 +535,8 @@ class ContainerTopology(NodePrimitives):
             if self.plan.topology != "galera":
                 raise ValueError(f"{node} has no group link: only galera nodes have one")
             return others
+        if link == "replication" and self.plan.topology == "primary_primary":
+            return others  # each replicates from the other: both directions
         if link == "replication":
             if self.plan.topology != "replication" or self.primary is None:
                 raise ValueError(f"{node} has no replication link on a {self.plan.topology} "
@@ -530,10 +599,14 @@ class ContainerTopology(NodePrimitives):
 
     # --- endpoints -------------------------------------------------------------------------------
     def address(self, endpoint: str) -> Address:
+        """Where a client connects: a node's published port (its client link's when the run
+        has links), ``router.writer`` or ``router.reader``."""
         if endpoint == "router.writer":
             return Address("127.0.0.1", self.run.ports.router_writer)
         if endpoint == "router.reader":
             return Address("127.0.0.1", self.run.ports.router_reader)
+        if self.toxi is not None:
+            return Address("127.0.0.1", self.run.ports.client_proxy(self.planned[endpoint].index))
         return self.nodes[endpoint].addr
 
     def describe_nodes(self) -> list[dict[str, Any]]:
@@ -555,6 +628,9 @@ class ContainerTopology(NodePrimitives):
         if self.router is not None:
             with contextlib.suppress(Exception):
                 self.router.stop()
+        if self.toxi is not None:
+            with contextlib.suppress(Exception):
+                self.toxi.stop()
         eng = self.engine
         if eng is not None:
             with contextlib.suppress(Exception):

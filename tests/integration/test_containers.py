@@ -210,6 +210,69 @@ def test_galera_on_containers_partition_heal_and_haproxy_in_front() -> None:
     assert _left_by(run.id) == []
 
 
+PAIR = """
+experiment "ctr-pair" {
+  backend containers
+  topology primary_primary { nodes p1, p2 }
+  at 1s network latency p2 300ms on replication
+}
+"""
+
+
+def test_two_primaries_on_containers_through_toxiproxy_links() -> None:
+    """Two primaries on containers, with the links a latency fault asks for (toxiproxy in a
+    container of its own): each replicates from the other through its replication link, the
+    clients reach a node through its client link; 300 ms of latency on p2's replication link
+    delays p1's rows on p2 by at least that much (and not p2's rows on p1); a client link
+    taken down refuses the clients that go through it while the node's own port answers."""
+    _require_podman()
+    from dsl.api import plan_text
+    from runners.containers.topology import ContainerTopology
+    from runners.mysql import execute_all, scalar
+    from runners.runtime import Run
+
+    plan = plan_text(PAIR)
+    run = Run(experiment="ctr-pair")
+    topo = None
+
+    def arrival(src: str, dst: str, key: int) -> float:
+        """Seconds from a row's commit on ``src`` until it is visible on ``dst``."""
+        execute_all(topo.nodes[src].addr, topo.admin, [f"INSERT INTO t.a VALUES ({key})"])
+        t0 = time.monotonic()
+        while scalar(topo.nodes[dst].addr, topo.admin,
+                     f"SELECT COUNT(*) FROM t.a WHERE id = {key}") != 1:
+            assert time.monotonic() - t0 < 10, f"row {key} never reached {dst}"
+            time.sleep(0.01)
+        return time.monotonic() - t0
+
+    try:
+        topo = ContainerTopology.deploy(plan, plan.cells[0], run)
+        assert topo.toxi is not None
+        assert sorted(topo.toxi.links) == ["p1.clients", "p1.replication", "p2.clients",
+                                           "p2.replication"]
+        p1 = topo.address("p1")
+        assert p1.port == run.ports.client_proxy(1) and p1 != topo.nodes["p1"].addr
+        execute_all(p1, topo.admin, ["CREATE DATABASE t", "CREATE TABLE t.a (id INT PRIMARY KEY)"])
+        assert arrival("p1", "p2", 1) < 0.3
+        assert arrival("p2", "p1", 2) < 0.3
+        topo.toxi.add_toxic("p2.replication", "lat", "latency", {"latency": 300, "jitter": 0})
+        assert arrival("p1", "p2", 3) >= 0.3  # p2 reads p1's binlog 300 ms late
+        assert arrival("p2", "p1", 4) < 0.3  # the other direction is untouched
+        topo.toxi.heal("p2.replication")
+        assert arrival("p1", "p2", 5) < 0.3
+        topo.toxi.set_enabled("p1.clients", False)
+        with pytest.raises(Exception):  # noqa: B017, PT011 - the C client's refused connection
+            scalar(p1, topo.admin, "SELECT 1", timeout=2)
+        assert scalar(topo.nodes["p1"].addr, topo.admin, "SELECT 1") == 1
+        topo.toxi.heal("p1.clients")
+        assert scalar(p1, topo.admin, "SELECT COUNT(*) FROM t.a") == 5
+    finally:
+        if topo is not None:
+            topo.teardown()
+        run.close()
+    assert _left_by(run.id) == []
+
+
 EXP = """
 experiment "ctr-pause" {
   duration 8s

@@ -97,7 +97,7 @@ def test_a_cut_for_good_outlives_the_final_heal_but_not_an_explicit_one() -> Non
 def test_faults_a_cut_cannot_make_fail_clearly() -> None:
     ctx = _ctx(FakeCuts())
     for bad, words in ((NetworkFault(verb="latency", node=NodeRef(name="g1"), latency=0.05),
-                        "only partition"),
+                        "needs toxiproxy links"),
                        (NetworkFault(verb="partition", node=NodeRef(name="g1"), link="clients"),
                         "no router")):
         try:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from dsl.api import backend_errors, check_text, plan_text
+from dsl.backends import uses_links
 from lab.cli import main
 from runners.containers import engine, image, status
 from runners.containers.topology import server_args
@@ -60,11 +61,10 @@ experiment "g" {
 def test_lab_check_refuses_what_containers_cannot_run_yet_with_the_reason() -> None:
     errors = check_text(GALERA, "g.exp")
     messages = [e.message for e in errors]
-    # galera, haproxy, a partition and its heal run on containers now
-    assert len(messages) == 2, messages
-    assert not any(m.startswith(("the galera", "router", "`network partition", "`network heal"))
-                   for m in messages)
-    assert any(m.startswith("`network latency g2 50ms") and "tc netem" in m for m in messages)
+    # galera, haproxy, a partition, its heal and latency (toxiproxy's container) run on
+    # containers now
+    assert len(messages) == 1, messages
+    assert not any(m.startswith(("the galera", "router", "`network")) for m in messages)
     # promote is SQL, the replicas repointed by name on the run's network
     assert check_text(REPL.replace("at 2s kill db2", "at 2s promote db2") %
                       "backend containers") == []
@@ -73,28 +73,30 @@ def test_lab_check_refuses_what_containers_cannot_run_yet_with_the_reason() -> N
     assert all(e.hint and "backend native" in e.hint for e in errors)
     proxysql = check_text(GALERA.replace("router haproxy", "router proxysql"), "g.exp")
     assert any("router proxysql does not run on containers" in e.message for e in proxysql)
-    pp = check_text(GALERA.replace("topology galera { nodes g1, g2, g3 }",
-                                   "topology primary_primary { nodes g1, g2 }"), "g.exp")
-    assert any("primary_primary topology does not run on containers" in e.message for e in pp)
+    mongo = check_text(GALERA.replace("topology galera { nodes g1, g2, g3 }",
+                                      "topology mongodb_replset { members g1, g2, g3 }"), "g.exp")
+    assert any("mongodb_replset topology does not run on containers" in e.message
+               for e in mongo)
     # the same file natively: no back-end error
     assert not [e for e in check_text(GALERA.replace("backend containers", ""), "g.exp")
                 if "containers" in e.message]
 
 
-def test_the_clients_link_on_containers_is_the_routers() -> None:
+def test_the_clients_link_on_containers_goes_through_toxiproxy() -> None:
     text = REPL.replace("at 2s kill db2", "at 2s network partition db2 on clients")
-    errors = check_text(text % "backend containers")
-    assert [e.message.split(":")[0] for e in errors] == [
-        "`network partition db2 on clients` does not run on containers yet"]
-    assert "no router" in errors[0].message
-    assert check_text(text.replace("on clients", "on replication") % "backend containers") == []
+    assert check_text(text % "backend containers") == []
+    plan = plan_text(text % "backend containers")
+    assert uses_links(plan.actions(), "containers")
+    # a partition between nodes needs no proxy on containers (iptables in the node)
+    cut = plan_text(text.replace("on clients", "on replication") % "backend containers")
+    assert not uses_links(cut.actions(), "containers") and uses_links(cut.actions(), "native")
 
 
 def test_lab_run_backend_containers_checks_the_file_again(tmp_path: Path) -> None:
     path = tmp_path / "g.exp"
     path.write_text(GALERA.replace("backend containers", ""))
     assert backend_errors(path, "native") == []
-    assert any("latency" in e.message for e in backend_errors(path, "containers"))
+    assert any("drop caches" in e.message for e in backend_errors(path, "containers"))
     # refused before anything starts: a language error, exit 2
     assert main(["run", str(path), "--backend", "containers",
                  "--db", str(tmp_path / "r.db")]) == 2
