@@ -2,8 +2,10 @@
 do yet (never silently running it natively).
 
 ``problems(experiment)`` lists (span, message, hint) for an experiment whose ``backend`` is
-``containers``: the topologies, routers and actions the container back-end does not implement
-yet. ``lab run --backend containers`` checks the file again with the back-end it overrides.
+``containers``: the topologies, engines and routers the container back-end does not run yet
+(every action runs there; the few that act on the engine's machine from this one,
+``needs_local_engine``, are refused before any container starts when the engine is remote).
+``lab run --backend containers`` checks the file again with the back-end it overrides.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from collections.abc import Sequence
 
 from dsl.models import (
     Action,
-    ClockSkew,
     DiskFault,
     DropCaches,
     Experiment,
@@ -26,16 +27,6 @@ Problem = tuple[Span, str, str]
 CONTAINER_TOPOLOGIES = ("replication", "single", "galera", "primary_primary")
 _NATIVE = "run it with `backend native` (the default) until then"
 
-# actions the container back-end cannot carry out yet, with why
-_NOT_YET: tuple[tuple[type, str], ...] = (
-    (DropCaches, "the page cache belongs to the engine's machine (not implemented yet)"),
-    (DiskFault, "a full disk needs a tmpfs under the node's data directory (not implemented "
-                "yet on containers)"),
-    (ClockSkew, "clock skew preloads libfaketime into a server on this machine (not "
-                "implemented yet on containers)"),
-)
-
-
 def uses_links(actions: Sequence[Action], backend: str) -> bool:
     """Whether a run puts toxiproxy links on the clients' and replicas' paths. Natively, with
     any network fault (every one but a Galera group cut goes through them). On containers only
@@ -48,14 +39,12 @@ def uses_links(actions: Sequence[Action], backend: str) -> bool:
                for a in faults)
 
 
-def _action_problem(a: Action, exp: Experiment) -> str | None:
-    if isinstance(a, NodeAction) and a.verb == "cold_restart":
-        return "cold restart evicts the node's files from this machine's page cache (not " \
-               "implemented yet on containers)"
-    for kind, why in _NOT_YET:
-        if isinstance(a, kind):
-            return why
-    return None
+def needs_local_engine(a: Action) -> bool:
+    """Actions that act on the engine's machine from this one (``backend containers``): the
+    page cache (``drop caches``, ``cold restart``) and a tmpfs mounted for the node (``disk
+    full``). Everything else goes through the engine's API and works on a remote engine."""
+    return isinstance(a, (DropCaches, DiskFault)) or (
+        isinstance(a, NodeAction) and a.verb == "cold_restart")
 
 
 def problems(exp: Experiment) -> list[Problem]:
@@ -75,15 +64,4 @@ def problems(exp: Experiment) -> list[Problem]:
     if exp.router is not None and exp.router.kind != "haproxy":
         out.append((exp.router.span, f"router {exp.router.kind} does not run on containers "
                     "yet (haproxy does)", _NATIVE))
-    actions: list[Action] = [t.action for t in exp.timeline]
-    actions += [t.action for t in exp.triggers]
-    for step in exp.steps:
-        actions += list(step.actions)
-    for a in actions:
-        why = _action_problem(a, exp)
-        if why is not None:
-            from dsl.actions import describe
-
-            out.append((a.span, f"`{describe(a)}` does not run on containers yet: {why}",
-                        _NATIVE))
     return out

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from dsl.models import DropCaches
 from fault.context import ActionFailed, Context, Detail, Handler
+from runners.errors import ComponentError
 
 DROP_WAIT = 2.0  # seconds the timeline waits for the kernel to finish dropping the page cache
 
@@ -42,10 +43,15 @@ def drop_caches(ctx: Context, a: DropCaches) -> Detail:
         return {"scope": "os", "cached_before": before, "cached_after": cached_bytes_total(),
                 "finished": finished, "seconds": round(time.monotonic() - t0, 3)}
     n = ctx.node(a.node.name)
-    before = resident_bytes(n.datadir)
-    evict_files(n.datadir)
+    try:
+        dirs = n.cache_dirs()
+    except ComponentError as e:
+        raise ActionFailed(e.message) from None
+    before = sum(resident_bytes(d) for d in dirs)
+    for d in dirs:
+        evict_files(d)
     return {"scope": n.name, "resident_before": before,
-            "resident_after": resident_bytes(n.datadir)}
+            "resident_after": sum(resident_bytes(d) for d in dirs)}
 
 
 HANDLERS: dict[type, Handler] = {DropCaches: drop_caches}

@@ -1,6 +1,7 @@
 """Clock skew: ``clock skew NODE by +30s`` / ``clock heal NODE``. The node's server runs with
 libfaketime preloaded since the topology started it (``runners.faketime``); the fault writes
-its offset file, heal writes ``+0``.
+its offset file, heal writes ``+0`` (on ``backend containers`` the file is in the node's
+container and the server there runs under the image's libfaketime).
 
 The detail records what the skew did, read right after it: the server's ``NOW(6)`` and
 ``UNIX_TIMESTAMP(NOW(6))`` against the lab host's clock (``now_minus_host_seconds``). The
@@ -37,14 +38,26 @@ def node_minus_host(ctx: Context, name: str) -> float | None:
     return round(value - (before + after) / 2, 3)
 
 
-def clock_skew(ctx: Context, a: ClockSkew) -> Detail:
-    name = a.node.name
+def write_offset(ctx: Context, name: str, seconds: float) -> str:
+    """The node's offset file: in the run directory, or in the node's container (the
+    topology's ``write_clock_offset``: ``backend containers``)."""
+    in_container = getattr(ctx.topo, "write_clock_offset", None)
+    if in_container is not None:
+        try:
+            return str(in_container(name, seconds))
+        except ValueError as e:
+            raise ActionFailed(str(e)) from None
     path = faketime.offset_file(ctx.topo.run.dir, name)
     if not path.exists():
         raise ActionFailed(f"{name}'s server does not run under libfaketime: the topology "
                            f"preloads it when the experiment has `clock skew {name} by ...`")
+    return faketime.write_offset(path, seconds)
+
+
+def clock_skew(ctx: Context, a: ClockSkew) -> Detail:
+    name = a.node.name
     seconds = a.offset if a.verb == "skew" else 0.0
-    text = faketime.write_offset(path, seconds)
+    text = write_offset(ctx, name, seconds)
     st = ctx.state(ClockState)
     if seconds:
         st.skewed.add(name)
@@ -59,8 +72,8 @@ def heal(ctx: Context) -> list[str]:
     done: list[str] = []
     st = ctx.state(ClockState)
     for name in sorted(st.skewed):
-        with contextlib.suppress(OSError):
-            faketime.write_offset(faketime.offset_file(ctx.topo.run.dir, name), 0.0)
+        with contextlib.suppress(Exception):
+            write_offset(ctx, name, 0.0)
             done.append(f"clock heal {name}")
     st.skewed.clear()
     return done

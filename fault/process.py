@@ -63,8 +63,9 @@ def node_action(ctx: Context, a: NodeAction) -> Detail:
         return out
     elif verb == "cold_restart":
         # The buffer pool is not reloaded and the node's files are evicted from the cache.
+        dirs = ctx.node(name).cache_dirs()  # before the stop: a node it cannot cool stays up
         topo.stop(name)
-        evicted = evict_files(ctx.node(name).datadir)
+        evicted = sum(evict_files(d) for d in dirs)
         opts.setdefault("innodb_buffer_pool_load_at_startup", "OFF")
         t0 = time.monotonic()
         topo.start(name, opts)

@@ -67,6 +67,11 @@ class Node(ABC):
         pid = self.pid()
         return pid is not None and alive(pid)
 
+    def cache_dirs(self) -> list[Path]:
+        """The directories on this machine whose files hold the node's data (its page cache:
+        ``drop caches on NODE``, ``cold restart``)."""
+        return [self.datadir]
+
     def sql(self, statement: str, timeout: float = 5.0) -> list[dict[str, Any]]:
         return query(self.addr, self.admin, statement, timeout=timeout)
 

@@ -8,9 +8,9 @@ build hook, this module's build options): a second run, or another run at the sa
 the one already there. ``lab image build`` builds it ahead of time; ``lab doctor`` shows it.
 
 Inside: mariadb-server, -client, -backup, galera-4, haproxy, iptables, iproute2, procps, rsync,
-socat; a data directory made ahead (``mariadb-install-db`` with the lab's 48 MB redo log) so a
-node answers about half a second after its container starts; ``/usr/local/bin/lab-entrypoint
-SERVER_ID [MARIADBD ARGS...]`` (``assets/entrypoint.sh``).
+socat, libfaketime (``clock skew``); a data directory made ahead (``mariadb-install-db`` with
+the lab's 48 MB redo log) so a node answers about half a second after its container starts;
+``/usr/local/bin/lab-entrypoint SERVER_ID [MARIADBD ARGS...]`` (``assets/entrypoint.sh``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ HOOK = ASSETS / "rootfs-hook.sh"
 REPOSITORY = "rcl-node"
 PACKAGES = (
     "mariadb-server", "mariadb-client", "mariadb-backup", "galera-4", "haproxy", "iptables",
-    "iproute2", "procps", "rsync", "socat", "ca-certificates", "netcat-openbsd",
+    "iproute2", "procps", "rsync", "socat", "ca-certificates", "netcat-openbsd", "libfaketime",
 )
 # Left out of the image: documentation and translations (about 60 MB).
 DPKG_EXCLUDES = (

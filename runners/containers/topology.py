@@ -45,11 +45,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from dsl.backends import CONTAINER_TOPOLOGIES, uses_links
+from dsl.actions import describe
+from dsl.backends import CONTAINER_TOPOLOGIES, needs_local_engine, uses_links
 from dsl.models import Promote
 from dsl.owned import NODE_DIR_PATHS, RUNTIME
 from dsl.plan import Cell, Plan, PlannedNode
-from runners import netcut, replication
+from runners import disk, netcut, replication
 from runners.containers import engine as engines
 from runners.containers import image as images
 from runners.errors import ComponentError
@@ -65,12 +66,17 @@ log = logging.getLogger(__name__)
 
 SERVER_PORT = 3306  # inside every container
 START_OPTIONS = "/etc/lab/start-options"
+DATADIR = "/var/lib/mysql"  # in every node's container
+FAKETIME_FILE = "/etc/lab/faketime"  # clock skew: the server's offset, in its container
+# disk full: the lab's tmpfs (this machine's, bind-mounted) in the node's container
+MOUNTS = {"data": "/lab/data", "binlog": "/lab/binlog"}
+SEED_SIZE = 2 * 1024**3  # a data directory's tmpfs while the image's is copied in (then shrunk)
 STOP_TIMEOUT = 60
 # Settings the container decides (where the server listens and keeps its files): replaced.
 CONTAINER_SETTINGS = {
     "port": str(SERVER_PORT),
     "bind_address": "0.0.0.0",
-    "datadir": "/var/lib/mysql",
+    "datadir": DATADIR,
     "tmpdir": "/tmp",
     "socket": "/run/mysqld/mysqld.sock",
     "pid_file": "/run/mysqld/mysqld.pid",
@@ -91,13 +97,24 @@ def provider_options(value: str) -> str:
     return "; ".join(kept)
 
 
-def server_args(planned: PlannedNode, group: list[str] | None = None) -> list[str]:
+def server_args(planned: PlannedNode, group: list[str] | None = None,
+                mounts: dict[str, str] | None = None) -> list[str]:
     """``mariadbd`` arguments of a node in its container: the plan's effective config, with
     where it listens and keeps its files set for the container; its error log goes to the
     container's output (``ContainerNode.error_log`` keeps a copy in the run directory).
     ``group``: the Galera nodes, by name (their addresses on the run's network)."""
     cfg = {k: v for k, v in planned.config.items() if k not in DROPPED}
     cfg.update(CONTAINER_SETTINGS)
+    mounts = mounts or {}
+    if "data" in mounts:  # disk full NODE: the data directory on the lab's tmpfs
+        cfg["datadir"] = mounts["data"]
+    if "binlog" in mounts:  # disk full NODE binlog: the binary logs on the lab's tmpfs
+        base = next((v for k, v in planned.config.items()
+                     if k.replace("-", "_") == "log_bin"), None)
+        if base is None:
+            raise ComponentError(f"node {planned.name}", "disk full ... binlog: the server "
+                                 "writes no binary logs (config { log_bin = mysql-bin })")
+        cfg.update(disk.binlog_settings(Path(mounts["binlog"]), Path(base).name))
     cfg["report_host"] = planned.name
     cfg["report_port"] = str(SERVER_PORT)
     cfg.setdefault("skip_name_resolve", "ON")  # no reverse lookups of the clients' addresses
@@ -135,6 +152,7 @@ class ContainerNode(Node):
         self.container = container
         self.engine = eng
         self.server_id = planned.server_id
+        self.host_datadir: Path | None = None  # disk full: the tmpfs on this machine
 
     # --- state, through inspect -------------------------------------------------------------
     def inspect(self) -> dict[str, Any]:
@@ -167,12 +185,31 @@ class ContainerNode(Node):
         return self.error_log
 
     def locate_datadir(self) -> None:
+        if self.host_datadir is not None:
+            self.datadir = self.host_datadir
+            return
         if not self.engine.local:
             return
         with contextlib.suppress(Exception):
             merged = self.inspect().get("GraphDriver", {}).get("Data", {}).get("MergedDir")
             if merged:
-                self.datadir = Path(merged) / "var/lib/mysql"
+                self.datadir = Path(merged) / DATADIR.lstrip("/")
+
+    def cache_dirs(self) -> list[Path]:
+        """The node's data directory in the layers of its container's file system on this
+        machine: the container's own (upper) layer and the image's (lower) layers — the real
+        files whose pages the kernel caches, there whether the container runs or not. Only on
+        a local engine: a remote engine's page cache is not this machine's."""
+        if not self.engine.local:
+            raise ComponentError(self.component, "its files are on the engine's machine "
+                                 f"({self.engine.url}), not this one: their page cache cannot "
+                                 "be dropped from here")
+        if self.host_datadir is not None:
+            return [self.host_datadir]
+        data = self.inspect().get("GraphDriver", {}).get("Data", {})
+        layers = [data.get("UpperDir") or "", *(data.get("LowerDir") or "").split(":")]
+        dirs = [Path(d) / DATADIR.lstrip("/") for d in layers if d]
+        return [d for d in dirs if d.is_dir()]
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> float:
         try:
@@ -226,19 +263,23 @@ class ContainerNode(Node):
             self.wait_ready()
 
     def _write_start_options(self, options: dict[str, str]) -> None:
-        """``start ... with k = v``: the options of this start, in the container (through the
-        API's archive upload: works on a stopped container and on a remote engine)."""
+        """``start ... with k = v``: the options of this start, in the container."""
+        self.put_file(START_OPTIONS, "".join(f"--{k}={v}\n" for k, v in options.items())
+                      .encode())
+
+    def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        """A file in the container, through the API's archive upload (works on a stopped
+        container and on a remote engine)."""
         import io
         import tarfile
 
-        text = "".join(f"--{k}={v}\n" for k, v in options.items()).encode()
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(Path(START_OPTIONS).name)
-            info.size = len(text)
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(text))
-        self.container.put_archive(str(Path(START_OPTIONS).parent), buf.getvalue())
+            info = tarfile.TarInfo(Path(path).name)
+            info.size = len(data)
+            info.mode = mode
+            tar.addfile(info, io.BytesIO(data))
+        self.container.put_archive(str(Path(path).parent), buf.getvalue())
 
     def exec(self, cmd: list[str]) -> tuple[int, str]:
         """Run a command in the node's container (as root): (exit code, output)."""
@@ -267,6 +308,7 @@ class ContainerTopology(NodePrimitives):
     primary: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     cuts: list[netcut.Cut] = field(default_factory=list)  # in force, node by node
+    tmpfs: dict[str, int] = field(default_factory=dict)  # node -> its data dir's tmpfs size
 
     @classmethod
     def deploy(cls, plan: Plan, cell: Cell, run: Run) -> ContainerTopology:
@@ -281,6 +323,11 @@ class ContainerTopology(NodePrimitives):
         self.run.set_state("starting", backend="containers")
         self.engine = engines.connect(self.run)
         self.timings["engine"] = time.monotonic() - t0
+        local_only = [describe(a) for a in self.plan.actions() if needs_local_engine(a)]
+        if local_only and not self.engine.local:
+            raise ComponentError("container engine", f"{', '.join(local_only)}: needs the "
+                                 f"engine on this machine, and {self.engine.url} is another "
+                                 "(the page cache and the tmpfs are its machine's)")
         t = time.monotonic()
         self.image, built = images.ensure(self.engine.client, runtime_root(),
                                           self.run.dir / "image-build.log")
@@ -302,6 +349,7 @@ class ContainerTopology(NodePrimitives):
             node.wait_ready()
             assert isinstance(node, ContainerNode)
             node.locate_datadir()
+        self._shrink_disks()
         self.timings["nodes_up"] = time.monotonic() - t
         if uses_links(self.plan.actions(), "containers"):
             t = time.monotonic()
@@ -409,6 +457,13 @@ class ContainerTopology(NodePrimitives):
         env = {"LAB_ADMIN_USER": self.admin.user, "LAB_ADMIN_PASSWORD": self.admin.password,
                "LAB_APP_USER": self.app.user, "LAB_APP_PASSWORD": self.app.password,
                "LAB_REPL_USER": self.repl.user, "LAB_REPL_PASSWORD": self.repl.password}
+        if p.name in self.plan.faketime_nodes:
+            env["LAB_FAKETIME_FILE"] = FAKETIME_FILE
+        mounts = self._disk_mounts(p.name)
+        if "data" in mounts:
+            env["LAB_DATADIR"] = MOUNTS["data"]
+        if "binlog" in mounts:
+            env["LAB_BINLOG_DIR"] = MOUNTS["binlog"]
         tc = DockerContainer(
             self.image, docker_client_kw=self.engine.client_kw,
             env=env,
@@ -418,14 +473,49 @@ class ContainerTopology(NodePrimitives):
             # SIGTERM; NET_ADMIN: iptables inside the node (partitions between named nodes)
             init=True, hostname=p.name, labels=self._labels(), cap_add=["NET_ADMIN"],
         )
-        tc.with_command([str(p.server_id), *server_args(p, group)])
+        tc.with_command([str(p.server_id), *server_args(
+            p, group, {k: MOUNTS[k] for k in mounts})])
+        for kind, host_dir in mounts.items():
+            tc.with_volume_mapping(str(host_dir), MOUNTS[kind], "rw")
         if bootstrap:  # the options of the first start only (the entrypoint reads them)
             tc.with_copy_into_container(b"--wsrep-new-cluster\n", START_OPTIONS)
         # published on the loopback only (testcontainers' with_bind_ports takes no address)
         tc.ports[f"{SERVER_PORT}/tcp"] = ("127.0.0.1", p.port)  # type: ignore[assignment]
         tc.start()
         node = ContainerNode(self.run, p, self.admin, tc.get_wrapped_container(), self.engine)
+        node.host_datadir = mounts.get("data")
         return node
+
+    def _disk_mounts(self, name: str) -> dict[str, Path]:
+        """``disk full NODE`` / ``disk full NODE binlog``: a tmpfs on this machine for the
+        node's data directory / binary logs (``<run dir>/<node>/data``, ``.../binlog``, where
+        ``fault.disk`` fills them), bind-mounted into its container. The data directory's is
+        made large while the entrypoint copies the image's data directory in, and shrunk to
+        what it holds plus ``runners.disk.HEADROOM`` once the node answers
+        (``_shrink_disks``), as natively."""
+        acts = self.plan.actions()
+        kinds = [k for k, nodes in (("data", disk.disk_nodes(acts)),
+                                    ("binlog", disk.binlog_nodes(acts))) if name in nodes]
+        out: dict[str, Path] = {}
+        for kind in kinds:
+            path = self.run.dir / name / kind
+            path.mkdir(parents=True, exist_ok=True)
+            size = SEED_SIZE if kind == "data" else disk.tmpfs_size(0)
+            try:
+                disk._run(disk.mount_argv(path, size))
+            except OSError as e:
+                raise ComponentError(f"node {name}", f"disk full needs a tmpfs: {e}") from None
+            out[kind] = path
+        return out
+
+    def _shrink_disks(self) -> None:
+        for node in self.nodes.values():
+            assert isinstance(node, ContainerNode)
+            if node.host_datadir is None:
+                continue
+            size = disk.tmpfs_size(disk.dir_bytes(node.host_datadir))
+            disk._run(["mount", "-o", f"remount,size={size}", str(node.host_datadir)])
+            self.tmpfs[node.name] = size
 
     def _start_links(self) -> None:
         """toxiproxy in its own container (``runners.containers.toxiproxy``), with every
@@ -510,6 +600,28 @@ class ContainerTopology(NodePrimitives):
         """Where replicas reach ``name`` as their primary (promote, rejoin): by its name on
         the run's network."""
         return name, SERVER_PORT
+
+    def write_clock_offset(self, name: str, seconds: float) -> str:
+        """``clock skew``: the node's offset file in its container (``FAKETIME_FILE``, read by
+        the server's libfaketime at every clock read), replaced at once: through ``exec`` (a
+        rename) while the container runs, else through the API's archive upload (read at the
+        next start)."""
+        from runners import faketime
+
+        if name not in self.plan.faketime_nodes:
+            raise ValueError(f"{name}'s server does not run under libfaketime: the topology "
+                             f"preloads it when the experiment has `clock skew {name} by ...`")
+        text = faketime.offset_text(seconds)
+        node = self._container_of(name)
+        if node.is_running():
+            code, out = node.exec(["sh", "-c", 'printf "%s\\n" "$1" > "$2.tmp" && '
+                                   'chmod 644 "$2.tmp" && mv "$2.tmp" "$2"', "sh", text,
+                                   FAKETIME_FILE])
+            if code != 0:
+                raise ComponentError(node.component, f"writing its clock offset: {out.strip()}")
+        else:
+            node.put_file(FAKETIME_FILE, f"{text}\n".encode())
+        return text
 
     def container_limit(self, name: str, controller: str) -> Any:
         """A cpu or memory limit on the node's container (``runners.containers.resources``:

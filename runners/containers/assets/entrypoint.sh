@@ -6,6 +6,12 @@
 # writing them to the binary log (each node makes them itself: no errant transactions), and
 # appends the options of this one start from /etc/lab/start-options (one per line, written by
 # the lab before a `start ... with` and emptied after).
+#
+# LAB_DATADIR (a directory the lab mounted: `disk full`): the server's data directory is there;
+# on the first start it is seeded with the image's (/var/lib/mysql). LAB_BINLOG_DIR: a mounted
+# directory for the binary logs (`disk full NODE binlog`), made the server's. LAB_FAKETIME_FILE
+# (`clock skew`): the server runs with libfaketime preloaded, its offset read from that file
+# (+0 until the lab writes another).
 set -eu
 server_id=${1:?usage: lab-entrypoint SERVER_ID [MARIADBD ARGS...]}
 shift
@@ -29,6 +35,23 @@ umask 077
   done
 } > "$init"
 chown mysql:mysql "$init"
+if [ -n "${LAB_DATADIR:-}" ]; then
+  if [ ! -e "$LAB_DATADIR/mysql" ]; then
+    cp -a /var/lib/mysql/. "$LAB_DATADIR"/
+  fi
+  chown mysql:mysql "$LAB_DATADIR"
+fi
+if [ -n "${LAB_BINLOG_DIR:-}" ]; then
+  chown mysql:mysql "$LAB_BINLOG_DIR"
+fi
+if [ -n "${LAB_FAKETIME_FILE:-}" ]; then
+  [ -s "$LAB_FAKETIME_FILE" ] || echo +0 > "$LAB_FAKETIME_FILE"
+  chmod 644 "$LAB_FAKETIME_FILE"
+  for lib in /usr/lib/*/faketime/libfaketime.so.1; do
+    [ -f "$lib" ] && export LD_PRELOAD="$lib"
+  done
+  export FAKETIME_TIMESTAMP_FILE="$LAB_FAKETIME_FILE" FAKETIME_NO_CACHE=1
+fi
 set -- "$@"
 if [ -s /etc/lab/start-options ]; then
   while IFS= read -r opt; do
