@@ -224,9 +224,11 @@ def test_two_primaries_on_containers_through_toxiproxy_links() -> None:
     container of its own): each replicates from the other through its replication link, the
     clients reach a node through its client link; 300 ms of latency on p2's replication link
     delays p1's rows on p2 by at least that much (and not p2's rows on p1); a client link
-    taken down refuses the clients that go through it while the node's own port answers."""
+    taken down refuses the clients that go through it while the node's own port answers; the
+    node's data files are found in its container's layers and evicted from the page cache."""
     _require_podman()
     from dsl.api import plan_text
+    from fault.cache import evict_files, resident_bytes
     from runners.containers.topology import ContainerTopology
     from runners.mysql import execute_all, scalar
     from runners.runtime import Run
@@ -266,11 +268,79 @@ def test_two_primaries_on_containers_through_toxiproxy_links() -> None:
         assert scalar(topo.nodes["p1"].addr, topo.admin, "SELECT 1") == 1
         topo.toxi.heal("p1.clients")
         assert scalar(p1, topo.admin, "SELECT COUNT(*) FROM t.a") == 5
+        # drop caches on p2 / cold restart: its files in its container's layers on this
+        # machine are evicted from the page cache
+        dirs = topo.nodes["p2"].cache_dirs()
+        assert dirs and all(run.id not in str(d) for d in dirs)  # the engine's storage
+        assert sum(resident_bytes(d) for d in dirs) > 0
+        for d in dirs:
+            evict_files(d)
+        assert sum(resident_bytes(d) for d in dirs) == 0
     finally:
         if topo is not None:
             topo.teardown()
         run.close()
     assert _left_by(run.id) == []
+
+
+BENCH = "SELECT BENCHMARK(3000000, MD5('x'))"
+FAULTS = f"""
+experiment "ctr-faults" {{
+  duration 17s
+  backend containers
+  topology single {{ node db1 }}
+  workload writes: probe {{ target db1  every 1ms }}
+  at 1s execute "{BENCH}" on db1
+  at 4s cpu limit db1 to 20%
+  at 5s execute "{BENCH}" on db1
+  at 10s cpu heal db1
+  at 10.2s memory limit db1 to 400M
+  at 10.6s memory heal db1
+  at 11s clock skew db1 by +30s
+  at 11.5s clock heal db1
+  at 13s disk full db1
+  at 15s disk free db1
+}}
+"""
+
+
+def test_incident_faults_on_a_container(tmp_path: Path) -> None:
+    """The incident faults on a node's container, each read back from the history of one
+    `lab run`: a cpu limit (the container's cgroup, through the API) makes a cpu-bound query
+    at least 3x slower; a memory limit is the container's; the server's clock is 30 s ahead
+    under the skew and back after the heal (libfaketime in the image); a full data directory
+    (this machine's tmpfs, bind-mounted) makes writes fail with 1114 until the space is back.
+    Nothing is left: no container, no mount."""
+    _require_podman()
+    from lab.store import Store
+
+    exp = tmp_path / "ctr-faults.exp"
+    exp.write_text(FAULTS)
+    home = tmp_path / "home"
+    out = subprocess.run([*LAB, "run", str(exp), "--json"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300, env=dict(os.environ, LAB_HOME=str(home)))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    store = Store(home / "results.db")
+    rid = store.conn.execute("select id from runs order by rowid desc limit 1").fetchone()[0]
+    ops = store.operations(rid, 1)
+    faults = {o.f: o for o in ops if o.is_fault() and o.type == "ok" and o.f != "sql"}
+    started = [o for o in ops if o.is_fault() and o.f == "sql" and o.type == "invoke"]
+    done = [o for o in ops if o.is_fault() and o.f == "sql" and o.type == "ok"]
+    free, limited = ((d.time - s.time) / 1e9 for s, d in zip(started, done, strict=True))
+    assert limited >= 3 * free, (free, limited)
+    assert faults["cpu_limit"].value["quota_us"] == 20_000
+    assert "libpod" in faults["cpu_limit"].value["cgroup"]  # the container's own group
+    assert faults["memory_limit"].value["limit_bytes"] == 400 * 1024**2
+    assert faults["memory_heal"].value["released"] is True
+    assert 28 <= faults["clock_skew"].value["now_minus_host_seconds"] <= 32
+    assert abs(faults["clock_heal"].value["now_minus_host_seconds"]) < 2
+    full, back = faults["disk_full"].time, faults["disk_free"].time
+    writes = [o for o in ops if o.workload == "writes" and o.type in ("ok", "fail")]
+    assert any(o.error == 1114 for o in writes if full <= o.time <= back)
+    assert not any(o.error == 1114 for o in writes if o.time < full)
+    assert any(o.type == "ok" for o in writes if o.time > back + 0.5e9)
+    assert _left_by(rid) == []
+    assert not [m for m in Path("/proc/self/mounts").read_text().splitlines() if rid in m]
 
 
 EXP = """

@@ -33,6 +33,9 @@ class FakeNode:
     def is_running(self) -> bool:
         return self.running
 
+    def cache_dirs(self) -> list[Path]:
+        return [self.datadir]
+
 
 class FakeToxiproxy(Toxiproxy):
     """The real bookkeeping of links, without toxiproxy: API calls are recorded."""

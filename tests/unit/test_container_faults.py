@@ -1,0 +1,303 @@
+"""The fault families on ``backend containers`` without an engine: when a run gets toxiproxy
+links, how a network fault is split between the links and the cuts between nodes, where
+toxiproxy's container listens and leads, the resource update through Docker's or podman's
+API, the OOM watcher on a container, the servers' arguments with the lab's tmpfs, and what
+`lab check` and `lab plan` say."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from dsl.api import check_text, plan_text
+from dsl.backends import needs_local_engine, uses_links
+from dsl.models import DiskFault, DropCaches, NetworkFault, NodeAction, NodeRef
+from fault.context import Context
+from fault.network import NetworkState, heal, network
+from fault.resources import OomWatcher
+from lab.cli_lang import links_rows
+from runners import netcut
+from runners.containers import resources
+from runners.containers.resources import ContainerLimit
+from runners.containers.router import ContainerHAProxy
+from runners.containers.topology import ContainerTopology, server_args
+from runners.containers.toxiproxy import ContainerToxiproxy
+from runners.errors import ComponentError
+from runners.toxiproxy import Link
+
+DB1 = NodeRef(name="db1")
+DB2 = NodeRef(name="db2")
+
+
+def test_a_run_gets_links_natively_with_any_network_fault_on_containers_only_for_shaping() -> None:
+    cut = NetworkFault(verb="partition", node=DB2, link="replication")
+    slow = NetworkFault(verb="latency", node=DB2, latency=0.1)
+    thin = NetworkFault(verb="bandwidth", node=DB2, bandwidth=1024.0)
+    clients = NetworkFault(verb="link_down", node=DB2, link="clients")
+    heal_clients = NetworkFault(verb="heal", node=DB2, link="clients")
+    assert uses_links([cut], "native") and not uses_links([], "native")
+    assert not uses_links([cut, heal_clients], "containers")
+    for a in (slow, thin, clients):
+        assert uses_links([cut, a], "containers")
+
+
+def test_only_the_page_cache_and_a_tmpfs_need_the_engine_on_this_machine() -> None:
+    assert needs_local_engine(DropCaches())
+    assert needs_local_engine(DropCaches(node=DB1))
+    assert needs_local_engine(NodeAction(verb="cold_restart", node=DB1))
+    assert needs_local_engine(DiskFault(verb="full", node=DB1))
+    assert not needs_local_engine(NodeAction(verb="kill", node=DB1))
+    assert not needs_local_engine(NetworkFault(verb="latency", node=DB1, latency=0.1))
+
+
+INCIDENTS = """
+experiment "x" {
+  backend containers
+  topology primary_primary { nodes p1, p2  config { log_bin = mysql-bin } }
+  at 1s network latency p2 50ms on replication
+  at 2s cpu limit p1 to 20%
+  at 3s memory limit p1 to 300M
+  at 4s clock skew p2 by +30s
+  at 5s disk full p1
+  at 6s disk full p2 binlog
+  at 7s drop caches
+  at 8s drop caches on p2
+  at 9s cold restart p2
+}
+"""
+
+
+def test_every_fault_family_runs_on_containers() -> None:
+    assert [e.message for e in check_text(INCIDENTS)] == []
+
+
+def test_lab_plan_shows_toxiproxys_container_and_its_links_by_name() -> None:
+    plan = plan_text(INCIDENTS)
+    rows = {r[0]: r for r in links_rows(plan)}
+    base = plan.base_port
+    assert rows["p2.replication"][1:3] == (f"toxiproxy:{base + 32}", "p1:3306")
+    assert rows["p1.clients"][1:3] == (f"{base + 21}", "p1:3306")
+    assert "container" in rows["toxiproxy API"][3]
+    assert "cut inside its container (iptables)" in rows["partitions"][3]
+    native = {r[0]: r for r in links_rows(plan_text(INCIDENTS.replace(
+        "backend containers", "backend native")))}
+    assert native["p2.replication"][1:3] == (f"{base + 32}", f"p1 ({plan.cells[0].nodes[0].port})")
+
+
+@dataclass
+class FakeToxi:
+    links: dict[str, Link] = field(default_factory=lambda: {
+        "db1.clients": Link("db1.clients", "db1", "clients", 21, 1),
+        "db2.clients": Link("db2.clients", "db2", "clients", 22, 2),
+        "db2.replication": Link("db2.replication", "db2", "replication", 32, 1)})
+    calls: list[tuple[str, str]] = field(default_factory=list)
+
+    def links_of(self, node: str | None, kind: str = "all") -> list[str]:
+        return [n for n in self.links if (node is None or n.startswith(f"{node}."))
+                and (kind == "all" or n.endswith(f".{kind}"))]
+
+    def add_toxic(self, link: str, name: str, kind: str, attributes: dict[str, Any],
+                  stream: str = "downstream") -> None:
+        self.calls.append((kind, link))
+
+    def set_enabled(self, link: str, enabled: bool) -> None:
+        self.calls.append(("enabled" if enabled else "disabled", link))
+
+    def heal(self, link: str) -> None:
+        self.calls.append(("heal", link))
+
+
+@dataclass
+class FakeTopo:
+    """A topology that cuts between nodes (netcut.PeerCuts) and has toxiproxy links."""
+
+    toxi: Any = field(default_factory=FakeToxi)
+    nodes: dict[str, Any] = field(default_factory=dict)
+    made: list[netcut.Cut] = field(default_factory=list)
+    mended: list[netcut.Cut] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        @dataclass
+        class N:
+            port: int
+
+        self.nodes = {"db1": N(1), "db2": N(2)}
+
+    def link_peers(self, node: str, link: str) -> list[str]:
+        return [n for n in self.nodes if n != node]
+
+    def cut(self, node: str, link: str, peers: list[str], refuse: bool) -> netcut.Cut:
+        c = netcut.Cut(node, link, tuple(peers), refuse, ())
+        self.made.append(c)
+        return c
+
+    def mend(self, cut: netcut.Cut) -> None:
+        self.mended.append(cut)
+
+
+def test_latency_and_cuts_of_links_go_on_toxiproxy_other_cuts_between_nodes() -> None:
+    topo = FakeTopo()
+    assert isinstance(topo, netcut.PeerCuts)
+    ctx = Context(topo, lambda op: op)  # type: ignore[arg-type]
+    network(ctx, NetworkFault(verb="latency", node=DB2, latency=0.1, link="replication"))
+    assert topo.toxi.calls == [("latency", "db2.replication")] and topo.made == []
+    network(ctx, NetworkFault(verb="partition", node=DB2, link="clients"))
+    assert topo.toxi.calls[-2:] == [("timeout", "db2.clients")] * 2 and topo.made == []
+    # all: the node's links, and a cut from every peer (its other traffic)
+    topo.toxi.calls.clear()
+    network(ctx, NetworkFault(verb="partition", node=DB1, link="all"))
+    assert {link for _, link in topo.toxi.calls} == {"db1.clients", "db2.replication"}
+    assert [(c.node, c.peers) for c in topo.made] == [("db1", ("db2",))]
+    network(ctx, NetworkFault(verb="heal"))
+    assert {link for verb, link in topo.toxi.calls if verb == "heal"} == set(topo.toxi.links)
+    assert [c.node for c in topo.mended] == ["db1"]
+    assert heal(ctx) == [] and ctx.state(NetworkState).cuts == []
+
+
+def test_toxiproxys_container_listens_everywhere_and_leads_to_nodes_by_name() -> None:
+    from runners.runtime import Run
+
+    run = Run(experiment="x")
+    run.close()
+    t = ContainerToxiproxy(run, 8474, eng=None, image="img", network=None,  # type: ignore[arg-type]
+                           upstreams={23001: "db1"}, published=[23021])
+    assert t.listen_address(23032) == "0.0.0.0:23032"
+    assert t.upstream_address(23001) == "db1:3306"
+    assert t.link_host == "toxiproxy"
+    with pytest.raises(ComponentError):
+        t.upstream_address(23002)
+
+
+def test_the_router_reaches_nodes_through_their_client_links_when_there_are_links() -> None:
+    from runners.runtime import Run
+
+    run = Run(experiment="x")
+    try:
+        r = ContainerHAProxy(run, ["db1", "db2"], ["db1", "db2"], [], 0.5, (1, 2),
+                             eng=None, image="i", network=None, admin=None,  # type: ignore[arg-type]
+                             galera=False, via={"db1": ("toxiproxy", 23021)})
+        text = r.config_text()
+    finally:
+        run.close()
+    assert "server db1 toxiproxy:23021 check" in text and "server db2 db2:3306 check" in text
+
+
+class APIError(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.response = type("R", (), {"status_code": status})()
+
+
+def test_a_limit_goes_through_dockers_update_else_podmans(monkeypatch: pytest.MonkeyPatch) -> None:
+    import docker
+
+    monkeypatch.setattr(docker.errors, "APIError", APIError)
+    posted: list[tuple[str, Any]] = []
+
+    class Api:
+        base_url = "http://engine"
+
+        def _post_json(self, url: str, data: Any) -> str:
+            posted.append((url, data))
+            return "resp"
+
+        def _raise_for_status(self, resp: str) -> None:
+            pass
+
+    class Client:
+        api = Api()
+
+    class Container:
+        id, name = "c1", "lab-x-db1"
+
+        def __init__(self, status: int | None) -> None:
+            self.status = status
+            self.kw: dict[str, Any] = {}
+
+        def update(self, **kw: Any) -> None:
+            self.kw = kw
+            if self.status is not None:
+                raise APIError(self.status)
+
+    docker_engine = Container(None)
+    assert resources.update(Client(), docker_engine, cpu=(20000, 100000)) == "docker"
+    assert docker_engine.kw == {"cpu_quota": 20000, "cpu_period": 100000}
+    assert resources.update(Client(), Container(404), memory=300) == "podman"
+    assert posted == [("http://engine/v4.0.0/libpod/containers/c1/update",
+                       {"memory": {"limit": 300, "swap": 300}})]
+    with pytest.raises(ComponentError):
+        resources.update(Client(), Container(500), memory=300)
+
+
+def test_an_oom_kill_on_a_container_is_recorded_once() -> None:
+    """The container's group counts the kernel's kill; a moment later the container is seen
+    dead (its init exits after the server): one ``oom_kill`` op, and the node is down."""
+
+    class Node:
+        running = True
+        container = type("C", (), {"name": "lab-x-db1"})()
+
+        def pid(self) -> None:
+            return None
+
+        def is_running(self) -> bool:
+            return self.running
+
+        def inspect(self) -> dict[str, Any]:
+            return {"State": {"OOMKilled": True}}
+
+    node = Node()
+    limit = ContainerLimit(None, node, "memory", local=False)
+    ops: list[Any] = []
+    ctx = Context(None, ops.append)  # type: ignore[arg-type]
+    kills = iter([0, 0, 1])  # the watcher reads the count when it starts
+    limit.oom_kills = lambda: next(kills)  # type: ignore[method-assign]
+    watcher = OomWatcher(ctx, "db1", limit, None)
+    assert watcher.poll() is False and ops == []  # no kill yet
+    node.running = False
+    assert watcher.poll() is True  # the kill and the death, seen together
+    assert [(o.type, o.f) for o in ops] == [("invoke", "oom_kill"), ("ok", "oom_kill")]
+    assert ctx.down == {"db1"}
+
+
+def test_a_container_oom_count_never_goes_down_when_its_group_is_gone() -> None:
+    class Node:
+        container = type("C", (), {"name": "n"})()
+        state = {"OOMKilled": True}
+
+        def pid(self) -> None:
+            return None
+
+        def inspect(self) -> dict[str, Any]:
+            return {"State": self.state}
+
+    node = Node()
+    limit = ContainerLimit(None, node, "memory", local=False)
+    assert limit.oom_kills() == 1
+    node.state = {}
+    assert limit.oom_kills() == 1
+
+
+def test_a_disk_node_keeps_its_data_and_binary_logs_on_the_labs_mounts() -> None:
+    plan = plan_text(INCIDENTS)
+    p1, p2 = plan.cells[0].nodes
+    opts = dict(a[2:].split("=", 1) for a in server_args(p1, None, {"data": "/lab/data"}))
+    assert opts["datadir"] == "/lab/data"
+    opts = dict(a[2:].split("=", 1) for a in server_args(p2, None, {"binlog": "/lab/binlog"}))
+    assert opts["datadir"] == "/var/lib/mysql"
+    assert opts["log_bin"] == "/lab/binlog/mysql-bin"
+    assert opts["log_bin_index"] == "/lab/binlog/mysql-bin.index"
+    bare = p2.model_copy(update={"config": {k: v for k, v in p2.config.items()
+                                            if k != "log_bin"}})
+    with pytest.raises(ComponentError, match="writes no binary logs"):
+        server_args(bare, None, {"binlog": "/lab/binlog"})
+
+
+def test_a_clock_is_skewed_only_on_a_node_started_under_libfaketime() -> None:
+    plan = plan_text(INCIDENTS)
+    assert plan.faketime_nodes == ["p2"]
+    topo = ContainerTopology(None, plan, plan.cells[0], None, None, None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="does not run under libfaketime"):
+        topo.write_clock_offset("p1", 30.0)
