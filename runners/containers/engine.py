@@ -54,6 +54,8 @@ LABEL_RUN = "lab.run"
 LABEL_HOST = "lab.host"
 LABEL_DIR = "lab.dir"  # the run's directory, URL-quoted (its lab may use another LAB_RUNTIME)
 SERVICE_NAME = "podman service"  # the name of its record among the run's processes
+REMOTE_ENV = "LAB_ENGINE_REMOTE"  # 1: the engine named by DOCKER_HOST is another machine's
+ADDRESS_ENV = "LAB_ENGINE_ADDRESS"  # its address where published ports are reached
 SERVICE_READY_TIMEOUT = 30.0
 API_TIMEOUT = 120  # seconds for one API call (an image load takes the longest)
 
@@ -151,6 +153,7 @@ class Engine:
     url: str
     client: Any
     local: bool  # the engine runs on this machine (nsenter, /proc, its files are reachable)
+    address: str = "127.0.0.1"  # where containers' ports are published and the lab reaches them
     service: int | None = None
     socket_path: Path | None = None
     conf: Path | None = None
@@ -176,8 +179,20 @@ class Engine:
 
 
 def is_local_url(url: str) -> bool:
+    """Whether an engine URL is this machine's: a unix socket or the loopback, unless
+    ``LAB_ENGINE_REMOTE=1`` says otherwise (an SSH tunnel to another machine's engine looks
+    like the loopback)."""
+    if os.environ.get(REMOTE_ENV, "") not in ("", "0"):
+        return False
     return url.startswith("unix://") or url.startswith("tcp://127.") or \
         url.startswith("tcp://localhost")
+
+
+def publish_address() -> str:
+    """The address on the engine's machine where the lab publishes the containers' ports and
+    reaches them: ``LAB_ENGINE_ADDRESS``, else 127.0.0.1 (this machine's engine; a remote one
+    then needs its ports forwarded, e.g. ``ssh -L``)."""
+    return os.environ.get(ADDRESS_ENV) or "127.0.0.1"
 
 
 def connect(run: Run) -> Engine:
@@ -191,7 +206,7 @@ def connect(run: Run) -> Engine:
             client.ping()
         except Exception as e:  # noqa: BLE001 - any failure: the engine is not there
             raise ComponentError("container engine", f"{url} does not answer: {e}") from None
-        return Engine(url, client, local=is_local_url(url))
+        return Engine(url, client, local=is_local_url(url), address=publish_address())
     HostNetState.remember(run.dir)
     sock = run.dir / "podman.sock"
     conf = write_containers_conf()

@@ -109,8 +109,9 @@ class ContainerHAProxy(HAProxy):
                                        self.galera)])
         tc.with_copy_into_container(self.config_text().encode(), CONFIG_PATH)
         tc.with_copy_into_container(AGENT.read_bytes(), AGENT_PATH, mode=0o755)
-        tc.ports[f"{WRITER_PORT}/tcp"] = ("127.0.0.1", self.published[0])  # type: ignore[assignment]
-        tc.ports[f"{READER_PORT}/tcp"] = ("127.0.0.1", self.published[1])  # type: ignore[assignment]
+        host = self.engine.address
+        tc.ports[f"{WRITER_PORT}/tcp"] = (host, self.published[0])  # type: ignore[assignment]
+        tc.ports[f"{READER_PORT}/tcp"] = (host, self.published[1])  # type: ignore[assignment]
         tc.start()
         self.container = tc.get_wrapped_container()
         wait_until(lambda: bool(self.stat()), 10, "answering on its admin socket", "haproxy",

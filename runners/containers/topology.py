@@ -154,6 +154,11 @@ class ContainerNode(Node):
         self.server_id = planned.server_id
         self.host_datadir: Path | None = None  # disk full: the tmpfs on this machine
 
+    @property
+    def addr(self) -> Address:
+        """The server's published port, on the engine's address."""
+        return Address(self.engine.address, self.port)
+
     # --- state, through inspect -------------------------------------------------------------
     def inspect(self) -> dict[str, Any]:
         return engines.inspect(self.engine.client, self.container.id)
@@ -480,7 +485,7 @@ class ContainerTopology(NodePrimitives):
         if bootstrap:  # the options of the first start only (the entrypoint reads them)
             tc.with_copy_into_container(b"--wsrep-new-cluster\n", START_OPTIONS)
         # published on the loopback only (testcontainers' with_bind_ports takes no address)
-        tc.ports[f"{SERVER_PORT}/tcp"] = ("127.0.0.1", p.port)  # type: ignore[assignment]
+        tc.ports[f"{SERVER_PORT}/tcp"] = (self.engine.address, p.port)  # type: ignore[assignment]
         tc.start()
         node = ContainerNode(self.run, p, self.admin, tc.get_wrapped_container(), self.engine)
         node.host_datadir = mounts.get("data")
@@ -713,12 +718,13 @@ class ContainerTopology(NodePrimitives):
     def address(self, endpoint: str) -> Address:
         """Where a client connects: a node's published port (its client link's when the run
         has links), ``router.writer`` or ``router.reader``."""
+        host = self.engine.address if self.engine is not None else "127.0.0.1"
         if endpoint == "router.writer":
-            return Address("127.0.0.1", self.run.ports.router_writer)
+            return Address(host, self.run.ports.router_writer)
         if endpoint == "router.reader":
-            return Address("127.0.0.1", self.run.ports.router_reader)
+            return Address(host, self.run.ports.router_reader)
         if self.toxi is not None:
-            return Address("127.0.0.1", self.run.ports.client_proxy(self.planned[endpoint].index))
+            return Address(host, self.run.ports.client_proxy(self.planned[endpoint].index))
         return self.nodes[endpoint].addr
 
     def describe_nodes(self) -> list[dict[str, Any]]:

@@ -52,6 +52,10 @@ class ContainerToxiproxy(Toxiproxy):
         self.published = list(published)
         self.container: Any = None
 
+    @property
+    def url(self) -> str:
+        return f"http://{self.engine.address}:{self.api_port}"
+
     def listen_address(self, port: int) -> str:
         return f"0.0.0.0:{port}"
 
@@ -74,9 +78,10 @@ class ContainerToxiproxy(Toxiproxy):
         )
         tc.with_command(["-host", "0.0.0.0", "-port", str(API_PORT)])
         tc.with_copy_into_container(binary.read_bytes(), BINARY_PATH, mode=0o755)
-        tc.ports[f"{API_PORT}/tcp"] = ("127.0.0.1", self.api_port)  # type: ignore[assignment]
+        host = self.engine.address
+        tc.ports[f"{API_PORT}/tcp"] = (host, self.api_port)  # type: ignore[assignment]
         for port in self.published:
-            tc.ports[f"{port}/tcp"] = ("127.0.0.1", port)  # type: ignore[assignment]
+            tc.ports[f"{port}/tcp"] = (host, port)  # type: ignore[assignment]
         tc.start()
         self.container = tc.get_wrapped_container()
         try:

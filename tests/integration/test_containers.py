@@ -343,6 +343,93 @@ def test_incident_faults_on_a_container(tmp_path: Path) -> None:
     assert not [m for m in Path("/proc/self/mounts").read_text().splitlines() if rid in m]
 
 
+REMOTE = """
+experiment "ctr-remote" {
+  duration 12s
+  backend containers
+  topology replication { primary db1  replicas db2 }
+  workload probe: probe { target db1  every 10ms  timeout 5s }
+  workload w: unique_writes { target db1  rate 50/s }
+  at 2s pause db1 for 2s
+  at 5s network latency db2 200ms on replication
+  at 6.5s network heal
+  at 7s cpu limit db2 to 50%
+  at 7.5s cpu heal db2
+  at 8s network partition db2 on all
+  at 9s network heal
+  at 9.5s kill db2
+  at 10s start db2
+  expect downtime(probe) >= 1.95s
+  expect downtime(probe) < 2.1s
+  expect lost_writes(w) == 0
+  expect lost_writes(w).not_replicated == 0
+}
+"""
+
+
+def test_an_engine_named_by_docker_host_through_its_api_only(tmp_path: Path) -> None:
+    """The one switch: an engine named by LAB_DOCKER_HOST — podman's TCP API on the loopback,
+    taken as another machine's (LAB_ENGINE_REMOTE=1: nothing of it is read from this machine).
+    Everything goes through the API: the image, the containers, pause, kill and start, a cut
+    inside a node (exec), toxiproxy's container and a cpu limit (podman's update); the pause
+    is measured as natively. What needs the engine's machine (the page cache) is refused
+    before any container starts. Nothing is left on the engine."""
+    _require_podman()
+    import socket
+
+    from lab.store import Store
+    from runners.containers.engine import (
+        HostNetState,
+        podman_env,
+        stop_service,
+        write_containers_conf,
+    )
+    from runners.runtime import Run
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    holder = Run(experiment="remote-engine")  # the service's record, and the host's user
+    HostNetState.remember(holder.dir)
+    log = open(holder.dir / "podman-tcp.log", "ab")
+    service = subprocess.Popen(["podman", "system", "service", "--time=0",
+                                f"tcp://127.0.0.1:{port}"], stdout=log, stderr=log,
+                               env=podman_env(write_containers_conf()), start_new_session=True)
+    holder.record(service.pid, "podman service (tcp)")
+    env = dict(os.environ, LAB_DOCKER_HOST=f"tcp://127.0.0.1:{port}", LAB_ENGINE_REMOTE="1",
+               LAB_HOME=str(tmp_path / "home"))
+    try:
+        deadline = time.monotonic() + 30
+        while subprocess.run(["curl", "-sf", f"http://127.0.0.1:{port}/_ping"],
+                             capture_output=True).returncode != 0:
+            assert time.monotonic() < deadline, "podman's TCP service did not answer"
+            time.sleep(0.2)
+        exp = tmp_path / "ctr-remote.exp"
+        exp.write_text(REMOTE)
+        out = subprocess.run([*LAB, "run", str(exp), "--json"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=300, env=env)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        store = Store(tmp_path / "home" / "results.db")
+        rid = store.conn.execute("select id from runs order by rowid desc limit 1").fetchone()[0]
+        ops = store.operations(rid, 1)
+        faults = {o.f: o for o in ops if o.is_fault() and o.type == "ok"}
+        assert faults["cpu_limit"].value["cgroup"].startswith("container ")  # not read here
+        assert faults["partition"].value["rules"] == 2  # one peer, both directions
+        assert _left_by(rid) == []
+        # the page cache is the engine's machine's: refused before anything starts
+        exp.write_text(REMOTE.replace("at 2s pause db1 for 2s", "at 2s drop caches on db1"))
+        out = subprocess.run([*LAB, "run", str(exp)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=120, env=env)
+        assert out.returncode == 3, out.stdout[-2000:]
+        assert "needs the engine on this machine" in " ".join(out.stdout.split())
+    finally:
+        stop_service(service.pid)
+        log.close()
+        holder.forget(service.pid)
+        HostNetState.release(holder.dir)
+        holder.close()
+
+
 EXP = """
 experiment "ctr-pause" {
   duration 8s
