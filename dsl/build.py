@@ -10,6 +10,7 @@ report the same mistake twice. Cross-references (unknown nodes, roles, ``$param`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -33,6 +34,7 @@ from dsl.models import (
     Expectation,
     Experiment,
     GaleraTopology,
+    ImageSpec,
     IntOrParam,
     IoFault,
     MemoryLimit,
@@ -166,6 +168,10 @@ def text_of(tok: Token) -> Text:
     return Text(value, token_span(tok))
 
 
+# a container image reference: [registry[:port]/]path[:tag][@digest], nothing a shell or an
+# API path could take for something else
+IMAGE_REF = re.compile(r"[a-z0-9][a-z0-9._/:-]*(?:@sha256:[0-9a-f]{64})?", re.IGNORECASE)
+
 TOPOLOGY_STATEMENTS: dict[str, frozenset[str]] = {
     "replication": frozenset(
         {
@@ -177,12 +183,14 @@ TOPOLOGY_STATEMENTS: dict[str, frozenset[str]] = {
             "crash_safe",
             "delay",
             "config",
+            "image",
         }
     ),
-    "single": frozenset({"engine", "node", "config"}),
-    "galera": frozenset({"engine", "nodes", "config"}),
-    "primary_primary": frozenset({"engine", "nodes", "auto_increment_offsets", "config"}),
-    "mongodb_replset": frozenset({"engine", "members", "config"}),
+    "single": frozenset({"engine", "node", "config", "image"}),
+    "galera": frozenset({"engine", "nodes", "config", "image"}),
+    "primary_primary": frozenset({"engine", "nodes", "auto_increment_offsets", "config",
+                                  "image"}),
+    "mongodb_replset": frozenset({"engine", "members", "config", "image"}),
 }
 TOPOLOGY_MEMBERS = {
     "replication": ("primary", "primary db1"),
@@ -466,8 +474,10 @@ class Builder(Transformer[Token, Any]):
                 f"'{word(st.kind)}' does not belong in a {kind} topology",
                 f"a {kind} topology lists its nodes with: {member_example}",
             )
-        one = self.singles(kept, f"this {kind} topology", frozenset({"delay", "config"}))
+        one = self.singles(kept, f"this {kind} topology",
+                           frozenset({"delay", "config", "image"}))
         configs = [s.value for s in kept if s.kind == "config" and s.value is not None]
+        images = [s.value for s in kept if s.kind == "image" and s.value is not None]
         engine = one["engine"].value if "engine" in one else None
         span = meta_span(meta)
         if member_word not in one:
@@ -478,7 +488,7 @@ class Builder(Transformer[Token, Any]):
         members = one[member_word].value
         if members is None:
             return Stmt("topology", span, None)
-        base: dict[str, Any] = {"configs": configs, "span": span}
+        base: dict[str, Any] = {"configs": configs, "images": images, "span": span}
         if engine is not None:
             base["engine"] = engine
 
@@ -587,6 +597,18 @@ class Builder(Transformer[Token, Any]):
             meta, "config", ConfigBlock(node=node, settings=settings, span=meta_span(meta))
         )
 
+    def image(self, meta: Meta, children: list[Any]) -> Stmt:
+        node_tok: Token | None = children[0]
+        node = None if node_tok is None else NodeRef(name=str(node_tok), span=token_span(node_tok))
+        ref = text_of(children[1])
+        if not IMAGE_REF.fullmatch(ref.value):
+            self.error(ref.span, f"'{ref.value}' is not an image reference",
+                       'an image is named like "mariadb:11.4" or '
+                       '"registry.example.com/team/mariadb@sha256:..."')
+            return self.stmt(meta, "image", None)
+        return self.stmt(meta, "image", ImageSpec(node=node, ref=ref.value,
+                                                  span=meta_span(meta)))
+
     def variant(self, meta: Meta, children: list[Any]) -> Stmt:
         settings = self.settings(children[1:], "config")
         return self.stmt(
@@ -640,12 +662,18 @@ class Builder(Transformer[Token, Any]):
         if check is None:  # not given, or already reported
             check = 0.5
         readers = one["readers"].value if "readers" in one else []
+        image = one["image"].value if "image" in one else None
+        if image is not None and image.node is not None:
+            self.error(image.node.span, "a router's image names no node",
+                       f'write: image "{image.ref}"')
+            image = None
         router = Router.model_validate(
             {
                 "kind": kind,
                 "writers": one["writers"].value,
                 "readers": readers,
                 "check_interval": check,
+                "image": image,
                 "span": span,
             }
         )

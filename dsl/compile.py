@@ -365,6 +365,7 @@ def _planned_nodes(exp: Experiment, base_port: int) -> list[PlannedNode]:
     infos = topology_nodes(exp)
     configs = _node_configs(exp, infos)
     t = exp.topology
+    images = {s.node.name if s.node is not None else "": s.ref for s in t.images}
     delays: dict[str, float] = {}
     if isinstance(t, ReplicationTopology):
         delays = {d.node.name: d.seconds for d in t.delays}
@@ -386,6 +387,7 @@ def _planned_nodes(exp: Experiment, base_port: int) -> list[PlannedNode]:
                 port=base_port + offset,
                 replicates_from=upstream,
                 delay=delays.get(info.name),
+                image=images.get(info.name, images.get("")),
                 config=configs[info.name],
             )
         )
@@ -503,6 +505,7 @@ def _router(exp: Experiment, base_port: int) -> PlannedRouter | None:
         reader_port_offset=ROUTER_READER_OFFSET,
         writer_port=base_port + ROUTER_WRITER_OFFSET,
         reader_port=base_port + ROUTER_READER_OFFSET,
+        image=r.image.ref if r.image is not None else None,
     )
 
 

@@ -70,6 +70,15 @@ class ConfigBlock(Frozen):
     span: Span = NO_SPAN
 
 
+class ImageSpec(Frozen):
+    """``image "REF"`` for every node (node is None) or ``image db2 "REF"``: the container
+    image the node runs (``backend containers``); the lab's node image otherwise."""
+
+    node: NodeRef | None = None
+    ref: str
+    span: Span = NO_SPAN
+
+
 class DelaySpec(Frozen):
     node: NodeRef
     seconds: float
@@ -86,6 +95,7 @@ class ReplicationTopology(Frozen):
     crash_safe: bool = False
     delays: list[DelaySpec] = Field(default_factory=list)
     configs: list[ConfigBlock] = Field(default_factory=list)
+    images: list[ImageSpec] = Field(default_factory=list)
     span: Span = NO_SPAN
 
 
@@ -94,6 +104,7 @@ class SingleTopology(Frozen):
     engine: Engine = Engine()
     node: NodeRef
     configs: list[ConfigBlock] = Field(default_factory=list)
+    images: list[ImageSpec] = Field(default_factory=list)
     span: Span = NO_SPAN
 
 
@@ -102,6 +113,7 @@ class GaleraTopology(Frozen):
     engine: Engine = Engine()
     nodes: list[NodeRef]
     configs: list[ConfigBlock] = Field(default_factory=list)
+    images: list[ImageSpec] = Field(default_factory=list)
     span: Span = NO_SPAN
 
 
@@ -113,6 +125,7 @@ class PrimaryPrimaryTopology(Frozen):
     nodes: list[NodeRef]
     auto_increment_offsets: bool = True
     configs: list[ConfigBlock] = Field(default_factory=list)
+    images: list[ImageSpec] = Field(default_factory=list)
     span: Span = NO_SPAN
 
 
@@ -121,6 +134,7 @@ class MongoReplSetTopology(Frozen):
     engine: Engine = Engine(flavor="mongodb")
     members: list[NodeRef]
     configs: list[ConfigBlock] = Field(default_factory=list)
+    images: list[ImageSpec] = Field(default_factory=list)
     span: Span = NO_SPAN
 
 
@@ -139,6 +153,7 @@ class Router(Frozen):
     writers: list[NodeRef]
     readers: list[NodeRef] = Field(default_factory=list)
     check_interval: float = 0.5
+    image: ImageSpec | None = None  # its container's image (backend containers)
     span: Span = NO_SPAN
 
 

@@ -71,6 +71,7 @@ class PlannedNode(Frozen):
     port: int  # with the plan's base port
     replicates_from: list[str] = Field(default_factory=list)
     delay: float | None = None  # MASTER_DELAY seconds
+    image: str | None = None  # its container's image (``image``; None: the lab's)
     # The effective server config: exactly what the server is started with, but for the
     # keys dsl.owned.RUNTIME (machine and run) and with paths relative to the node's
     # directory in the run (dsl.owned.NODE_DIR_PATHS).
@@ -90,6 +91,7 @@ class PlannedRouter(Frozen):
     reader_port_offset: int
     writer_port: int
     reader_port: int
+    image: str | None = None  # its container's image (``image``; None: the lab's default)
 
 
 class PlannedWorkload(Frozen):

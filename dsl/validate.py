@@ -267,6 +267,7 @@ class _Validator:
         self.check_topology()
         self.check_router()
         self.check_configs()
+        self.check_images()
         self.check_workloads()
         self.check_sweeps()
         self.check_steps()
@@ -376,6 +377,24 @@ class _Validator:
                 if ref.name in seen:
                     self.error(ref.span, f"'{ref.name}' is listed twice")
                 seen.add(ref.name)
+
+    def check_images(self) -> None:
+        """``image``: known nodes, one image per node, and only where containers run."""
+        images = list(self.exp.topology.images)
+        if self.exp.router is not None and self.exp.router.image is not None:
+            images.append(self.exp.router.image)
+        seen: dict[str | None, int] = {}
+        for spec in images:
+            self.node(spec.node)
+            key = spec.node.name if spec.node is not None else None
+            if spec in self.exp.topology.images and key in seen:
+                self.error(spec.span, f"{'every node' if key is None else key} has an image "
+                           f"already (line {seen[key]})")
+            if spec in self.exp.topology.images:
+                seen.setdefault(key, spec.span.line)
+        if images and self.exp.backend != "containers":
+            self.error(images[0].span, "`image` needs `backend containers`: natively the "
+                       "servers are this machine's programs", "add: backend containers")
 
     def check_configs(self) -> None:
         blocks = list(self.exp.configs) + list(self.exp.topology.configs)

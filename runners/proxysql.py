@@ -124,6 +124,7 @@ def monitor_user_setup(creds: Credentials, flavor: str = "mariadb") -> list[str]
 class Server:
     name: str
     port: int
+    host: str = HOST  # where ProxySQL reaches it (a node's name on a container network)
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ class Routing:
         names = {s.name for s in self.servers}
         for s in self.servers:
             _safe(s.name, "server name", SAFE_NAME)
+            _safe(s.host, "server host")
             _port(s.port)
         for n in (*self.writers, *self.readers, *self.current_writers):
             if n not in names:
@@ -162,6 +164,9 @@ class Routing:
     def port_of(self, name: str) -> int:
         return next(s.port for s in self.servers if s.name == name)
 
+    def server(self, name: str) -> Server:
+        return next(s for s in self.servers if s.name == name)
+
 
 def interval_ms(check_interval: float) -> int:
     return max(MIN_INTERVAL_MS, int(round(check_interval * 1000)))
@@ -169,7 +174,7 @@ def interval_ms(check_interval: float) -> int:
 
 def _server_row(hostgroup: int, server: Server, weight: int) -> str:
     return ("INSERT INTO mysql_servers (hostgroup_id, hostname, port, weight, comment) "
-            f"VALUES ({hostgroup}, '{HOST}', {server.port}, {weight}, '{server.name}')")
+            f"VALUES ({hostgroup}, '{server.host}', {server.port}, {weight}, '{server.name}')")
 
 
 def _set_variable(name: str, value: str | int) -> str:
@@ -258,26 +263,27 @@ def move_writer_statements(r: Routing, node: str) -> list[str]:
     """Writes go to ``node`` now: copy the runtime placement (the monitor may have moved
     servers) to memory, take every other writer-hostgroup server OFFLINE_HARD, put ``node`` in
     the writer hostgroup ONLINE, load to runtime."""
-    port = r.port_of(node)
+    s = r.server(node)
     weight = _writer_weights(r.writers).get(node, 1000)
     return [
         "SAVE MYSQL SERVERS TO MEMORY",
         f"UPDATE mysql_servers SET status='OFFLINE_HARD' WHERE hostgroup_id={WRITER_HG} "
-        f"AND NOT (hostname='{HOST}' AND port={port})",
+        f"AND NOT (hostname='{s.host}' AND port={s.port})",
         "REPLACE INTO mysql_servers (hostgroup_id, hostname, port, status, weight, comment) "
-        f"VALUES ({WRITER_HG}, '{HOST}', {port}, 'ONLINE', {weight}, '{node}')",
+        f"VALUES ({WRITER_HG}, '{s.host}', {s.port}, 'ONLINE', {weight}, '{node}')",
         "LOAD MYSQL SERVERS TO RUNTIME",
     ]
 
 
 def states_from_rows(rows: Iterable[Mapping[str, Any]], hostgroup: int,
-                     names_by_port: Mapping[int, str]) -> dict[str, str]:
-    """``stats_mysql_connection_pool`` rows -> {node name: status} for one hostgroup."""
+                     names: Mapping[tuple[str, int], str]) -> dict[str, str]:
+    """``stats_mysql_connection_pool`` rows -> {node name: status} for one hostgroup
+    (``names``: (host, port) -> node)."""
     out: dict[str, str] = {}
     for row in rows:
         if int(row["hostgroup"]) != hostgroup:
             continue
-        name = names_by_port.get(int(row["srv_port"]))
+        name = names.get((str(row["srv_host"]), int(row["srv_port"])))
         if name is not None:
             out[name] = str(row["status"])
     return out
@@ -285,9 +291,11 @@ def states_from_rows(rows: Iterable[Mapping[str, Any]], hostgroup: int,
 
 def config_text(datadir: Path, admin: Credentials, stats: Credentials, admin_port: int,
                 writer_port: int, reader_port: int, pgsql_admin_port: int,
-                pgsql_port: int) -> str:
+                pgsql_port: int, listen: str = HOST) -> str:
     """proxysql.cnf (libconfig syntax): where ProxySQL keeps its files and listens. Every
-    listener is on 127.0.0.1; the rest is configured through the admin interface.
+    listener is on ``listen`` (127.0.0.1; in a container of its own, every address of the
+    container: its ports are published on the loopback); the rest is configured through the
+    admin interface.
     ``pgsql_*`` settings exist from ProxySQL 3.0 on (2.x warns about them and goes on)."""
     for c, what in ((admin, "admin"), (stats, "stats")):
         _safe(c.user, f"{what} user")
@@ -300,6 +308,7 @@ def config_text(datadir: Path, admin: Credentials, stats: Credentials, admin_por
         raise ValueError(f"ProxySQL ports must differ: {ports}")
     if any(c in str(datadir) for c in '"\n\\'):
         raise ValueError(f"unusable datadir {datadir}")
+    _safe(listen, "listen address")
     return "\n".join([
         f'datadir="{datadir}"',
         f'errorlog="{datadir / "proxysql.log"}"',
@@ -308,8 +317,8 @@ def config_text(datadir: Path, admin: Credentials, stats: Credentials, admin_por
         "{",
         f'    admin_credentials="{admin.user}:{admin.password}"',
         f'    stats_credentials="{stats.user}:{stats.password}"',
-        f'    mysql_ifaces="{HOST}:{admin_port}"',
-        f'    pgsql_ifaces="{HOST}:{pgsql_admin_port}"',
+        f'    mysql_ifaces="{listen}:{admin_port}"',
+        f'    pgsql_ifaces="{listen}:{pgsql_admin_port}"',
         "    restapi_enabled=false",
         "    web_enabled=false",
         "}",
@@ -317,12 +326,12 @@ def config_text(datadir: Path, admin: Credentials, stats: Credentials, admin_por
         "mysql_variables=",
         "{",
         f"    threads={THREADS}",
-        f'    interfaces="{HOST}:{writer_port};{HOST}:{reader_port}"',
+        f'    interfaces="{listen}:{writer_port};{listen}:{reader_port}"',
         "}",
         "",
         "pgsql_variables=",
         "{",
-        f'    interfaces="{HOST}:{pgsql_port}"',
+        f'    interfaces="{listen}:{pgsql_port}"',
         "}",
         "",
     ])
@@ -365,6 +374,7 @@ class ProxySQL:
         self.log = self.dir / "proxysql.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.routing: Routing | None = None
+        self.admin_host = HOST  # where the lab reaches the admin interface
 
     # --- configuration ---------------------------------------------------------------------
     def config_text(self) -> str:
@@ -372,17 +382,21 @@ class ProxySQL:
                            self.writer_port, self.reader_port, self.pgsql_admin_port,
                            self.pgsql_port)
 
+    def servers(self) -> tuple[Server, ...]:
+        """The nodes as ProxySQL reaches them (natively: their ports on the loopback)."""
+        return tuple(Server(b.name, b.port) for b in self.backends)
+
     def routing_for(self, current_writers: Iterable[str]) -> Routing:
         return Routing(
-            mode=self.mode,
-            servers=tuple(Server(b.name, b.port) for b in self.backends),
+            mode=self.mode, servers=self.servers(),
             writers=tuple(self.writers), readers=tuple(self.readers),
             current_writers=tuple(current_writers), app=self.app, monitor=self.monitor,
             interval_ms=self.interval_ms, reader_port=self.reader_port)
 
     @property
-    def names_by_port(self) -> dict[int, str]:
-        return {b.port: b.name for b in self.backends}
+    def names(self) -> dict[tuple[str, int], str]:
+        """(host, port) -> node, as ``stats_mysql_connection_pool`` names a server."""
+        return {(s.host, s.port): s.name for s in self.servers()}
 
     # --- process ---------------------------------------------------------------------------------
     def _alive(self) -> bool:
@@ -397,20 +411,11 @@ class ProxySQL:
         writer candidates are writable now (initial placement); ``reader_check`` is accepted
         for HAProxy parity (ProxySQL's own monitor judges readers)."""
         del reader_check
-        binary = require("proxysql")
         try:
             self.cfg.write_text(self.config_text())
         except ValueError as e:
             raise ComponentError(COMPONENT, f"configuration refused: {e}") from None
-        out = open(self.log, "ab")
-        try:
-            self.proc = subprocess.Popen(
-                [binary, "-f", "-c", str(self.cfg), "-D", str(self.dir), "--initial"],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)
-        finally:
-            out.close()
-        self.run.record(self.proc.pid, "proxysql")
+        self._launch()
         wait_until(self._admin_answers, 15, "answering on its admin port", COMPONENT,
                    self.log, alive=self._alive)
         current = [n for n in self.writers if _check(writer_check, n)]
@@ -423,6 +428,20 @@ class ProxySQL:
             wait_until(lambda: bool(self.up_servers("writer")), ready_timeout,
                        "routing to a writer", COMPONENT, self.log, alive=self._alive)
 
+    def _launch(self) -> None:
+        """``proxysql`` in the foreground, a child of the lab, recorded among the run's
+        processes."""
+        binary = require("proxysql")
+        out = open(self.log, "ab")
+        try:
+            self.proc = subprocess.Popen(
+                [binary, "-f", "-c", str(self.cfg), "-D", str(self.dir), "--initial"],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True)
+        finally:
+            out.close()
+        self.run.record(self.proc.pid, "proxysql")
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
@@ -434,13 +453,14 @@ class ProxySQL:
     # --- admin interface -------------------------------------------------------------------------
     @property
     def admin_address(self) -> Address:
-        return Address(HOST, self.admin_port)
+        return Address(self.admin_host, self.admin_port)
 
     def _admin_connect(self, timeout: float) -> Any:
         """A connection to the admin interface. ``autocommit=None``: mysqlclient sends no
         SET autocommit (the admin's SQLite runs each statement on its own)."""
         t = max(1, int(round(timeout)))
-        return MySQLdb.connect(host=HOST, port=self.admin_port, user=self.admin_creds.user,
+        return MySQLdb.connect(host=self.admin_host, port=self.admin_port,
+                               user=self.admin_creds.user,
                                password=self.admin_creds.password, connect_timeout=t,
                                read_timeout=t, write_timeout=t, autocommit=None)
 
@@ -482,7 +502,7 @@ class ProxySQL:
             raise ValueError(f"backend is 'writer' or 'reader', not {backend!r}")
         rows = self.admin_query("SELECT hostgroup, srv_host, srv_port, status "
                                 "FROM stats_mysql_connection_pool")
-        return states_from_rows(rows, BACKEND_NAMES[backend], self.names_by_port)
+        return states_from_rows(rows, BACKEND_NAMES[backend], self.names)
 
     def up_servers(self, backend: str) -> list[str]:
         return [n for n, st in self.server_states(backend).items() if st == "ONLINE"]
@@ -490,7 +510,7 @@ class ProxySQL:
     def move_writer(self, node: str) -> float:
         """Route writes to ``node`` now. Returns the seconds it took."""
         t0 = time.monotonic()
-        if node not in self.names_by_port.values():
+        if node not in self.names.values():
             raise self._fail(f"{node} is not a backend")
         routing = self.routing or self.routing_for([])
         self.admin_execute(move_writer_statements(routing, node))

@@ -153,6 +153,25 @@ def find_image(client: Any, tag: str) -> Any | None:
     return None
 
 
+PULL_TIMEOUT = 600  # seconds for one image pull
+
+
+def user_image(client: Any, ref: str) -> str:
+    """An image the experiment names (``image "mariadb:11.4"``): the engine's own copy, else
+    pulled by the engine from its registry. Returns the name the engine knows it by."""
+    found = find_image(client, ref)
+    if found is not None:
+        return str(found.tags[0]) if found.tags else ref
+    t0 = time.monotonic()
+    try:
+        client.images.pull(ref)
+    except Exception as e:  # noqa: BLE001 - any failure: the image is not to be had
+        raise ComponentError(f"image {ref}", "not on the container engine, and the engine "
+                             f"could not pull it ({time.monotonic() - t0:.1f} s): "
+                             f"{str(e)[:300]}") from None
+    return ref
+
+
 @contextlib.contextmanager
 def _build_lock(state_dir: Path) -> Iterator[None]:
     """One build at a time on this machine (two runs that both miss the image wait for the

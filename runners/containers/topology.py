@@ -56,7 +56,7 @@ from runners.containers import image as images
 from runners.errors import ComponentError
 from runners.mysql import Address, Credentials, execute_all, sql_ready, wait_until
 from runners.node import READY_TIMEOUT, Node
-from runners.node_primitives import NodePrimitives, deploy_cell
+from runners.node_primitives import NodePrimitives, deploy_cell, password
 from runners.replication import change_master
 from runners.router import Router
 from runners.runtime import Run, runtime_root
@@ -68,6 +68,7 @@ SERVER_PORT = 3306  # inside every container
 START_OPTIONS = "/etc/lab/start-options"
 DATADIR = "/var/lib/mysql"  # in every node's container
 FAKETIME_FILE = "/etc/lab/faketime"  # clock skew: the server's offset, in its container
+USER_ENTRYPOINT = "/lab-entrypoint"  # the lab's entrypoint, copied into an image of the file's
 # disk full: the lab's tmpfs (this machine's, bind-mounted) in the node's container
 MOUNTS = {"data": "/lab/data", "binlog": "/lab/binlog"}
 SEED_SIZE = 2 * 1024**3  # a data directory's tmpfs while the image's is copied in (then shrunk)
@@ -279,12 +280,12 @@ class ContainerNode(Node):
         import tarfile
 
         buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(Path(path).name)
+        with tarfile.open(fileobj=buf, mode="w") as tar:  # from /: missing directories made
+            info = tarfile.TarInfo(path.lstrip("/"))
             info.size = len(data)
             info.mode = mode
             tar.addfile(info, io.BytesIO(data))
-        self.container.put_archive(str(Path(path).parent), buf.getvalue())
+        self.container.put_archive("/", buf.getvalue())
 
     def exec(self, cmd: list[str]) -> tuple[int, str]:
         """Run a command in the node's container (as root): (exit code, output)."""
@@ -314,6 +315,7 @@ class ContainerTopology(NodePrimitives):
     timings: dict[str, float] = field(default_factory=dict)
     cuts: list[netcut.Cut] = field(default_factory=list)  # in force, node by node
     tmpfs: dict[str, int] = field(default_factory=dict)  # node -> its data dir's tmpfs size
+    monitor: Credentials = field(default_factory=lambda: Credentials("lab_monitor", password()))
 
     @classmethod
     def deploy(cls, plan: Plan, cell: Cell, run: Run) -> ContainerTopology:
@@ -379,14 +381,12 @@ class ContainerTopology(NodePrimitives):
                            nodes=self.describe_nodes())
 
     def _start_router(self) -> None:
-        """HAProxy in its own container (``runners.containers.router``); ProxySQL does not
-        run on containers yet (``lab check`` refuses it)."""
+        """HAProxy in its own container (``runners.containers.router``), or ProxySQL in its
+        own from the image the router names (``runners.containers.proxysql``)."""
         from runners.containers.router import ContainerHAProxy
 
         r = self.plan.router
         assert r is not None and self.engine is not None
-        if r.kind != "haproxy":
-            raise ComponentError("containers", f"router {r.kind} does not run on containers yet")
         # the user of HAProxy's mysql-check, on every node (no binary log: no errant GTID;
         # Galera may replicate it: it exists already, IF NOT EXISTS)
         for node in self.nodes.values():
@@ -399,6 +399,9 @@ class ContainerTopology(NodePrimitives):
         via = {} if self.toxi is None else {
             n: (self.toxi.link_host, self.run.ports.client_proxy(self.planned[n].index))
             for n in self.nodes}
+        if r.kind == "proxysql":
+            self._start_proxysql(writers, via)
+            return
         router = ContainerHAProxy(
             self.run, list(self.nodes), writers, list(r.readers), r.check_interval,
             (self.run.ports.router_writer, self.run.ports.router_reader), eng=self.engine,
@@ -406,6 +409,30 @@ class ContainerTopology(NodePrimitives):
             galera=self.plan.topology == "galera", via=via)
         self.router = router
         router.start()
+
+    def _start_proxysql(self, writers: list[str], via: dict[str, tuple[str, int]]) -> None:
+        from runners.containers.proxysql import DEFAULT_IMAGE, ContainerProxySQL
+        from runners.haproxy import Backend
+        from runners.proxysql import mode_for, monitor_user_setup
+
+        r = self.plan.router
+        assert r is not None and self.engine is not None
+        image = images.user_image(self.engine.client, r.image or DEFAULT_IMAGE)
+        for node in self.nodes.values():
+            execute_all(node.addr, self.admin, monitor_user_setup(self.monitor, "mariadb"))
+        backends = [Backend(n, SERVER_PORT, 0, 0) for n in self.nodes]
+        router = ContainerProxySQL(
+            self.run, backends, writers, list(r.readers), r.check_interval,
+            self.run.ports.router_writer, self.run.ports.router_reader, self.app,
+            self.monitor, mode_for(self.plan.topology), eng=self.engine, image=image,
+            network=self.network, via=via)
+        self.router = router
+        router.start(self._writable, lambda name: True)
+
+    def _writable(self, name: str) -> bool:
+        """A writer candidate that takes writes now (ProxySQL's first placement)."""
+        read_only, synced = replication.role_state(self.nodes[name].addr, self.admin)
+        return not read_only and (self.plan.topology != "galera" or synced)
 
     def _labels(self) -> dict[str, str]:
         return engines.run_labels(self.run.id, self.run.dir)
@@ -469,15 +496,23 @@ class ContainerTopology(NodePrimitives):
             env["LAB_DATADIR"] = MOUNTS["data"]
         if "binlog" in mounts:
             env["LAB_BINLOG_DIR"] = MOUNTS["binlog"]
+        image = self.image
+        extra: dict[str, Any] = {}
+        if p.image is not None:  # the experiment's image: the lab's entrypoint copied in
+            image = images.user_image(self.engine.client, p.image)
+            extra["entrypoint"] = [USER_ENTRYPOINT]
         tc = DockerContainer(
-            self.image, docker_client_kw=self.engine.client_kw,
+            image, docker_client_kw=self.engine.client_kw,
             env=env,
             name=container_name(self.run.id, p.name), network=self.network,
             network_aliases=[p.name],
             # init: a stop is the server's shutdown, not a 10 s wait for a PID 1 that ignores
             # SIGTERM; NET_ADMIN: iptables inside the node (partitions between named nodes)
-            init=True, hostname=p.name, labels=self._labels(), cap_add=["NET_ADMIN"],
+            init=True, hostname=p.name, labels=self._labels(), cap_add=["NET_ADMIN"], **extra,
         )
+        if p.image is not None:
+            tc.with_copy_into_container(images.ENTRYPOINT.read_bytes(), USER_ENTRYPOINT,
+                                        mode=0o755)
         tc.with_command([str(p.server_id), *server_args(
             p, group, {k: MOUNTS[k] for k in mounts})])
         for kind, host_dir in mounts.items():

@@ -54,7 +54,30 @@ def _skip_reason(path: Path) -> str | None:
         return "io delay/io fail mount lab-iofs (FUSE): needs root and /dev/fuse"
     if plan.engine.flavor != "mariadb" and not os.environ.get("LAB_SANDBOX_BINARY"):
         return f"engine {plan.engine.flavor} needs its tarball in LAB_SANDBOX_BINARY"
+    for ref in _images(plan):
+        if not _local_image(ref):
+            return f"image {ref} is not on this machine's podman (podman pull {ref} first)"
     return None
+
+
+def _images(plan: Any) -> list[str]:
+    """The images a container run takes from the engine's registry (not the lab's)."""
+    if plan.backend != "containers":
+        return []
+    refs = [n.image for c in plan.cells for n in c.nodes if n.image]
+    if plan.router is not None and plan.router.kind == "proxysql":
+        from runners.containers.proxysql import DEFAULT_IMAGE
+
+        refs.append(plan.router.image or DEFAULT_IMAGE)
+    return list(dict.fromkeys(refs))
+
+
+def _local_image(ref: str) -> bool:
+    from runners.containers.engine import podman_env, write_containers_conf
+
+    out = subprocess.run(["podman", "image", "exists", ref], capture_output=True, timeout=60,
+                         env=podman_env(write_containers_conf()))
+    return out.returncode == 0
 
 
 def _last_run(home: Path) -> dict[str, Any]:

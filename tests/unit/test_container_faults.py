@@ -301,3 +301,66 @@ def test_a_clock_is_skewed_only_on_a_node_started_under_libfaketime() -> None:
     topo = ContainerTopology(None, plan, plan.cells[0], None, None, None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="does not run under libfaketime"):
         topo.write_clock_offset("p1", 30.0)
+
+
+IMAGES = """
+experiment "x" {
+  backend containers
+  topology replication {
+    primary db1
+    replicas db2, db3
+    image "registry.example.com/team/mariadb:11.4"
+    image db2 "mariadb@sha256:%s"
+  }
+  router proxysql { writer db1  image "proxysql/proxysql:2.7.1" }
+}
+""" % ("a" * 64)
+
+
+def test_an_image_for_every_node_one_for_a_node_and_the_routers() -> None:
+    plan = plan_text(IMAGES)
+    assert [(n.name, n.image) for n in plan.cells[0].nodes] == [
+        ("db1", "registry.example.com/team/mariadb:11.4"), ("db2", f"mariadb@sha256:{'a' * 64}"),
+        ("db3", "registry.example.com/team/mariadb:11.4")]
+    assert plan.router is not None and plan.router.image == "proxysql/proxysql:2.7.1"
+    assert [n.image for n in plan_text(INCIDENTS).cells[0].nodes] == [None, None]
+
+
+@pytest.mark.parametrize("change,wanted", [
+    (("backend containers", ""), "`image` needs `backend containers`"),
+    (('image "registry', 'image db9 "registry'), "unknown node 'db9'"),
+    (("mariadb@sha256", "maria db; rm -rf /"), "is not an image reference"),
+    (('image db2 "', 'image "'), "every node has an image already"),
+    (('router proxysql { writer db1  image "',
+      'router haproxy { writer db1  image "'), "router haproxy runs in the lab's node image"),
+    (('writer db1  image "', 'writer db1  image db1 "'), "a router's image names no node"),
+])
+def test_an_image_that_cannot_be_used_is_an_error(change: tuple[str, str], wanted: str) -> None:
+    errors = check_text(IMAGES.replace(*change))
+    assert any(wanted in e.message for e in errors), [e.message for e in errors]
+
+
+def test_proxysql_in_its_container_reaches_the_nodes_by_name() -> None:
+    from runners.containers.proxysql import ContainerProxySQL
+    from runners.haproxy import Backend
+    from runners.mysql import Credentials
+    from runners.runtime import Run
+
+    class Eng:
+        address = "127.0.0.1"
+
+    run = Run(experiment="x")
+    try:
+        p = ContainerProxySQL(run, [Backend(n, 3306, 0, 0) for n in ("g1", "g2")], ["g1"],
+                              ["g2"], 0.5, 25090, 25091, Credentials("app", "pw"),
+                              Credentials("mon", "pw"), "galera", eng=Eng(),  # type: ignore[arg-type]
+                              image="proxysql/proxysql", network=None,
+                              via={"g2": ("toxiproxy", 25022)})
+        text = p.config_text()
+        servers = p.servers()
+    finally:
+        run.close()
+    assert 'mysql_ifaces="0.0.0.0:' in text and 'datadir="/var/lib/proxysql"' in text
+    assert [(s.name, s.host, s.port) for s in servers] == [("g1", "g1", 3306),
+                                                           ("g2", "toxiproxy", 25022)]
+    assert p.names == {("g1", 3306): "g1", ("toxiproxy", 25022): "g2"}

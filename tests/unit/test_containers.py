@@ -67,9 +67,12 @@ def test_lab_check_refuses_what_containers_cannot_run_yet_with_the_reason() -> N
     # promote is SQL, the replicas repointed by name on the run's network
     assert check_text(REPL.replace("at 2s kill db2", "at 2s promote db2") %
                       "backend containers") == []
-    proxysql = check_text(GALERA.replace("router haproxy", "router proxysql"), "g.exp")
-    assert any("router proxysql does not run on containers" in e.message for e in proxysql)
-    assert all(e.hint and "backend native" in e.hint for e in proxysql)
+    # ProxySQL runs from its image (runners.containers.proxysql)
+    assert check_text(GALERA.replace("router haproxy", "router proxysql"), "g.exp") == []
+    mysql = check_text(REPL.replace("topology replication {",
+                                    "topology replication { engine mysql ") % "backend containers")
+    assert any("MariaDB only" in e.message for e in mysql)
+    assert all(e.hint and "backend native" in e.hint for e in mysql)
     mongo = check_text(GALERA.replace("topology galera { nodes g1, g2, g3 }",
                                       "topology mongodb_replset { members g1, g2, g3 }"), "g.exp")
     assert any("mongodb_replset topology does not run on containers" in e.message
@@ -91,10 +94,10 @@ def test_the_clients_link_on_containers_goes_through_toxiproxy() -> None:
 
 def test_lab_run_backend_containers_checks_the_file_again(tmp_path: Path) -> None:
     path = tmp_path / "g.exp"
-    path.write_text(GALERA.replace("backend containers", "").replace("router haproxy",
-                                                                      "router proxysql"))
+    path.write_text(REPL.replace("topology replication {",
+                                 "topology replication { engine percona ") % "")
     assert backend_errors(path, "native") == []
-    assert any("router proxysql" in e.message for e in backend_errors(path, "containers"))
+    assert any("MariaDB only" in e.message for e in backend_errors(path, "containers"))
     # refused before anything starts: a language error, exit 2
     assert main(["run", str(path), "--backend", "containers",
                  "--db", str(tmp_path / "r.db")]) == 2

@@ -245,9 +245,27 @@ def test_states_from_rows() -> None:
         {"hostgroup": 20, "srv_host": "127.0.0.1", "srv_port": 23003, "status": "OFFLINE_HARD"},
         {"hostgroup": 20, "srv_host": "127.0.0.1", "srv_port": 9999, "status": "ONLINE"},
     ]
-    names = {23001: "db1", 23002: "db2", 23003: "db3"}
+    names = {("127.0.0.1", 23001): "db1", ("127.0.0.1", 23002): "db2",
+             ("127.0.0.1", 23003): "db3"}
     assert states_from_rows(rows, WRITER_HG, names) == {"db1": "SHUNNED"}
     assert states_from_rows(rows, READER_HG, names) == {"db2": "ONLINE", "db3": "OFFLINE_HARD"}
+
+
+def test_on_a_container_network_servers_are_nodes_by_name_on_one_port() -> None:
+    """Every node listens on 3306 in its own container: ProxySQL reaches them by name, and the
+    pool's rows are told apart by host."""
+    r = routing("replication", current=("db1",))
+    r = Routing(**{**r.__dict__, "servers": tuple(Server(s.name, 3306, s.name)
+                                                   for s in r.servers)})
+    stmts = admin_statements(r)
+    assert any("VALUES (10, 'db1', 3306, 1000, 'db1')" in s for s in stmts)
+    moved = move_writer_statements(r, "db2")
+    assert "AND NOT (hostname='db2' AND port=3306)" in moved[1]
+    rows = [{"hostgroup": 10, "srv_host": "db2", "srv_port": 3306, "status": "ONLINE"}]
+    assert states_from_rows(rows, WRITER_HG, {("db1", 3306): "db1", ("db2", 3306): "db2"}) == \
+        {"db2": "ONLINE"}
+    with pytest.raises(ValueError):
+        Routing(**{**r.__dict__, "servers": (Server("db1", 3306, "db1'; DROP"),)})
 
 
 def test_server_states_needs_a_known_backend(tmp_path: Path) -> None:

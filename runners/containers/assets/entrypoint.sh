@@ -12,6 +12,10 @@
 # directory for the binary logs (`disk full NODE binlog`), made the server's. LAB_FAKETIME_FILE
 # (`clock skew`): the server runs with libfaketime preloaded, its offset read from that file
 # (+0 until the lab writes another).
+#
+# It runs in the lab's node image and, copied in by the lab, in an image the experiment names
+# (`image "mariadb:11.4"`): there it finds the server (mariadbd or mysqld), makes the data
+# directory when it is empty (mariadb-install-db) and finds the image's Galera provider.
 set -eu
 server_id=${1:?usage: lab-entrypoint SERVER_ID [MARIADBD ARGS...]}
 shift
@@ -52,10 +56,43 @@ if [ -n "${LAB_FAKETIME_FILE:-}" ]; then
   done
   export FAKETIME_TIMESTAMP_FILE="$LAB_FAKETIME_FILE" FAKETIME_NO_CACHE=1
 fi
-set -- "$@"
+server=
+for candidate in $(command -v mariadbd mysqld 2>/dev/null || true) /usr/sbin/mariadbd \
+    /usr/sbin/mysqld /usr/bin/mariadbd /usr/libexec/mysqld; do
+  if [ -x "$candidate" ]; then server=$candidate; break; fi
+done
+[ -n "$server" ] || { echo "lab-entrypoint: no mariadbd or mysqld in this image" >&2; exit 1; }
+# the data directory the server is given, and the image's Galera provider where the lab's
+# usual path is not there
+datadir=/var/lib/mysql
+count=$#
+for arg in "$@"; do
+  case $arg in
+    --datadir=*) datadir=${arg#--datadir=} ;;
+    --wsrep_provider=*)
+      if [ ! -f "${arg#--wsrep_provider=}" ]; then
+        for lib in /usr/lib/galera/libgalera_smm.so /usr/lib64/galera4/libgalera_smm.so \
+            /usr/lib/galera4/libgalera_smm.so /usr/lib64/galera/libgalera_smm.so \
+            /usr/lib/libgalera_smm.so; do
+          if [ -f "$lib" ]; then arg=--wsrep_provider=$lib; break; fi
+        done
+      fi ;;
+  esac
+  set -- "$@" "$arg"
+done
+shift "$count"
+if [ ! -d "$datadir/mysql" ]; then
+  install=$(command -v mariadb-install-db mysql_install_db 2>/dev/null | head -n 1 || true)
+  [ -n "$install" ] || { echo "lab-entrypoint: $datadir is empty and this image has no" \
+    "mariadb-install-db to make it" >&2; exit 1; }
+  mkdir -p "$datadir"
+  chown mysql:mysql "$datadir"
+  "$install" --user=mysql --datadir="$datadir" --skip-test-db \
+    --innodb-log-file-size=48M >/dev/null
+fi
 if [ -s /etc/lab/start-options ]; then
   while IFS= read -r opt; do
     [ -n "$opt" ] && set -- "$@" "$opt"
   done < /etc/lab/start-options
 fi
-exec /usr/sbin/mariadbd --user=mysql --server-id="$server_id" --init-file="$init" "$@"
+exec "$server" --user=mysql --server-id="$server_id" --init-file="$init" "$@"

@@ -1,0 +1,103 @@
+"""ProxySQL in a container of its own on the run's network (``router proxysql`` on ``backend
+containers``), from the image the router names (``image "proxysql/proxysql:2.7.1"``; by
+default ``proxysql/proxysql``, pulled by the engine when it is not there).
+
+Everything but where things are is ``runners.proxysql.ProxySQL``'s: the same configuration
+(admin, stats and monitor users made for the run, hostgroups, the reader port's query rule,
+monitor intervals), set through the same admin statements. What changes: the servers are the
+nodes by name on their own port (``db1:3306``; through their client links,
+``toxiproxy:<port>``, when the run has links), ProxySQL listens on every address of its
+container on the run's port numbers, and those ports (admin, writer, reader) are published on
+the engine's address, where the lab reaches the admin interface.
+
+Not exercised on the machine this project is built on: no ProxySQL image can be pulled there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from runners.containers import engine as engines
+from runners.errors import ComponentError
+from runners.haproxy import Backend
+from runners.mysql import Credentials
+from runners.proxysql import Mode, ProxySQL, Server, config_text
+from runners.runtime import Run
+
+DEFAULT_IMAGE = "proxysql/proxysql"
+CONFIG_PATH = "/etc/lab/proxysql.cnf"
+DATADIR = "/var/lib/proxysql"
+NAME = "router"  # its alias on the run's network
+SERVER_PORT = 3306
+
+
+class ContainerProxySQL(ProxySQL):
+    def __init__(self, run: Run, backends: list[Backend], writers: list[str], readers: list[str],
+                 check_interval: float, writer_port: int, reader_port: int, app: Credentials,
+                 monitor: Credentials, mode: Mode, *, eng: engines.Engine, image: str,
+                 network: Any, via: dict[str, tuple[str, int]] | None = None) -> None:
+        super().__init__(run, backends, writers, readers, check_interval, writer_port,
+                         reader_port, app, monitor, mode)
+        self.engine = eng
+        self.image = image
+        self.network = network
+        self.via = dict(via or {})  # node -> (host, port) ProxySQL reaches it at
+        self.container: Any = None
+        self.admin_host = eng.address
+
+    def start(self, writer_check: Callable[[str], bool], reader_check: Callable[[str], bool],
+              ready_timeout: float = 15.0) -> None:
+        try:
+            super().start(writer_check, reader_check, ready_timeout)
+        except ComponentError as e:
+            raise ComponentError("proxysql (container)", e.message, self.save_log()) from None
+
+    def config_text(self) -> str:
+        return config_text(Path(DATADIR), self.admin_creds, self.stats_creds, self.admin_port,
+                           self.writer_port, self.reader_port, self.pgsql_admin_port,
+                           self.pgsql_port, listen="0.0.0.0")
+
+    def servers(self) -> tuple[Server, ...]:
+        out = []
+        for b in self.backends:
+            host, port = self.via.get(b.name, (b.name, SERVER_PORT))
+            out.append(Server(b.name, port, host))
+        return tuple(out)
+
+    def _launch(self) -> None:
+        engines.testcontainers_env()
+        from testcontainers.core.container import DockerContainer
+
+        tc = DockerContainer(
+            self.image, docker_client_kw=self.engine.client_kw,
+            name=f"lab-{self.run.id}-{NAME}", network=self.network, network_aliases=[NAME],
+            init=True, hostname=NAME, labels=engines.run_labels(self.run.id, self.run.dir),
+            entrypoint=["proxysql"],
+        )
+        tc.with_command(["-f", "-c", CONFIG_PATH, "-D", DATADIR, "--initial"])
+        tc.with_copy_into_container(self.config_text().encode(), CONFIG_PATH)
+        for port in (self.admin_port, self.writer_port, self.reader_port):
+            tc.ports[f"{port}/tcp"] = (self.engine.address, port)  # type: ignore[assignment]
+        tc.start()
+        self.container = tc.get_wrapped_container()
+
+    def _alive(self) -> bool:
+        with contextlib.suppress(Exception):
+            doc = engines.inspect(self.engine.client, self.container.id)
+            return bool(doc.get("State", {}).get("Running"))
+        return False
+
+    def save_log(self) -> Path:
+        with contextlib.suppress(Exception):
+            self.log.write_bytes(self.container.logs(stdout=True, stderr=True))
+        return self.log
+
+    def stop(self) -> None:
+        if self.container is None:
+            return
+        self.save_log()
+        with contextlib.suppress(Exception):
+            self.container.kill(signal="SIGKILL")
