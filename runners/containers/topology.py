@@ -316,6 +316,7 @@ class ContainerTopology(NodePrimitives):
     cuts: list[netcut.Cut] = field(default_factory=list)  # in force, node by node
     tmpfs: dict[str, int] = field(default_factory=dict)  # node -> its data dir's tmpfs size
     monitor: Credentials = field(default_factory=lambda: Credentials("lab_monitor", password()))
+    user_images: dict[str, str] = field(default_factory=dict)  # the file's image -> the engine's
 
     @classmethod
     def deploy(cls, plan: Plan, cell: Cell, run: Run) -> ContainerTopology:
@@ -341,6 +342,10 @@ class ContainerTopology(NodePrimitives):
         found = images.find_image(self.engine.client, self.image)
         if found is not None and found.tags:
             self.image = found.tags[0]
+        # the file's images, every one had (or pulled) before anything starts
+        for ref in dict.fromkeys([*(p.image for p in self.cell.nodes if p.image),
+                                  *self._router_image()]):
+            self.user_images[ref] = images.user_image(self.engine.client, ref)
         self.timings["image"] = time.monotonic() - t
         if built:
             self.timings["image_build"] = built
@@ -417,7 +422,7 @@ class ContainerTopology(NodePrimitives):
 
         r = self.plan.router
         assert r is not None and self.engine is not None
-        image = images.user_image(self.engine.client, r.image or DEFAULT_IMAGE)
+        image = self.user_images[r.image or DEFAULT_IMAGE]
         for node in self.nodes.values():
             execute_all(node.addr, self.admin, monitor_user_setup(self.monitor, "mariadb"))
         backends = [Backend(n, SERVER_PORT, 0, 0) for n in self.nodes]
@@ -428,6 +433,13 @@ class ContainerTopology(NodePrimitives):
             network=self.network, via=via)
         self.router = router
         router.start(self._writable, lambda name: True)
+
+    def _router_image(self) -> list[str]:
+        """The router's image when it runs one of the file's (ProxySQL)."""
+        from runners.containers.proxysql import DEFAULT_IMAGE
+
+        r = self.plan.router
+        return [r.image or DEFAULT_IMAGE] if r is not None and r.kind == "proxysql" else []
 
     def _writable(self, name: str) -> bool:
         """A writer candidate that takes writes now (ProxySQL's first placement)."""
@@ -499,7 +511,7 @@ class ContainerTopology(NodePrimitives):
         image = self.image
         extra: dict[str, Any] = {}
         if p.image is not None:  # the experiment's image: the lab's entrypoint copied in
-            image = images.user_image(self.engine.client, p.image)
+            image = self.user_images[p.image]
             extra["entrypoint"] = [USER_ENTRYPOINT]
         tc = DockerContainer(
             image, docker_client_kw=self.engine.client_kw,

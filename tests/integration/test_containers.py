@@ -430,6 +430,88 @@ def test_an_engine_named_by_docker_host_through_its_api_only(tmp_path: Path) -> 
         holder.close()
 
 
+def _plain_mariadb_image() -> str:
+    """A MariaDB image with nothing of the lab's in it: the node image without its data
+    directory, its entrypoint and /etc/lab, and an entrypoint that would fail (as an image of
+    a user's does not know the lab). Made once per node image (tagged by its hash)."""
+    from runners.containers import image as images
+
+    ref = f"localhost/rcl-test-plain-mariadb:{images.inputs_hash()}"
+    if subprocess.run(["podman", "image", "exists", ref], capture_output=True,
+                      env=_podman_env()).returncode == 0:
+        return ref
+    node = images.image_tag()
+    if subprocess.run(["podman", "image", "exists", node], capture_output=True,
+                      env=_podman_env()).returncode != 0:
+        build = subprocess.run([*LAB, "image", "build"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=1800)
+        assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
+    cid = _podman("create", "--entrypoint", "sh", node, "-c",
+                  "rm -rf /var/lib/mysql/* /usr/local/bin/lab-entrypoint /etc/lab")[0]
+    try:
+        out = subprocess.run(["podman", "start", "-a", cid], capture_output=True, text=True,
+                             env=_podman_env(), timeout=60)
+        assert out.returncode == 0, out.stderr
+        _podman("commit", "--change", 'ENTRYPOINT ["/bin/false"]', cid, ref)
+    finally:
+        _podman("rm", "-f", cid)
+    return ref
+
+
+def _podman_env() -> dict[str, str]:
+    from runners.containers.engine import podman_env, write_containers_conf
+
+    return podman_env(write_containers_conf())
+
+
+IMAGE = """
+experiment "ctr-image" {
+  duration 10s
+  backend containers
+  topology replication {
+    primary db1
+    replicas db2
+    image db2 "%s"
+  }
+  workload w: unique_writes { target db1  rate 50/s }
+  at 3s kill db2
+  at 5s start db2
+  at 6s wait until db2 caught_up timeout 30s
+  expect lost_writes(w) == 0
+  expect lost_writes(w).not_replicated == 0
+  expect replication_errors(db2) == 0
+}
+"""
+
+
+def test_a_replica_on_an_image_of_the_users(tmp_path: Path) -> None:
+    """`image db2 "REF"`: db2 runs a MariaDB image that has no data directory and no lab
+    entrypoint (made here from the node image, as no registry is reachable): the lab copies
+    its entrypoint in, which makes the data directory; db2 replicates every write, is killed
+    and started, and catches up. An image the engine neither has nor can pull stops the run
+    before any container starts, naming it."""
+    _require_podman()
+    ref = _plain_mariadb_image()
+    listing = subprocess.run(["podman", "run", "--rm", "--entrypoint", "sh", ref, "-c",
+                              "ls -A /var/lib/mysql; ls /usr/local/bin/lab-entrypoint"],
+                             capture_output=True, text=True, env=_podman_env(), timeout=60)
+    assert listing.stdout.strip() == "" and "No such file" in listing.stderr  # nothing of ours
+    exp = tmp_path / "ctr-image.exp"
+    exp.write_text(IMAGE % ref)
+    env = dict(os.environ, LAB_HOME=str(tmp_path / "home"))
+    out = subprocess.run([*LAB, "run", str(exp)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    exp.write_text(IMAGE % "localhost/rcl-no-such-image:1")
+    t0 = time.monotonic()
+    out = subprocess.run([*LAB, "run", str(exp)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300, env=env)
+    text = " ".join(out.stdout.split())
+    assert out.returncode == 3, text[-2000:]
+    assert "image localhost/rcl-no-such-image:1" in text and "could not pull it" in text
+    assert time.monotonic() - t0 < 60
+
+
 EXP = """
 experiment "ctr-pause" {
   duration 8s

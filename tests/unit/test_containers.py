@@ -241,6 +241,7 @@ def test_doctor_lines_say_engine_image_and_what_is_not_exercised() -> None:
     assert lines[0].startswith("container engine: podman 4.3.1")
     assert lines[1] == "node image: rcl-node:abc present (431 MB)"
     assert "proxysql" in lines[2] and "percona-server-mongodb" in lines[2]
+    assert "not exercised here" in lines[2]
     missing = status.BackendStatus("unknown", "tcp://x", image.ImageStatus("rcl-node:abc", False),
                                    False, "does not answer: refused")
     lines = status.lines(missing)
