@@ -301,6 +301,12 @@ class _Validator:
                     "'router' cannot name a node",
                     "it names the router's endpoints: router.writer, router.reader",
                 )
+            elif info.name == "toxiproxy":
+                self.error(
+                    info.ref.span,
+                    "'toxiproxy' cannot name a node",
+                    "it names the lab's toxiproxy on a container run's network",
+                )
             self.nodes[info.name] = info
         if len(self.node_list) > MAX_NODES:
             self.error(

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from dsl.models import ClockSkew
 from fault.context import ActionFailed, Context, Detail, Handler
 from runners import faketime
+from runners.errors import ComponentError
 
 
 @dataclass
@@ -47,6 +48,8 @@ def write_offset(ctx: Context, name: str, seconds: float) -> str:
             return str(in_container(name, seconds))
         except ValueError as e:
             raise ActionFailed(str(e)) from None
+        except ComponentError as e:  # e.g. a paused container takes no exec
+            raise ActionFailed(e.message) from None
     path = faketime.offset_file(ctx.topo.run.dir, name)
     if not path.exists():
         raise ActionFailed(f"{name}'s server does not run under libfaketime: the topology "

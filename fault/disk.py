@@ -26,8 +26,7 @@ class DiskState:
 
 
 def _path(ctx: Context, name: str, target: str) -> Path:
-    datadir = ctx.node(name).datadir
-    return disk.binlog_dir(datadir) if target == "binlog" else datadir
+    return ctx.node(name).tmpfs_dir(target)
 
 
 def disk_fault(ctx: Context, a: DiskFault) -> Detail:

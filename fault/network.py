@@ -87,7 +87,17 @@ def cuts_and_links(ctx: Context, topo: PeerCuts, a: NetworkFault) -> Detail:
     if on_links:
         detail.update(link_faults(ctx, a) or {})
     if on_peers:
-        detail.update(peer_network(ctx, topo, a) or {})
+        try:
+            detail.update(peer_network(ctx, topo, a) or {})
+        except Exception:
+            # the cut failed: the links' part is undone too (no half-applied fault)
+            if a.verb != "heal":
+                st = ctx.state(NetworkState)
+                for link in detail.get("links") or []:  # type: ignore[attr-defined]
+                    with contextlib.suppress(Exception):
+                        topo.toxi.heal(link)  # type: ignore[attr-defined]
+                    st.damaged_links.discard(link)
+            raise
     return detail
 
 

@@ -78,7 +78,9 @@ class OomWatcher:
             dead = self.pid is None or not alive(self.pid)
         # A container's group counts the kernel's kill a moment before the container is seen
         # dead (its init exits after the server): that death is the same event, not another.
-        if count > self.seen or (dead and not (self.kills and count <= self.seen)):
+        same_event = (isinstance(self.group, ContainerLimit) and self.kills > 0
+                      and count <= self.seen)
+        if count > self.seen or (dead and not same_event):
             kernel = count > self.seen
             value = {"pid": self.pid, "kernel_oom_kills": count - self.seen,
                      "limit_bytes": self.group.limit, "usage_bytes": self.group.memory_usage()}
@@ -175,7 +177,10 @@ def release(ctx: Context, controller: str, name: str) -> bool:
     group = ctx.state(ResourceState).groups.pop((controller, name), None)
     if group is None:
         return False
-    group.release()
+    try:
+        group.release()
+    except ComponentError as e:
+        raise ActionFailed(f"{controller} heal {name}: {e.message}") from None
     return True
 
 

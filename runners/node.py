@@ -67,6 +67,13 @@ class Node(ABC):
         pid = self.pid()
         return pid is not None and alive(pid)
 
+    def tmpfs_dir(self, target: str) -> Path:
+        """Where ``disk full NODE`` (``target`` "datadir") or ``disk full NODE binlog``
+        ("binlog") finds the filesystem the lab mounted for it."""
+        from runners.disk import binlog_dir
+
+        return binlog_dir(self.datadir) if target == "binlog" else self.datadir
+
     def cache_dirs(self) -> list[Path]:
         """The directories on this machine whose files hold the node's data (its page cache:
         ``drop caches on NODE``, ``cold restart``)."""

@@ -88,7 +88,11 @@ def mode_for(topology: str) -> Mode:
 
 # --- SQL for the nodes ----------------------------------------------------------------------------
 
-def monitor_user_statements(creds: Credentials, flavor: str = "mariadb") -> list[str]:
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+
+
+def monitor_user_statements(creds: Credentials, flavor: str = "mariadb",
+                            hosts: Sequence[str] = LOOPBACK_HOSTS) -> list[str]:
     """SQL creating ProxySQL's monitor user on a node (run as an admin, on every node or on a
     primary whose users replicate).
 
@@ -97,25 +101,29 @@ def monitor_user_statements(creds: Credentials, flavor: str = "mariadb") -> list
     REPLICATION CLIENT is granted for replication-lag checks (SHOW SLAVE STATUS); on MariaDB
     10.5+ that privilege became BINLOG MONITOR and SHOW SLAVE STATUS needs SLAVE MONITOR, so
     MariaDB gets both. Hosts: '127.0.0.1' and 'localhost' (a TCP connection from 127.0.0.1
-    matches 'localhost' on servers that resolve names)."""
+    matches 'localhost' on servers that resolve names); on a container network, where
+    ProxySQL connects from its own container's address, ``('%',)``."""
     user = _safe(creds.user, "monitor user")
     pw = _safe(creds.password, "monitor password")
     privileges = "REPLICATION CLIENT"
     if flavor == "mariadb":
         privileges += ", SLAVE MONITOR"
     out: list[str] = []
-    for host in ("127.0.0.1", "localhost"):
+    for host in hosts:
+        if host not in (*LOOPBACK_HOSTS, "%"):
+            raise ValueError(f"monitor user host {host!r}")
         out.append(f"CREATE USER IF NOT EXISTS '{user}'@'{host}' IDENTIFIED BY '{pw}'")
         out.append(f"GRANT {privileges} ON *.* TO '{user}'@'{host}'")
     return out
 
 
-def monitor_user_setup(creds: Credentials, flavor: str = "mariadb") -> list[str]:
+def monitor_user_setup(creds: Credentials, flavor: str = "mariadb",
+                       hosts: Sequence[str] = LOOPBACK_HOSTS) -> list[str]:
     """The same, to run on *every* node with the lab's admin user: ``sql_log_bin=0`` keeps
     the statements out of the binary log, so replicas get no errant transactions and two
     primaries do not replicate the user into each other (``IF NOT EXISTS`` makes a repeat,
     e.g. one Galera already replicated, harmless)."""
-    return ["SET sql_log_bin=0", *monitor_user_statements(creds, flavor)]
+    return ["SET sql_log_bin=0", *monitor_user_statements(creds, flavor, hosts)]
 
 
 # --- the configuration, as pure data --------------------------------------------------------------

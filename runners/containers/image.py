@@ -153,9 +153,6 @@ def find_image(client: Any, tag: str) -> Any | None:
     return None
 
 
-PULL_TIMEOUT = 600  # seconds for one image pull
-
-
 def user_image(client: Any, ref: str) -> str:
     """An image the experiment names (``image "mariadb:11.4"``): the engine's own copy, else
     pulled by the engine from its registry. Returns the name the engine knows it by."""

@@ -90,9 +90,28 @@ class ContainerProxySQL(ProxySQL):
             return bool(doc.get("State", {}).get("Running"))
         return False
 
+    def ip(self, network: str) -> str | None:
+        """Its address on the run's network (a cut between a node and the router)."""
+        doc = engines.inspect(self.engine.client, self.container.id)
+        addr = ((doc.get("NetworkSettings", {}).get("Networks") or {}).get(network)
+                or {}).get("IPAddress")
+        return str(addr) if addr else None
+
     def save_log(self) -> Path:
+        """The container's output and ProxySQL's own log (its ``errorlog`` in the container's
+        data directory), in the run directory."""
+        import io
+        import tarfile
+
         with contextlib.suppress(Exception):
-            self.log.write_bytes(self.container.logs(stdout=True, stderr=True))
+            text = self.container.logs(stdout=True, stderr=True)
+            stream, _ = self.container.get_archive(f"{DATADIR}/proxysql.log")
+            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                member = tar.next()
+                got = tar.extractfile(member) if member is not None else None
+                if got is not None:
+                    text += got.read()
+            self.log.write_bytes(text)
         return self.log
 
     def stop(self) -> None:

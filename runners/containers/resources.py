@@ -7,7 +7,9 @@ the server) is limited, as natively the server's process is. Docker takes it on
 (``/libpod/containers/{id}/update``, measured: the Docker-compatible path answers 404 on podman
 4.3), so the lab tries Docker's first and podman's on a 404. Both work on a remote engine.
 
-A limit is lifted by setting it back to unlimited (CPU quota -1, memory -1). What the limits
+A limit is lifted by setting it back to unlimited (CPU quota -1, memory -1; Docker refuses
+-1 on update, so there the memory limit becomes the engine's whole memory, which limits
+nothing). What the limits
 did is read from the container's cgroup when the engine is local (``cpu.cfs_quota_us``,
 ``memory.limit_in_bytes``, ``memory.usage_in_bytes``, ``memory.oom_control``); on a remote
 engine those figures are not known (None) and an OOM kill is known only from the container's
@@ -41,8 +43,12 @@ def update(client: Any, container: Any, *, cpu: tuple[int, int] | None = None,
     kw: dict[str, Any] = {}
     if cpu is not None:
         kw.update(cpu_quota=cpu[0], cpu_period=cpu[1])
-    if memory is not None:
+    if memory is not None and memory != UNLIMITED:
         kw.update(mem_limit=memory, memswap_limit=memory)
+    elif memory is not None:
+        # Docker takes no "unlimited" on update (it refuses limits under 6 MB, -1 included):
+        # a limit of the engine's whole memory, swap unlimited, limits nothing
+        kw.update(mem_limit=_engine_memory(client), memswap_limit=-1)
     try:
         container.update(**kw)
         return "docker"
@@ -61,6 +67,13 @@ def update(client: Any, container: Any, *, cpu: tuple[int, int] | None = None,
     except docker.errors.APIError as e:
         raise ComponentError(f"container {container.name}", f"update: {e}") from None
     return "podman"
+
+
+def _engine_memory(client: Any) -> int:
+    try:
+        return int(client.info().get("MemTotal") or 0) or 2**62
+    except Exception:  # noqa: BLE001 - an engine that does not say: far more than any
+        return 2**62
 
 
 def cgroup_dir(pid: int, controller: str) -> Path | None:

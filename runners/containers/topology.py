@@ -154,6 +154,7 @@ class ContainerNode(Node):
         self.engine = eng
         self.server_id = planned.server_id
         self.host_datadir: Path | None = None  # disk full: the tmpfs on this machine
+        self.host_binlog_dir: Path | None = None  # disk full ... binlog: the same
 
     @property
     def addr(self) -> Address:
@@ -201,6 +202,11 @@ class ContainerNode(Node):
             if merged:
                 self.datadir = Path(merged) / DATADIR.lstrip("/")
 
+    def tmpfs_dir(self, target: str) -> Path:
+        if target == "binlog" and self.host_binlog_dir is not None:
+            return self.host_binlog_dir
+        return super().tmpfs_dir(target)
+
     def cache_dirs(self) -> list[Path]:
         """The node's data directory in the layers of its container's file system on this
         machine: the container's own (upper) layer and the image's (lower) layers — the real
@@ -212,9 +218,13 @@ class ContainerNode(Node):
                                  "be dropped from here")
         if self.host_datadir is not None:
             return [self.host_datadir]
-        data = self.inspect().get("GraphDriver", {}).get("Data", {})
+        doc = self.inspect()
+        # an image that declares its data directory a volume keeps it there, not in a layer
+        volumes = [Path(m["Source"]) for m in doc.get("Mounts") or []
+                   if m.get("Destination") == DATADIR and m.get("Source")]
+        data = doc.get("GraphDriver", {}).get("Data", {})
         layers = [data.get("UpperDir") or "", *(data.get("LowerDir") or "").split(":")]
-        dirs = [Path(d) / DATADIR.lstrip("/") for d in layers if d]
+        dirs = volumes + [Path(d) / DATADIR.lstrip("/") for d in layers if d]
         return [d for d in dirs if d.is_dir()]
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> float:
@@ -424,7 +434,8 @@ class ContainerTopology(NodePrimitives):
         assert r is not None and self.engine is not None
         image = self.user_images[r.image or DEFAULT_IMAGE]
         for node in self.nodes.values():
-            execute_all(node.addr, self.admin, monitor_user_setup(self.monitor, "mariadb"))
+            execute_all(node.addr, self.admin,
+                        monitor_user_setup(self.monitor, "mariadb", ("%",)))
         backends = [Backend(n, SERVER_PORT, 0, 0) for n in self.nodes]
         router = ContainerProxySQL(
             self.run, backends, writers, list(r.readers), r.check_interval,
@@ -536,6 +547,7 @@ class ContainerTopology(NodePrimitives):
         tc.start()
         node = ContainerNode(self.run, p, self.admin, tc.get_wrapped_container(), self.engine)
         node.host_datadir = mounts.get("data")
+        node.host_binlog_dir = mounts.get("binlog")
         return node
 
     def _disk_mounts(self, name: str) -> dict[str, Path]:
@@ -566,7 +578,10 @@ class ContainerTopology(NodePrimitives):
             if node.host_datadir is None:
                 continue
             size = disk.tmpfs_size(disk.dir_bytes(node.host_datadir))
-            disk._run(["mount", "-o", f"remount,size={size}", str(node.host_datadir)])
+            try:
+                disk._run(["mount", "-o", f"remount,size={size}", str(node.host_datadir)])
+            except OSError as e:
+                raise ComponentError(node.component, f"shrinking its tmpfs: {e}") from None
             self.tmpfs[node.name] = size
 
     def _start_links(self) -> None:
@@ -721,15 +736,15 @@ class ContainerTopology(NodePrimitives):
 
     def _ip(self, name: str) -> str:
         if name == "router":
-            from runners.containers.router import ContainerHAProxy
-
-            assert isinstance(self.router, ContainerHAProxy)
-            ip = self.router.ip(network_name(self.run.id))
+            router_ip = getattr(self.router, "ip", None)  # HAProxy's or ProxySQL's container
+            if router_ip is None:
+                raise ValueError("the router has no container to cut")
+            ip = router_ip(network_name(self.run.id))
         else:
             ip = self._container_of(name).ip(network_name(self.run.id))
         if ip is None:
             raise ValueError(f"{name} is not running: it has no address to cut")
-        return ip
+        return str(ip)
 
     def cut(self, node: str, link: str, peers: list[str], refuse: bool) -> netcut.Cut:
         rules = netcut.rules([self._ip(p) for p in peers], refuse)

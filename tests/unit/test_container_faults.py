@@ -364,3 +364,47 @@ def test_proxysql_in_its_container_reaches_the_nodes_by_name() -> None:
     assert [(s.name, s.host, s.port) for s in servers] == [("g1", "g1", 3306),
                                                            ("g2", "toxiproxy", 25022)]
     assert p.names == {("g1", 3306): "g1", ("toxiproxy", 25022): "g2"}
+
+
+def test_toxiproxy_and_router_cannot_name_a_node() -> None:
+    text = 'experiment "x" { topology galera { nodes g1, toxiproxy, g3 } }'
+    assert any("'toxiproxy' cannot name a node" in e.message for e in check_text(text))
+
+
+def test_the_monitor_user_on_a_container_network_is_anyones_address() -> None:
+    from runners.mysql import Credentials
+    from runners.proxysql import monitor_user_setup
+
+    stmts = monitor_user_setup(Credentials("mon", "pw"), "mariadb", ("%",))
+    assert stmts[0] == "SET sql_log_bin=0"
+    assert "CREATE USER IF NOT EXISTS 'mon'@'%' IDENTIFIED BY 'pw'" in stmts
+    assert not any("127.0.0.1" in s for s in stmts)
+    with pytest.raises(ValueError):
+        monitor_user_setup(Credentials("mon", "pw"), "mariadb", ("10.0.0.1' OR '1",))
+
+
+def test_a_binlog_disk_on_a_container_is_the_labs_mount_not_one_beside_the_merged_dir(
+        tmp_path: Any) -> None:
+    from runners.containers.topology import ContainerNode
+
+    node = ContainerNode.__new__(ContainerNode)
+    node.datadir = tmp_path / "merged" / "var/lib/mysql"
+    node.host_datadir, node.host_binlog_dir = None, tmp_path / "run" / "db1" / "binlog"
+    assert node.tmpfs_dir("binlog") == tmp_path / "run" / "db1" / "binlog"
+    assert node.tmpfs_dir("datadir") == node.datadir
+
+
+def test_lifting_a_memory_limit_on_docker_is_a_limit_of_the_whole_engine(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    class Client:
+        def info(self) -> dict[str, Any]:
+            return {"MemTotal": 24 * 1024**3}
+
+    class Container:
+        kw: dict[str, Any] = {}
+
+        def update(self, **kw: Any) -> None:
+            Container.kw = kw
+
+    assert resources.update(Client(), Container(), memory=resources.UNLIMITED) == "docker"
+    assert Container.kw == {"mem_limit": 24 * 1024**3, "memswap_limit": -1}

@@ -51,15 +51,27 @@ fi
 if [ -n "${LAB_FAKETIME_FILE:-}" ]; then
   [ -s "$LAB_FAKETIME_FILE" ] || echo +0 > "$LAB_FAKETIME_FILE"
   chmod 644 "$LAB_FAKETIME_FILE"
-  for lib in /usr/lib/*/faketime/libfaketime.so.1; do
-    [ -f "$lib" ] && export LD_PRELOAD="$lib"
+  preload=
+  for lib in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1 \
+      /usr/lib64/faketime/libfaketime.so.1; do
+    if [ -f "$lib" ]; then preload=$lib; break; fi
   done
-  export FAKETIME_TIMESTAMP_FILE="$LAB_FAKETIME_FILE" FAKETIME_NO_CACHE=1
+  [ -n "$preload" ] || { echo "lab-entrypoint: clock skew needs libfaketime in the image" \
+    "(Debian's libfaketime package); this image has none" >&2; exit 1; }
+  export LD_PRELOAD="$preload" FAKETIME_TIMESTAMP_FILE="$LAB_FAKETIME_FILE" FAKETIME_NO_CACHE=1
 fi
+# `command -v` one name at a time: dash's stops at the first name it does not find
+first_program() {
+  for name in "$@"; do
+    found=$(command -v "$name" 2>/dev/null || true)
+    if [ -n "$found" ]; then echo "$found"; return 0; fi
+  done
+  return 0
+}
 server=
-for candidate in $(command -v mariadbd mysqld 2>/dev/null || true) /usr/sbin/mariadbd \
-    /usr/sbin/mysqld /usr/bin/mariadbd /usr/libexec/mysqld; do
-  if [ -x "$candidate" ]; then server=$candidate; break; fi
+for candidate in "$(first_program mariadbd mysqld)" /usr/sbin/mariadbd /usr/sbin/mysqld \
+    /usr/bin/mariadbd /usr/libexec/mysqld; do
+  if [ -n "$candidate" ] && [ -x "$candidate" ]; then server=$candidate; break; fi
 done
 [ -n "$server" ] || { echo "lab-entrypoint: no mariadbd or mysqld in this image" >&2; exit 1; }
 # the data directory the server is given, and the image's Galera provider where the lab's
@@ -82,7 +94,7 @@ for arg in "$@"; do
 done
 shift "$count"
 if [ ! -d "$datadir/mysql" ]; then
-  install=$(command -v mariadb-install-db mysql_install_db 2>/dev/null | head -n 1 || true)
+  install=$(first_program mariadb-install-db mysql_install_db)
   [ -n "$install" ] || { echo "lab-entrypoint: $datadir is empty and this image has no" \
     "mariadb-install-db to make it" >&2; exit 1; }
   mkdir -p "$datadir"
