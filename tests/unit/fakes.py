@@ -36,6 +36,11 @@ class FakeNode:
     def cache_dirs(self) -> list[Path]:
         return [self.datadir]
 
+    def tmpfs_dir(self, target: str) -> Path:
+        from runners.disk import binlog_dir
+
+        return binlog_dir(self.datadir) if target == "binlog" else self.datadir
+
 
 class FakeToxiproxy(Toxiproxy):
     """The real bookkeeping of links, without toxiproxy: API calls are recorded."""
