@@ -27,6 +27,7 @@ from dsl.models import Action
 from dsl.plan import Cell, Plan
 from fault.nemesis import ActionFailed, Nemesis
 from lab.cell_facts import SETTLE_TIMEOUT, CellFacts, relay_log_bytes
+from lab.cell_logs import keep_logs, logs_dir
 from lab.cell_store import (
     STOPPED_FOR_STORE,
     STORE_ERRORS,
@@ -190,6 +191,8 @@ class CellRunner:
                     self.out.healed += self.nemesis.release()
                 except Exception as e:  # noqa: BLE001 - teardown goes on
                     log.warning("could not delete the fault's iptables rules: %s", e)
+            if self.topo is not None and self.out.status != "passed":
+                self._keep_logs()
             if self.topo is not None and not self.keep:
                 t = time.monotonic()
                 self.topo.teardown()
@@ -244,6 +247,17 @@ class CellRunner:
         self.load.prepare()
 
     # --- after the load ---------------------------------------------------------------------------
+    def _keep_logs(self) -> None:
+        """The servers' logs of a cell that did not pass (``lab.cell_logs``)."""
+        dest = logs_dir(self.store.path, self.run_id, self.cell.index)
+        try:
+            kept = keep_logs(self.topo, dest)
+        except Exception as e:  # noqa: BLE001 - teardown goes on
+            log.warning("could not keep the servers' logs: %s", e)
+            return
+        if kept:
+            self.out.notes.append(f"the servers' logs of this cell are kept in {dest}")
+
     def _after_load(self) -> None:
         assert self.topo is not None and self.nemesis is not None
         # Missing transactions as the timeline left them, before healing: ``.before_heal``.
