@@ -96,8 +96,22 @@ def _assert_every_expectation_holds(summary: dict[str, Any], where: str) -> None
     failed = [(c["label"], e["text"], e["explanation"]) for c in summary["cells"]
               for e in c["expectations"] if e["passed"] is not True]
     errors = [(c["label"], c["error"]) for c in summary["cells"] if c.get("error")]
-    assert not errors, (where, errors)
-    assert not failed, (where, failed)
+    assert not errors, (where, errors, _kept_logs(summary))
+    assert not failed, (where, failed, _kept_logs(summary))
+
+
+def _kept_logs(summary: dict[str, Any], lines: int = 25) -> str:
+    """The tail of each server log a cell that did not pass kept (lab.cell_logs): what CI
+    shows of a failure it cannot reproduce."""
+    out: list[str] = []
+    for cell in summary["cells"]:
+        for note in cell.get("notes") or []:
+            if "logs of this cell are kept in " not in note:
+                continue
+            for log in sorted(Path(note.rsplit(" ", 1)[-1]).glob("*.log")):
+                tail = log.read_text(errors="replace").splitlines()[-lines:]
+                out.append(f"--- {log.name} (last {len(tail)} lines)\n" + "\n".join(tail))
+    return "\n".join(out)
 
 
 def _quickstart(summary: dict[str, Any], home: Path) -> None:
