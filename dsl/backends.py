@@ -24,7 +24,8 @@ from dsl.models import (
 
 Problem = tuple[Span, str, str]
 
-CONTAINER_TOPOLOGIES = ("replication", "single", "galera", "primary_primary")
+CONTAINER_TOPOLOGIES = ("replication", "single", "galera", "primary_primary",
+                        "mongodb_replset")
 _NATIVE = "run it with `backend native` (the default) until then"
 
 def uses_links(actions: Sequence[Action], backend: str) -> bool:
@@ -57,7 +58,8 @@ def problems(exp: Experiment) -> list[Problem]:
         out.append((exp.topology.span,
                     f"the {exp.topology.kind} topology does not run on containers yet "
                     f"(they run: {', '.join(CONTAINER_TOPOLOGIES)})", _NATIVE))
-    if exp.topology.engine.flavor != "mariadb":
+    mongo = exp.topology.kind == "mongodb_replset"
+    if not mongo and exp.topology.engine.flavor != "mariadb":
         out.append((exp.topology.engine.span or where,
                     "the container back-end runs MariaDB only (the lab's image, or a MariaDB "
                     f"image of yours), not {exp.topology.engine.flavor}",

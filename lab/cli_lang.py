@@ -244,8 +244,30 @@ def _workload_details(w: PlannedWorkload) -> str:
 
 BACKEND_WORDS = {
     "native": "native (processes on this machine)",
-    "containers": "containers (one per node, image rcl-node; DOCKER_HOST or a private podman)",
+    "containers": "containers (one per node; DOCKER_HOST or a private podman)",
 }
+
+
+def backend_text(plan: Plan) -> str:
+    """The backend line of ``lab plan``: on containers, which image each node runs (the lab's
+    node image unless the file names one; a MongoDB member its engine's official image)."""
+    text = BACKEND_WORDS[plan.backend]
+    if plan.backend != "containers" or not plan.cells:
+        return text
+    images: dict[str, list[str]] = {}
+    for n in plan.cells[0].nodes:
+        ref = n.image
+        if ref is None and plan.topology == "mongodb_replset":
+            from runners.containers.mongo import default_image
+
+            ref = default_image(plan.engine.flavor, plan.engine.version)
+        images.setdefault(ref or "rcl-node (the lab's node image)", []).append(n.name)
+    parts = [f"{', '.join(names)}: {ref}" for ref, names in images.items()]
+    if plan.router is not None and plan.router.kind == "proxysql":
+        from runners.containers.proxysql import DEFAULT_IMAGE
+
+        parts.append(f"router: {plan.router.image or DEFAULT_IMAGE}")
+    return f"{text}; images: " + "; ".join(parts)
 
 
 def _summary(plan: Plan) -> Table:
@@ -273,7 +295,7 @@ def _summary(plan: Plan) -> Table:
         ("duration", seconds(plan.duration)),
         ("topology", topology + (f" ({', '.join(flags)})" if flags else "")),
         ("engine", engine),
-        ("backend", BACKEND_WORDS[plan.backend]),
+        ("backend", backend_text(plan)),
         ("base port", f"{plan.base_port} (the runtime picks a free base per run)"),
         ("faults at the end", "left in place" if plan.leave_faults else "healed"),
         ("runs", _plural(len(plan.cells), "cell") + " (see the matrix)"),

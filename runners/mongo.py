@@ -113,11 +113,13 @@ def member_host(port: int) -> str:
     return f"{HOST}:{port}"
 
 
-def initiate_document(name: str, ports: Sequence[int]) -> dict[str, Any]:
-    """replSetInitiate's config: members on 127.0.0.1, the first one preferred as primary."""
+def initiate_document(name: str, ports: Sequence[int],
+                      hosts: Sequence[str] | None = None) -> dict[str, Any]:
+    """replSetInitiate's config: members on 127.0.0.1 (or ``hosts``: ``m1:27017`` on a
+    container network), the first one preferred as primary."""
+    names = list(hosts) if hosts is not None else [member_host(p) for p in ports]
     return {"_id": name, "members": [
-        {"_id": i, "host": member_host(p), "priority": 2 if i == 0 else 1}
-        for i, p in enumerate(ports)]}
+        {"_id": i, "host": h, "priority": 2 if i == 0 else 1} for i, h in enumerate(names)]}
 
 
 def config_without(config: Mapping[str, Any], host: str) -> dict[str, Any]:
@@ -166,6 +168,7 @@ class MongoNode(Node):
         self.settings = dict(settings)
         self.auth = auth
         self.proc: subprocess.Popen[bytes] | None = None
+        self.client_host = HOST  # where the lab reaches it
 
     @property
     def component(self) -> str:
@@ -243,7 +246,7 @@ class MongoNode(Node):
         if creds is not None:
             kwargs.update(username=creds.user, password=creds.password, authSource="admin")
         c: MongoClient[dict[str, Any]] = MongoClient(
-            HOST, self.port, directConnection=True, serverSelectionTimeoutMS=ms,
+            self.client_host, self.port, directConnection=True, serverSelectionTimeoutMS=ms,
             connectTimeoutMS=ms, socketTimeoutMS=ms, retryWrites=False,
             appname="replica-chaos-lab", **kwargs)
         try:
@@ -323,15 +326,7 @@ class MongoReplicaSet:
             node.start(wait=False)
         for node in self.nodes:
             node.wait_ready(timeout)
-        first = self.nodes[0]
-        doc = initiate_document(self.name, [n.port for n in self.nodes])
-        try:
-            first.command("replSetInitiate", doc, timeout=30.0)
-        except PyMongoError as e:
-            raise ComponentError(first.component, f"replSetInitiate failed: {e}",
-                                 first.error_log) from None
-        self.wait_primary(timeout)
-        self.wait_members(timeout)
+        initiate(self.nodes, self.name, timeout)
         return self.nodes
 
     def node(self, name: str) -> MongoNode:
@@ -341,37 +336,69 @@ class MongoReplicaSet:
         raise KeyError(name)
 
     def primary(self) -> MongoNode | None:
-        for n in self.nodes:
-            if n.is_running():
-                with contextlib.suppress(PyMongoError):
-                    if n.is_primary():
-                        return n
-        return None
+        return primary_of(self.nodes)
 
     def wait_primary(self, timeout: float = 60.0) -> MongoNode:
-        wait_until(lambda: self.primary() is not None, timeout, "electing a primary",
-                   f"replica set {self.name}", self.nodes[0].error_log, interval=0.1)
-        p = self.primary()
-        assert p is not None
-        return p
+        return wait_primary(self.nodes, self.name, timeout)
 
     def member_states(self) -> dict[str, str]:
-        """{host: stateStr} as the primary sees it."""
-        p = self.primary()
-        if p is None:
-            return {}
-        st = p.command("replSetGetStatus")
-        return {m["name"]: m["stateStr"] for m in st.get("members", [])}
+        return member_states(self.nodes)
 
     def wait_members(self, timeout: float = 60.0) -> None:
-        hosts = {n.host for n in self.nodes}
+        wait_members(self.nodes, self.name, timeout)
 
-        def healthy() -> bool:
-            states = self.member_states()
-            return all(states.get(h) in ("PRIMARY", "SECONDARY") for h in hosts)
 
-        wait_until(healthy, timeout, "all members PRIMARY or SECONDARY",
-                   f"replica set {self.name}", self.nodes[0].error_log, interval=0.1)
+# --- a replica set's members, wherever they run (processes here, or containers) --------------
+
+def initiate(nodes: Sequence[MongoNode], name: str, timeout: float = 60.0) -> None:
+    """replSetInitiate on the first member with every member's ``host``, then wait for a
+    primary and for every member PRIMARY or SECONDARY."""
+    first = nodes[0]
+    doc = initiate_document(name, [n.port for n in nodes], [n.host for n in nodes])
+    try:
+        first.command("replSetInitiate", doc, timeout=30.0)
+    except PyMongoError as e:
+        raise ComponentError(first.component, f"replSetInitiate failed: {e}",
+                             first.error_log) from None
+    wait_primary(nodes, name, timeout)
+    wait_members(nodes, name, timeout)
+
+
+def primary_of(nodes: Sequence[MongoNode]) -> MongoNode | None:
+    for n in nodes:
+        if n.is_running():
+            with contextlib.suppress(PyMongoError):
+                if n.is_primary():
+                    return n
+    return None
+
+
+def wait_primary(nodes: Sequence[MongoNode], name: str, timeout: float = 60.0) -> MongoNode:
+    wait_until(lambda: primary_of(nodes) is not None, timeout, "electing a primary",
+               f"replica set {name}", nodes[0].error_log, interval=0.1)
+    p = primary_of(nodes)
+    assert p is not None
+    return p
+
+
+def member_states(nodes: Sequence[MongoNode]) -> dict[str, str]:
+    """{host: stateStr} as the primary sees it."""
+    p = primary_of(nodes)
+    if p is None:
+        return {}
+    st = p.command("replSetGetStatus")
+    return {m["name"]: m["stateStr"] for m in st.get("members", [])}
+
+
+def wait_members(nodes: Sequence[MongoNode], name: str, timeout: float = 60.0) -> None:
+    hosts = {n.host for n in nodes}
+
+    def healthy() -> bool:
+        states = member_states(nodes)
+        return all(states.get(h) in ("PRIMARY", "SECONDARY") for h in hosts)
+
+    wait_until(healthy, timeout, "all members PRIMARY or SECONDARY",
+               f"replica set {name}", nodes[0].error_log, interval=0.1)
 
 
 # --- replica set -> standalone (seed digest §3) ---------------------------------------------------

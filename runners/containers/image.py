@@ -156,17 +156,27 @@ def find_image(client: Any, tag: str) -> Any | None:
 def user_image(client: Any, ref: str) -> str:
     """An image the experiment names (``image "mariadb:11.4"``): the engine's own copy, else
     pulled by the engine from its registry. Returns the name the engine knows it by."""
+    from docker.utils import parse_repository_tag
+
     found = find_image(client, ref)
     if found is not None:
         return str(found.tags[0]) if found.tags else ref
     t0 = time.monotonic()
+    said: list[str] = []  # what the engine said while pulling (its errors are in the stream)
     try:
-        client.images.pull(ref)
+        repo, tag = parse_repository_tag(ref)
+        for event in client.api.pull(repo, tag=tag, stream=True, decode=True):
+            if isinstance(event, dict) and event.get("error"):
+                said.append(str(event["error"]))
     except Exception as e:  # noqa: BLE001 - any failure: the image is not to be had
+        said.append(str(e))
+    found = find_image(client, ref)
+    if found is None:
+        why = said[-1] if said else "the engine answered, but holds no such image after it"
         raise ComponentError(f"image {ref}", "not on the container engine, and the engine "
                              f"could not pull it ({time.monotonic() - t0:.1f} s): "
-                             f"{str(e)[:300]}") from None
-    return ref
+                             f"{why[:300]}")
+    return str(found.tags[0]) if found.tags else ref
 
 
 @contextlib.contextmanager

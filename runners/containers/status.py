@@ -24,10 +24,10 @@ class BackendStatus:
     problem: str = ""
 
 
-NOT_EXERCISED = ("images a file names (`image`): MariaDB images (official mariadb) and "
-                 "proxysql/proxysql (router proxysql) are supported, not exercised here; "
-                 "percona-server-mongodb and MySQL or Percona Server images are not supported "
-                 "on containers yet")
+NOT_EXERCISED = ("images from a registry: MariaDB images (official mariadb, `image`), "
+                 "proxysql/proxysql (router proxysql) and percona/percona-server-mongodb or "
+                 "mongo (topology mongodb_replset) are supported, not exercised here; MySQL "
+                 "and Percona Server images are not supported on containers yet")
 
 
 def survey() -> BackendStatus:

@@ -54,6 +54,7 @@ from runners import disk, netcut, replication
 from runners.containers import engine as engines
 from runners.containers import image as images
 from runners.errors import ComponentError
+from runners.mongo import MongoNode
 from runners.mysql import Address, Credentials, execute_all, sql_ready, wait_until
 from runners.node import READY_TIMEOUT, Node
 from runners.node_primitives import NodePrimitives, deploy_cell, password
@@ -153,6 +154,7 @@ class ContainerNode(Node):
         self.container = container
         self.engine = eng
         self.server_id = planned.server_id
+        self.data_path = DATADIR  # its data directory in the container
         self.host_datadir: Path | None = None  # disk full: the tmpfs on this machine
         self.host_binlog_dir: Path | None = None  # disk full ... binlog: the same
 
@@ -200,7 +202,7 @@ class ContainerNode(Node):
         with contextlib.suppress(Exception):
             merged = self.inspect().get("GraphDriver", {}).get("Data", {}).get("MergedDir")
             if merged:
-                self.datadir = Path(merged) / DATADIR.lstrip("/")
+                self.datadir = Path(merged) / self.data_path.lstrip("/")
 
     def tmpfs_dir(self, target: str) -> Path:
         if target == "binlog" and self.host_binlog_dir is not None:
@@ -221,10 +223,10 @@ class ContainerNode(Node):
         doc = self.inspect()
         # an image that declares its data directory a volume keeps it there, not in a layer
         volumes = [Path(m["Source"]) for m in doc.get("Mounts") or []
-                   if m.get("Destination") == DATADIR and m.get("Source")]
+                   if m.get("Destination") == self.data_path and m.get("Source")]
         data = doc.get("GraphDriver", {}).get("Data", {})
         layers = [data.get("UpperDir") or "", *(data.get("LowerDir") or "").split(":")]
-        dirs = volumes + [Path(d) / DATADIR.lstrip("/") for d in layers if d]
+        dirs = volumes + [Path(d) / self.data_path.lstrip("/") for d in layers if d]
         return [d for d in dirs if d.is_dir()]
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> float:
@@ -353,8 +355,7 @@ class ContainerTopology(NodePrimitives):
         if found is not None and found.tags:
             self.image = found.tags[0]
         # the file's images, every one had (or pulled) before anything starts
-        for ref in dict.fromkeys([*(p.image for p in self.cell.nodes if p.image),
-                                  *self._router_image()]):
+        for ref in dict.fromkeys([*self._node_images().values(), *self._router_image()]):
             self.user_images[ref] = images.user_image(self.engine.client, ref)
         self.timings["image"] = time.monotonic() - t
         if built:
@@ -364,6 +365,9 @@ class ContainerTopology(NodePrimitives):
         ordered = sorted(self.cell.nodes, key=lambda n: (n.role != "primary", n.index))
         if self.plan.topology == "galera":
             self._galera(ordered)
+        elif self.plan.topology == "mongodb_replset":
+            for p in ordered:
+                self.nodes[p.name] = self._make_mongo_node(p)
         else:
             for p in ordered:
                 self.nodes[p.name] = self._make_node(p)
@@ -372,6 +376,11 @@ class ContainerTopology(NodePrimitives):
             assert isinstance(node, ContainerNode)
             node.locate_datadir()
         self._shrink_disks()
+        if self.plan.topology == "mongodb_replset":
+            from runners.mongo import initiate, replset_name
+
+            initiate([n for n in self.nodes.values() if isinstance(n, MongoNode)],
+                     replset_name(self.run.id))
         self.timings["nodes_up"] = time.monotonic() - t
         if uses_links(self.plan.actions(), "containers"):
             t = time.monotonic()
@@ -444,6 +453,50 @@ class ContainerTopology(NodePrimitives):
             network=self.network, via=via)
         self.router = router
         router.start(self._writable, lambda name: True)
+
+    def _node_images(self) -> dict[str, str]:
+        """The nodes that run an image of the file's (MongoDB members always do: the lab's
+        image holds MariaDB only), and that image."""
+        out = {p.name: p.image for p in self.cell.nodes if p.image}
+        if self.plan.topology == "mongodb_replset":
+            from runners.containers.mongo import default_image
+
+            default = default_image(self.plan.engine.flavor, self.plan.engine.version)
+            out = {p.name: p.image or default for p in self.cell.nodes}
+        return out
+
+    def _make_mongo_node(self, p: PlannedNode) -> ContainerNode:
+        """A replica set member (``runners.containers.mongo``): its image, the lab's start
+        script and its ``mongod`` arguments copied in, port 27017 published."""
+        engines.testcontainers_env()
+        from testcontainers.core.container import DockerContainer
+
+        from runners.containers.mongo import (
+            ARGS_PATH,
+            MONGO_PORT,
+            START_SCRIPT,
+            START_SCRIPT_TEXT,
+            ContainerMongoNode,
+            mongod_args,
+        )
+        from runners.mongo import replset_name
+
+        assert self.engine is not None
+        try:
+            args = mongod_args(replset_name(self.run.id), p.config)
+        except ValueError as e:
+            raise ComponentError(f"node {p.name}", str(e)) from None
+        tc = DockerContainer(
+            self.user_images[self._node_images()[p.name]],
+            docker_client_kw=self.engine.client_kw, name=container_name(self.run.id, p.name),
+            network=self.network, network_aliases=[p.name], init=True, hostname=p.name,
+            labels=self._labels(), cap_add=["NET_ADMIN"], entrypoint=["/bin/sh", START_SCRIPT])
+        tc.with_copy_into_container(START_SCRIPT_TEXT.encode(), START_SCRIPT, mode=0o755)
+        tc.with_copy_into_container("".join(f"{a}\n" for a in args).encode(), ARGS_PATH)
+        tc.ports[f"{MONGO_PORT}/tcp"] = (self.engine.address, p.port)  # type: ignore[assignment]
+        tc.start()
+        return ContainerMongoNode(self.run, p, tc.get_wrapped_container(), self.engine,
+                                  replset_name(self.run.id), p.config)
 
     def _router_image(self) -> list[str]:
         """The router's image when it runs one of the file's (ProxySQL)."""
@@ -591,10 +644,13 @@ class ContainerTopology(NodePrimitives):
 
         assert self.engine is not None
         ports = self.run.ports
+        from runners.containers.mongo import MONGO_PORT
+
         toxi = ContainerToxiproxy(
             self.run, ports.toxiproxy_api, eng=self.engine, image=self.image,
             network=self.network, upstreams={p.port: p.name for p in self.cell.nodes},
-            published=[ports.client_proxy(p.index) for p in self.cell.nodes])
+            published=[ports.client_proxy(p.index) for p in self.cell.nodes],
+            server_port=MONGO_PORT if self.plan.topology == "mongodb_replset" else SERVER_PORT)
         self.toxi = toxi
         toxi.start()
         for p in self.cell.nodes:
@@ -711,8 +767,9 @@ class ContainerTopology(NodePrimitives):
         if link == "all":
             return others + router
         if link == "group":
-            if self.plan.topology != "galera":
-                raise ValueError(f"{node} has no group link: only galera nodes have one")
+            if self.plan.topology not in ("galera", "mongodb_replset"):
+                raise ValueError(f"{node} has no group link: only galera nodes and replica "
+                                 "set members have one")
             return others
         if link == "replication" and self.plan.topology == "primary_primary":
             return others  # each replicates from the other: both directions

@@ -43,13 +43,15 @@ class ContainerToxiproxy(Toxiproxy):
     link_host = NAME
 
     def __init__(self, run: Run, api_port: int, *, eng: engines.Engine, image: str,
-                 network: Any, upstreams: dict[int, str], published: list[int]) -> None:
+                 network: Any, upstreams: dict[int, str], published: list[int],
+                 server_port: int = SERVER_PORT) -> None:
         super().__init__(run, api_port)
         self.engine = eng
         self.image = image
         self.network = network
         self.upstreams = dict(upstreams)
         self.published = list(published)
+        self.server_port = server_port  # the nodes' port in their containers
         self.container: Any = None
 
     @property
@@ -63,7 +65,7 @@ class ContainerToxiproxy(Toxiproxy):
         name = self.upstreams.get(port)
         if name is None:
             raise ComponentError("toxiproxy (container)", f"no node has port {port}")
-        return f"{name}:{SERVER_PORT}"
+        return f"{name}:{self.server_port}"
 
     def start(self) -> None:
         engines.testcontainers_env()

@@ -554,6 +554,53 @@ def test_a_replica_on_an_image_of_the_users(tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 60
 
 
+MONGO = """
+experiment "ctr-mongo" {
+  backend containers
+  topology mongodb_replset { engine psmdb 7.0  members m1, m2, m3 }
+}
+"""
+
+
+def test_a_mongodb_replica_set_on_containers_elects_and_becomes_standalone() -> None:
+    """Percona Server for MongoDB on containers: three members by name, initiated; the
+    primary killed, another elected; then the seed's replica set -> standalone procedure on
+    a member, its data intact. Needs the image on this machine's podman."""
+    _require_podman()
+    from dsl.api import plan_text
+    from fault.mongo import convert_standalone, primary_elected
+    from runners.containers.mongo import default_image
+    from runners.containers.topology import ContainerTopology
+    from runners.mongo import primary_of
+    from runners.runtime import Run
+
+    ref = default_image("psmdb", "7.0")
+    if subprocess.run(["podman", "image", "exists", ref], capture_output=True,
+                      env=_podman_env()).returncode != 0:
+        pytest.skip(f"image {ref} is not on this machine's podman (podman pull {ref} first)")
+    plan = plan_text(MONGO)
+    run = Run(experiment="ctr-mongo")
+    topo = None
+    try:
+        topo = ContainerTopology.deploy(plan, plan.cells[0], run)
+        members = list(topo.nodes.values())
+        first = primary_of(members)  # type: ignore[arg-type]
+        assert first is not None and first.host == "m1:27017"
+        topo.kill(first.name)
+        deadline = time.monotonic() + 60
+        while not primary_elected(topo):  # type: ignore[arg-type]
+            assert time.monotonic() < deadline, "no new primary after the kill"
+            time.sleep(0.2)
+        topo.start(first.name)
+        out = convert_standalone(topo, "m2")  # type: ignore[arg-type]
+        assert out["data_intact"] and not out["warning_after_final_restart"]
+    finally:
+        if topo is not None:
+            topo.teardown()
+        run.close()
+    assert _left_by(run.id) == []
+
+
 EXP = """
 experiment "ctr-pause" {
   duration 8s

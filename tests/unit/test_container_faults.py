@@ -408,3 +408,42 @@ def test_lifting_a_memory_limit_on_docker_is_a_limit_of_the_whole_engine(
 
     assert resources.update(Client(), Container(), memory=resources.UNLIMITED) == "docker"
     assert Container.kw == {"mem_limit": 24 * 1024**3, "memswap_limit": -1}
+
+
+def test_a_mongodb_member_in_a_container_takes_the_images_volume_and_the_allow_list() -> None:
+    from runners.containers import mongo
+
+    assert mongo.default_image("psmdb", "7.0") == "percona/percona-server-mongodb:7.0"
+    assert mongo.default_image("mongodb", None) == "mongo"
+    args = mongo.mongod_args("rs_x", {"replication.oplogSizeMB": "64"})
+    assert args == ["--port", "27017", "--bind_ip_all", "--dbpath", "/data/db",
+                    "--replSet", "rs_x", "--oplogSize", "64"]
+    assert "--replSet" not in mongo.mongod_args(None, {})  # standalone
+    with pytest.raises(ValueError):
+        mongo.mongod_args("rs_x", {"net.bindIp": "0.0.0.0; rm -rf /"})
+    assert "read -r arg" in mongo.START_SCRIPT_TEXT and "eval" not in mongo.START_SCRIPT_TEXT
+
+
+def test_replica_set_members_on_containers_are_initiated_by_name() -> None:
+    from runners.mongo import initiate_document
+
+    doc = initiate_document("rs_x", [23001, 23002], ["m1:27017", "m2:27017"])
+    assert [m["host"] for m in doc["members"]] == ["m1:27017", "m2:27017"]
+    assert doc["members"][0]["priority"] == 2
+    assert [m["host"] for m in initiate_document("rs_x", [23001])["members"]] == \
+        ["127.0.0.1:23001"]
+
+
+def test_mongodb_runs_on_containers_and_lab_plan_names_its_image() -> None:
+    from lab.cli_lang import backend_text
+
+    text = """
+experiment "m" {
+  backend containers
+  topology mongodb_replset { engine psmdb 7.0  members m1, m2, m3 }
+  at 2s kill m1
+  at 4s convert m2 to standalone
+}
+"""
+    assert check_text(text) == []
+    assert "m1, m2, m3: percona/percona-server-mongodb:7.0" in backend_text(plan_text(text))
