@@ -54,11 +54,31 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
+def engine_notes(plan: Plan, path: str) -> list[LanguageError]:
+    """On containers with an engine on another machine (``DOCKER_HOST``/``LAB_DOCKER_HOST``,
+    ``LAB_ENGINE_REMOTE``): one note per action that acts on the engine's machine from this
+    one, which ``lab run`` refuses there (``dsl.backends.needs_local_engine``)."""
+    from dsl.backends import needs_local_engine
+    from runners.containers.engine import configured_host, is_local_url
+
+    url = configured_host()
+    if plan.backend != "containers" or url is None or is_local_url(url):
+        return []
+    return [LanguageError(path, a.span, f"`{describe(a)}` acts on the engine's machine from "
+                          f"this one (its page cache, a tmpfs), and the engine ({url}) is "
+                          "another: `lab run` refuses it there",
+                          "run it with an engine on this machine, or leave the action out",
+                          severity="note")
+            for a in plan.actions() if needs_local_engine(a)]
+
+
 def print_warnings(plan: Plan, path: str) -> int:
     """Print the plan's warnings to stderr, and, when the user is not root, a note for each
-    action that needs root (a blank line after them); return how many warnings."""
+    action that needs root, and with an engine on another machine, for each action that needs
+    it here (a blank line after them); return how many warnings."""
     warnings = plan_warnings(plan, path)
     notes = [] if is_root() else root_notes(plan, path)
+    notes += engine_notes(plan, path)
     if warnings or notes:
         print(format_errors([*warnings, *notes]), file=sys.stderr)
         print(file=sys.stderr)

@@ -447,3 +447,27 @@ experiment "m" {
 """
     assert check_text(text) == []
     assert "m1, m2, m3: percona/percona-server-mongodb:7.0" in backend_text(plan_text(text))
+
+
+def test_lab_check_notes_what_a_remote_engine_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lab.cli_lang import engine_notes
+
+    text = """
+experiment "x" {
+  backend containers
+  topology single { node db1 }
+  at 1s drop caches on db1
+  at 2s kill db1
+  at 3s start db1
+}
+"""
+    plan = plan_text(text)
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    monkeypatch.setenv("LAB_DOCKER_HOST", "tcp://10.1.2.3:2375")
+    notes = engine_notes(plan, "x.exp")
+    assert len(notes) == 1 and notes[0].severity == "note"
+    assert "`drop caches on db1` acts on the engine's machine" in notes[0].message
+    monkeypatch.setenv("LAB_DOCKER_HOST", "unix:///run/podman.sock")
+    assert engine_notes(plan, "x.exp") == []
+    monkeypatch.setenv("LAB_ENGINE_REMOTE", "1")  # a tunnel to another machine's engine
+    assert len(engine_notes(plan, "x.exp")) == 1
