@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from runners.containers import engine as engines
+from runners.containers.part import ContainerPart
 from runners.errors import ComponentError
 from runners.haproxy import Backend
 from runners.mysql import Credentials
@@ -34,7 +35,7 @@ NAME = "router"  # its alias on the run's network
 SERVER_PORT = 3306
 
 
-class ContainerProxySQL(ProxySQL):
+class ContainerProxySQL(ContainerPart, ProxySQL):
     def __init__(self, run: Run, backends: list[Backend], writers: list[str], readers: list[str],
                  check_interval: float, writer_port: int, reader_port: int, app: Credentials,
                  monitor: Credentials, mode: Mode, *, eng: engines.Engine, image: str,
@@ -85,17 +86,7 @@ class ContainerProxySQL(ProxySQL):
         self.container = tc.get_wrapped_container()
 
     def _alive(self) -> bool:
-        with contextlib.suppress(Exception):
-            doc = engines.inspect(self.engine.client, self.container.id)
-            return bool(doc.get("State", {}).get("Running"))
-        return False
-
-    def ip(self, network: str) -> str | None:
-        """Its address on the run's network (a cut between a node and the router)."""
-        doc = engines.inspect(self.engine.client, self.container.id)
-        addr = ((doc.get("NetworkSettings", {}).get("Networks") or {}).get(network)
-                or {}).get("IPAddress")
-        return str(addr) if addr else None
+        return self.running()
 
     def save_log(self) -> Path:
         """The container's output and ProxySQL's own log (its ``errorlog`` in the container's
@@ -113,10 +104,3 @@ class ContainerProxySQL(ProxySQL):
                     text += got.read()
             self.log.write_bytes(text)
         return self.log
-
-    def stop(self) -> None:
-        if self.container is None:
-            return
-        self.save_log()
-        with contextlib.suppress(Exception):
-            self.container.kill(signal="SIGKILL")

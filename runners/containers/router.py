@@ -16,13 +16,13 @@ reachable from the containers).
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from runners.containers import engine as engines
+from runners.containers.part import ContainerPart
 from runners.errors import ComponentError
 from runners.haproxy import Backend, HAProxy
 from runners.mysql import Credentials, wait_until
@@ -59,7 +59,7 @@ def agent_command(bs: list[Backend], writers: list[str], readers: list[str],
     return " ".join(parts)
 
 
-class ContainerHAProxy(HAProxy):
+class ContainerHAProxy(ContainerPart, HAProxy):
     def __init__(self, run: Run, names: list[str], writers: list[str], readers: list[str],
                  check_interval: float, published: tuple[int, int], *, eng: engines.Engine,
                  image: str, network: Any, admin: Credentials, galera: bool,
@@ -128,23 +128,6 @@ class ContainerHAProxy(HAProxy):
         except ComponentError as e:
             raise ComponentError("haproxy (container)", e.message, self.save_log()) from None
 
-    def running(self) -> bool:
-        with contextlib.suppress(Exception):
-            doc = engines.inspect(self.engine.client, self.container.id)
-            return bool(doc.get("State", {}).get("Running"))
-        return False
-
-    def save_log(self) -> Path:
-        with contextlib.suppress(Exception):
-            self.log.write_bytes(self.container.logs(stdout=True, stderr=True))
-        return self.log
-
-    def ip(self, network: str) -> str | None:
-        doc = engines.inspect(self.engine.client, self.container.id)
-        nets = doc.get("NetworkSettings", {}).get("Networks") or {}
-        addr = (nets.get(network) or {}).get("IPAddress")
-        return str(addr) if addr else None
-
     def exec(self, cmd: list[str]) -> tuple[int, str]:
         code, out = self.container.exec_run(cmd, stdout=True, stderr=True)
         return int(code), out.decode("utf-8", "replace")
@@ -156,10 +139,3 @@ class ContainerHAProxy(HAProxy):
         if code != 0:
             raise ComponentError("haproxy (container)", f"admin socket: {out.strip()}")
         return out
-
-    def stop(self) -> None:
-        if self.container is None:
-            return
-        self.save_log()
-        with contextlib.suppress(Exception):
-            self.container.kill(signal="SIGKILL")

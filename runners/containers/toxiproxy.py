@@ -18,12 +18,12 @@ it unchanged. The links are the native ones, with where they listen and lead mov
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
 from runners.components import require
 from runners.containers import engine as engines
+from runners.containers.part import ContainerPart
 from runners.errors import ComponentError
 from runners.mysql import wait_until
 from runners.runtime import Run
@@ -35,7 +35,7 @@ BINARY_PATH = "/usr/local/bin/toxiproxy-server"
 SERVER_PORT = 3306  # every node's, inside its container
 
 
-class ContainerToxiproxy(Toxiproxy):
+class ContainerToxiproxy(ContainerPart, Toxiproxy):
     """``upstreams``: a node's port as the lab knows it (its published port) -> its name on
     the run's network; ``published``: the link ports clients on this machine reach (the
     client links), published on 127.0.0.1 at the same numbers."""
@@ -99,21 +99,3 @@ class ContainerToxiproxy(Toxiproxy):
             if method == "GET" and path == "/version":
                 return None  # not answering yet
             raise ComponentError("toxiproxy (container)", e.message, self.save_log()) from None
-
-    def running(self) -> bool:
-        with contextlib.suppress(Exception):
-            doc = engines.inspect(self.engine.client, self.container.id)
-            return bool(doc.get("State", {}).get("Running"))
-        return False
-
-    def save_log(self) -> Path:
-        with contextlib.suppress(Exception):
-            self.log.write_bytes(self.container.logs(stdout=True, stderr=True))
-        return self.log
-
-    def stop(self) -> None:
-        if self.container is None:
-            return
-        self.save_log()
-        with contextlib.suppress(Exception):
-            self.container.kill(signal="SIGKILL")
