@@ -328,6 +328,11 @@ class NativeTopology(NodePrimitives):
         finally:
             conn.close()
         if self.plan.topology == "replication":
+            # the users reach every replica (through dbdeployer's replication, before any
+            # delay is set) before a client may connect there: a replica that does not have
+            # them yet refuses the lab's own users (1045), measured under load
+            for node in nodes[1:]:
+                replication.wait_same_gtid(node, first)
             self._wire_replication()
 
     def _wire_replication(self) -> None:
