@@ -332,6 +332,8 @@ class NativeTopology(NodePrimitives):
             # delay is set) before a client may connect there: a replica that does not have
             # them yet refuses the lab's own users (1045), measured under load
             for node in nodes[1:]:
+                # a replica whose primary restarted retries its connection only every 60 s
+                execute_all(node.addr, self.admin, ["STOP SLAVE", "START SLAVE"])
                 replication.wait_same_gtid(node, first)
             self._wire_replication()
 
