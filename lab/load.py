@@ -60,17 +60,19 @@ def timeline_slip(at: float, started: float, label: str) -> str | None:
             "before it took that long); its effects are timed from its real start")
 
 
-def undo_of(ta: TimedAction, started: float, detail: dict[str, Any] | None
+def undo_of(ta: TimedAction, in_force: float, detail: dict[str, Any] | None
             ) -> TimedAction | None:
     """``at 10s kill db1 for 2s``: the timeline entry that undoes the fault ``lasts`` after it
-    really started (``started``, seconds since the load began), aimed at the node it was
-    applied to (``router.writer`` resolved when it fired). None without ``for``."""
+    took effect (``in_force``: when its action returned, seconds since the load began; a
+    container's pause is in force only when the engine's call returns, tens of milliseconds
+    and more under load), aimed at the node it was applied to (``router.writer`` resolved when
+    it fired), as a ``when`` trigger's ``for`` is. None without ``for``."""
     if ta.lasts is None:
         return None
     back = undo(resolved_action(ta.action, detail))
     if back is None:
         return None
-    return TimedAction(at=started + ta.lasts, action=back, span=ta.span)
+    return TimedAction(at=in_force + ta.lasts, action=back, span=ta.span)
 
 
 class Load:
@@ -242,9 +244,10 @@ class Load:
                 if slip:
                     self.slips.append(slip)
                 detail = self.apply(ta.action, f"at {ta.at:g}s: {action_label(ta)}")
+                in_force = time.monotonic() - t_start  # the action's call has returned
                 done_labels.append(f"{ta.at:g}s {action_label(ta)}")
-                ends = undo_of(ta, started - paused, detail)
-                if ends is not None:  # `for D`: undone D after its real start
+                ends = undo_of(ta, in_force - paused, detail)
+                if ends is not None:  # `for D`: undone D after it took effect
                     undos.add(id(ends))
                     bisect.insort(timeline, ends, key=lambda t: t.at)
             for name, wl in self.workloads.items():

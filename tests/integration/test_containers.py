@@ -609,7 +609,7 @@ experiment "ctr-pause" {
   workload w: unique_writes { target db1  rate 50/s }
   at 3s pause db1 for 2s
   expect downtime(probe) >= 1.95s
-  expect downtime(probe) < 2.1s
+  expect downtime(probe) < 2.5s
   expect lost_writes(w) == 0
   expect lost_writes(w).not_replicated == 0
 }
@@ -618,14 +618,27 @@ experiment "ctr-pause" {
 
 def test_lab_run_backend_containers_measures_a_pause_as_native_does(tmp_path: Path) -> None:
     """The outage calibration's 2 s freeze (experiments/calibration/outage.exp), on containers
-    through `lab run --backend containers`: the same window within the same tolerance."""
+    through `lab run --backend containers`: the probe's one window is the freeze, which lies
+    between the end of the pause's API call (it is in force by then) and the end of the
+    resume's — whatever the engine's latency (a pause call took 140 ms once under the suite's
+    load) — within the probe's 10 ms."""
     _require_podman()
     exp = tmp_path / "ctr-pause.exp"
     exp.write_text(EXP)
     out = subprocess.run([*LAB, "run", str(exp), "--backend", "containers", "--json",
                           "--db", str(tmp_path / "r.db")], capture_output=True, text=True,
                          cwd=ROOT, timeout=240)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert out.returncode in (0, 1), out.stdout[-3000:] + out.stderr[-3000:]
+    cell = json.loads(out.stdout)["cells"][0]
+    faults = {f["name"]: f for f in cell["faults"]}
+    pause, resume = faults["pause"], faults["resume"]
+    assert resume["at"] - pause["end"] >= 2.0  # `for 2s` counts from when it took effect
+    windows = cell["measurements"]["downtime"]["subjects"]["probe"]["windows"]
+    assert len(windows) == 1, windows
+    low, high = resume["at"] - pause["end"], resume["end"] - pause["at"]
+    assert low - 0.01 <= windows[0]["duration"] <= high + 0.02, (windows, pause, resume)
+    failed = [e["text"] for e in cell["expectations"] if e["passed"] is not True]
+    assert not failed, failed
     assert _podman_services() == []
 
 
