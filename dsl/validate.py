@@ -172,6 +172,12 @@ ROLE_OF_KIND: dict[str, NodeRole] = {
 MONGO_FLAVORS = frozenset({"psmdb", "mongodb"})
 
 
+def _major_minor(version: str | None) -> tuple[int, ...]:
+    """``8.4.2`` -> (8, 4); () when there is no version (or no number in it)."""
+    m = re.match(r"(\d+)(?:\.(\d+))?", version or "")
+    return tuple(int(x) for x in m.groups() if x is not None) if m else ()
+
+
 def did_you_mean(word: str, known: Iterable[str]) -> str | None:
     close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
@@ -331,6 +337,19 @@ class _Validator:
             self.error(
                 t.engine.span,
                 f"the galera topology runs on mariadb (galera-4), not {flavor}",
+                "engine mariadb 10.11",
+            )
+        elif flavor in ("mysql", "percona") and _major_minor(t.engine.version) >= (8, 4):
+            self.error(
+                t.engine.span,
+                f"{flavor} {t.engine.version}: the lab speaks MySQL 8.0's replication "
+                "statements (SHOW SLAVE STATUS, CHANGE MASTER TO), which 8.4 removed",
+                f"engine {flavor} 8.0",
+            )
+        elif self.kind == "primary_primary" and flavor != "mariadb":
+            self.error(
+                t.engine.span,
+                f"primary_primary runs on mariadb (the lab starts two mariadbd), not {flavor}",
                 "engine mariadb 10.11",
             )
         if isinstance(t, GaleraTopology) and len(t.nodes) < 2:

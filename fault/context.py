@@ -40,6 +40,13 @@ class Context:
     def node(self, name: str) -> Node:
         return self.topo.nodes[name]
 
+    @property
+    def flavor(self) -> str:
+        """The servers' engine (``mariadb``, ``mysql``, ``percona``; a topology without a plan,
+        as tests build, is MariaDB's)."""
+        engine = getattr(getattr(self.topo, "plan", None), "engine", None)
+        return str(engine.flavor) if engine is not None else "mariadb"
+
     def state(self, kind: type[T]) -> T:
         """The heal state of one family (made empty on first use)."""
         got = self._states.get(kind)

@@ -65,7 +65,8 @@ def promote(ctx: Context, a: Promote) -> Detail:
               if n.name not in (name, topo.primary) and n.name not in ctx.down]
     for other in others:
         host, port = _source(ctx, other.name, name)
-        execute_all(other.addr, other.admin, repl.repoint(port, topo.repl, host=host))
+        execute_all(other.addr, other.admin, repl.repoint(port, topo.repl, host=host,
+                                                          flavor=ctx.flavor))
     t_repointed = time.monotonic()
     switch = 0.0
     if topo.router is not None:
@@ -96,7 +97,7 @@ def rejoin(ctx: Context, name: str) -> str:
     n, primary = ctx.node(name), ctx.node(topo.primary)
     host, port = _source(ctx, name, primary.name)
     execute_all(n.addr, n.admin, repl.repoint(port, topo.repl, "current_pos", read_only=True,
-                                              host=host))
+                                              host=host, flavor=ctx.flavor))
     ctx.state(ReplicationState).former_primaries.discard(name)
     return topo.primary
 

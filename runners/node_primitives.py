@@ -13,10 +13,20 @@ from typing import Protocol, TypeVar
 
 from dsl.compile import for_base_port
 from dsl.plan import Cell, Plan, PlannedNode
+from runners import server_identity
 from runners.mysql import Address, Credentials
 from runners.node import Node
 from runners.router import Router
 from runners.runtime import Run
+
+
+def server_source(plan: Plan) -> str:
+    """What decides which server runs on this back-end (the hint of a wrong engine)."""
+    if plan.backend == "containers":
+        return "the lab's node image holds this machine's MariaDB: name another with image"
+    if plan.topology in ("galera", "primary_primary"):
+        return "galera and primary_primary run this machine's mariadbd"
+    return "dbdeployer runs this machine's MariaDB, or the server under LAB_SANDBOX_BINARY"
 
 
 def password(n: int = 20) -> str:
@@ -27,6 +37,7 @@ def password(n: int = 20) -> str:
 
 class _Deployable(Protocol):
     planned: dict[str, PlannedNode]
+    nodes: dict[str, Node]
 
     def _deploy(self) -> None: ...
     def teardown(self) -> float: ...
@@ -47,6 +58,9 @@ def deploy_cell(make: Callable[[Run, Plan, Cell, Credentials, Credentials, Crede
     topo.planned = {n.name: n for n in cell.nodes}
     try:
         topo._deploy()
+        if plan.topology != "mongodb_replset":  # runners.mongo checks its own
+            server_identity.check(plan.engine.flavor, plan.engine.version,
+                                  topo.nodes.values(), server_source(plan))
     except BaseException:
         topo.teardown()
         raise

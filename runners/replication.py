@@ -67,8 +67,11 @@ def change_master(
     log_pos: int | None = None,
     connect_retry: int | None = 1,
     delay: float | None = None,
+    flavor: str = "mariadb",
 ) -> str:
-    """The one ``CHANGE MASTER TO`` of the lab. Without ``port`` only the other options are
+    """The one ``CHANGE MASTER TO`` of the lab (MariaDB's ``MASTER_USE_GTID``; MySQL and
+    Percona Server 8.0, ``flavor`` mysql or percona: ``MASTER_AUTO_POSITION``, 1 for either
+    GTID position, 0 for ``no``). Without ``port`` only the other options are
     changed (``CHANGE MASTER TO MASTER_CONNECT_RETRY=1``: keep dbdeployer's wiring). Replicas
     retry their connection every second by default, so that recovery times measure the
     servers and not a 60-second retry timer."""
@@ -78,8 +81,10 @@ def change_master(
     if creds is not None:
         opts += [f"MASTER_USER={_quoted(creds.user)}",
                  f"MASTER_PASSWORD={_quoted(creds.password)}"]
-    if use_gtid is not None:
+    if use_gtid is not None and flavor == "mariadb":
         opts.append(f"MASTER_USE_GTID={use_gtid}")
+    elif use_gtid is not None:  # MySQL, Percona Server 8.0: one GTID set, no slave_pos
+        opts.append(f"MASTER_AUTO_POSITION={0 if use_gtid == 'no' else 1}")
     if log_file is not None:
         opts.append(f"MASTER_LOG_FILE={_quoted(log_file)}")
     if log_pos is not None:
@@ -94,12 +99,14 @@ def change_master(
 
 
 def repoint(port: int, creds: Credentials, use_gtid: UseGtid = "slave_pos",
-            read_only: bool = False, host: str = LOOPBACK) -> list[str]:
+            read_only: bool = False, host: str = LOOPBACK, flavor: str = "mariadb"
+            ) -> list[str]:
     """The statements that make a running server replicate from ``host:port``: promote's
     other replicas (``slave_pos``), a former primary rejoining (``current_pos``, read-only),
     one primary of two."""
     out = ["SET GLOBAL read_only=ON"] if read_only else []
-    return [*out, "STOP SLAVE", change_master(port, host=host, creds=creds, use_gtid=use_gtid),
+    return [*out, "STOP SLAVE", change_master(port, host=host, creds=creds, use_gtid=use_gtid,
+                                              flavor=flavor),
             "START SLAVE"]
 
 
@@ -274,16 +281,11 @@ def wait_caught_up(replicas: Mapping[str, SqlNode], primary: SqlNode | None, tim
     return behind
 
 
-def wait_same_gtid(replica: Any, primary: SqlNode, timeout: float = 30.0) -> None:
-    """The replica has applied exactly the primary's binlog (``gtid_slave_pos`` equals the
-    primary's ``gtid_binlog_pos``)."""
-
-    def same() -> bool:
-        return read_gtid(replica, "gtid_slave_pos", 5.0) == read_gtid(
-            primary, "gtid_binlog_pos", 5.0)
-
-    wait_until(same, timeout, "caught up with the primary", replica.component,
-               replica.error_log)
+def wait_applied(replica: Any, primary: SqlNode, timeout: float = 30.0) -> None:
+    """The replica's SQL thread has applied the primary's whole binary log (``caught_up``:
+    by file and position, which MariaDB, MySQL and Percona Server report alike)."""
+    wait_until(partial(caught_up, replica, primary), timeout, "caught up with the primary",
+               replica.component, replica.error_log)
 
 
 def caught_up_error(behind: Sequence[str], primary: str, timeout: float) -> ComponentError:
@@ -336,6 +338,7 @@ class HeartbeatWriter:
     def _run(self) -> None:
         conn: Any = None
         current: Address | None = None
+        mariadb = True
         while not self.stop.is_set():
             try:
                 addr = self.primary()
@@ -347,12 +350,21 @@ class HeartbeatWriter:
                     current = addr
                     assert current is not None
                     conn = connect(current, self.creds, timeout=1)
-                    conn.cursor().execute(HEARTBEAT_SESSION)
+                    cur = conn.cursor()
+                    cur.execute("SELECT @@version")
+                    # MySQL and Percona Server have no GTID domains: their beats are
+                    # transactions like the others there, and no MariaDB position is read
+                    mariadb = "mariadb" in str(cur.fetchone()[0]).lower()
+                    if mariadb:
+                        cur.execute(HEARTBEAT_SESSION)
+                    cur.close()
                 cur = conn.cursor()
                 cur.execute(f"UPDATE `{self.schema}`.heartbeat SET ts = %s WHERE id = 1",
                             (time.time_ns() // 1000,))
-                cur.execute("SELECT @@gtid_binlog_pos")
-                row = cur.fetchone()
+                row = None
+                if mariadb:
+                    cur.execute("SELECT @@gtid_binlog_pos")
+                    row = cur.fetchone()
                 cur.close()
                 if row:
                     self.on_position(parse_gtid(str(row[0])))

@@ -334,7 +334,7 @@ class NativeTopology(NodePrimitives):
             for node in nodes[1:]:
                 # a replica whose primary restarted retries its connection only every 60 s
                 execute_all(node.addr, self.admin, ["STOP SLAVE", "START SLAVE"])
-                replication.wait_same_gtid(node, first)
+                replication.wait_applied(node, first)
             self._wire_replication()
 
     def _wire_replication(self) -> None:
@@ -361,10 +361,11 @@ class NativeTopology(NodePrimitives):
                 # Explicit coordinates: after a restart with relay_log_recovery the replica
                 # may not know its file name, and an empty one never advances. The replica
                 # has applied everything first, so the primary's position is its own.
-                replication.wait_same_gtid(node, primary)
+                replication.wait_applied(node, primary)
                 log_file, log_pos = replication.binlog_position(primary, timeout=5.0)
                 stmts.append(change_master(port, use_gtid="no", log_file=log_file,
-                                           log_pos=log_pos, delay=planned.delay))
+                                           log_pos=log_pos, delay=planned.delay,
+                                           flavor=self.plan.engine.flavor))
             else:
                 stmts.append(change_master(port, delay=planned.delay))
             stmts.append("START SLAVE")

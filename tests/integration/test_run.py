@@ -51,3 +51,20 @@ def test_sigint_tears_down_and_keeps_the_partial_history(tmp_path: Path) -> None
     assert kept >= ops
     runtime = Path(os.environ["LAB_RUNTIME"])
     assert not [p for p in runtime.iterdir() if (p / "run.json").exists()]
+
+
+def test_a_server_that_is_not_the_files_engine_stops_the_run(tmp_path: Path) -> None:
+    """``engine mariadb 11.4`` on two primaries (this machine's mariadbd is 10.11): the run
+    stops once the servers are up, naming each node and what it runs, and leaves nothing."""
+    require("mariadbd")
+    exp = tmp_path / "wrong-engine.exp"
+    exp.write_text('experiment "wrong-engine" {\n  duration 5s\n'
+                   '  topology primary_primary {\n    engine mariadb 11.4\n'
+                   '    nodes a, b\n  }\n  workload w: probe { target a }\n}\n')
+    proc = subprocess.run([*LAB, "run", str(exp)], cwd=ROOT, env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=120)
+    out = " ".join((proc.stdout + proc.stderr).split())  # the table wraps lines
+    assert proc.returncode != 0, out[-2000:]
+    assert "asks for engine mariadb 11.4" in out, out[-2000:]
+    assert "a runs mariadb 10.11" in out and "b runs mariadb 10.11" in out, out[-2000:]
+    assert not our_processes()

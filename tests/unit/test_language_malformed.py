@@ -369,6 +369,14 @@ CASES: dict[str, tuple[str, list[tuple[int, int, str]]]] = {
         'experiment "t" {\n  topology replication {\n    engine psmdb 7.0\n    primary db1\n  }\n}\n',
         [(3, 5, "psmdb only runs a mongodb_replset topology")],
     ),
+    "mysql_primary_primary": (
+        'experiment "t" {\n  topology primary_primary {\n    engine mysql 8.0\n    nodes p1, p2\n  }\n}\n',
+        [(3, 5, "primary_primary runs on mariadb (the lab starts two mariadbd), not mysql")],
+    ),
+    "mysql_8_4": (
+        'experiment "t" {\n  topology replication {\n    engine percona 8.4.2\n    primary db1\n  }\n}\n',
+        [(3, 5, "percona 8.4.2: the lab speaks MySQL 8.0's replication statements (SHOW SLAVE STATUS, CHANGE MASTER TO), which 8.4 removed")],
+    ),
     "sysbench_on_mongo": (
         'experiment "t" {\n  topology mongodb_replset { members m1, m2, m3 }\n  workload s: sysbench oltp_insert { target m1 }\n}\n',
         [(3, 3, "sysbench needs a MySQL-family server, not MongoDB")],

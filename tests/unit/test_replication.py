@@ -151,3 +151,14 @@ def test_missing_transactions_unreadable_is_unknown() -> None:
             raise OSError("gone")
 
     assert missing_transactions("replication", {"db1": Broken("db1")}, "db1", {}) == {}
+
+
+def test_change_master_on_mysql_uses_auto_position() -> None:
+    """MySQL and Percona Server 8.0 have no MASTER_USE_GTID: one GTID set, auto-positioned."""
+    assert change_master(23003, creds=REPL, use_gtid="slave_pos", flavor="mysql").endswith(
+        "MASTER_AUTO_POSITION=1, MASTER_CONNECT_RETRY=1")
+    stmt = change_master(23001, use_gtid="no", log_file="mysql-bin.000002", log_pos=4,
+                         flavor="percona")
+    assert "MASTER_AUTO_POSITION=0" in stmt and "MASTER_USE_GTID" not in stmt
+    assert "MASTER_AUTO_POSITION=1" in " ".join(
+        repoint(23002, REPL, "current_pos", read_only=True, flavor="mysql"))

@@ -1,0 +1,54 @@
+"""The running server is the experiment's engine (``runners.server_identity``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runners.errors import ComponentError
+from runners.server_identity import check, flavor_of, mismatch, version_matches
+
+DEBIAN = ("10.11.19-MariaDB-0+deb12u1-log", "Debian 12")
+
+
+def test_flavor_from_version_and_comment() -> None:
+    assert flavor_of(*DEBIAN) == "mariadb"
+    assert flavor_of("8.0.36", "MySQL Community Server - GPL") == "mysql"
+    assert flavor_of("8.0.36-28", "Percona Server (GPL), Release 28") == "percona"
+
+
+def test_version_matches_by_components() -> None:
+    assert version_matches("10.11", DEBIAN[0])
+    assert version_matches("10.11.19", DEBIAN[0])
+    assert not version_matches("10.1", DEBIAN[0])
+    assert not version_matches("11.4", DEBIAN[0])
+    assert not version_matches("", DEBIAN[0])
+
+
+def test_mismatch_names_what_runs() -> None:
+    assert mismatch("mariadb", None, *DEBIAN) is None
+    assert mismatch("mariadb", "10.11", *DEBIAN) is None
+    assert mismatch("mariadb", "11.4", *DEBIAN) == f"runs mariadb {DEBIAN[0]}, not 11.4"
+    assert mismatch("mysql", None, *DEBIAN) == f"runs mariadb ({DEBIAN[0]}), not mysql"
+    assert mismatch("mysql", "8.0", "8.0.36", "MySQL Community Server - GPL") is None
+    why = mismatch("mysql", None, "8.4.2", "MySQL Community Server - GPL")
+    assert why is not None and "8.4 removed" in why
+
+
+class _Node:
+    def __init__(self, name: str, version: str, comment: str) -> None:
+        self.name, self.row = name, {"v": version, "c": comment}
+
+    def sql(self, statement: str, timeout: float = 5.0) -> list[dict[str, Any]]:
+        return [self.row]
+
+
+def test_check_names_every_wrong_node_and_what_decides() -> None:
+    nodes = [_Node("db1", *DEBIAN), _Node("db2", "11.4.3-MariaDB", ""), _Node("db3", *DEBIAN)]
+    check("mariadb", None, nodes, "how")
+    with pytest.raises(ComponentError) as e:
+        check("mariadb", "10.11", nodes, "an image decides")
+    msg = str(e.value)
+    assert "db2 runs mariadb 11.4.3-MariaDB, not 10.11" in msg
+    assert "db1" not in msg and "an image decides" in msg
