@@ -469,10 +469,14 @@ class Builder(Transformer[Token, Any]):
             if st.kind in allowed:
                 kept.append(st)
                 continue
+            members = {"primary", "replicas", "node", "nodes", "members"}
+            owners = [k for k, stmts in TOPOLOGY_STATEMENTS.items() if st.kind in stmts]
             self.error(
                 st.span,
                 f"'{word(st.kind)}' does not belong in a {kind} topology",
-                f"a {kind} topology lists its nodes with: {member_example}",
+                f"a {kind} topology lists its nodes with: {member_example}"
+                if st.kind in members or not owners else
+                f"'{word(st.kind)}' belongs in a {' or '.join(owners)} topology",
             )
         one = self.singles(kept, f"this {kind} topology",
                            frozenset({"delay", "config", "image"}))
@@ -1137,8 +1141,8 @@ class Builder(Transformer[Token, Any]):
         ok = True
         if args is not None:
             subject, subject_span = str(args[0]), token_span(args[0])
-            if args[1] is not None:
-                on, on_span = str(args[1]), token_span(args[1])
+            if args[1] is not None:  # an Endpoint: a node, or router.writer/reader
+                on, on_span = args[1].name, args[1].span
             if args[2] is not None:
                 code = self.whole(args[2], "code")
                 ok = code is not None

@@ -16,6 +16,12 @@ from typing import Literal
 SubjectKind = Literal["workload", "node", "optional_workload"]
 
 WRITE_WORKLOADS = frozenset({"probe", "unique_writes", "read_your_writes", "unique_insert"})
+# where split_brain is not defined: its figure is NULL (lab.checkers.split_brain), and lab
+# check refuses an expectation of it (dsl.validate)
+SPLIT_BRAIN_UNDEFINED = {
+    "primary_primary": "two primaries take writes by design: split brain is not defined there",
+    "mongodb_replset": "not measured on MongoDB replica sets",
+}
 _PERCENTILES = ("p50", "p90", "p95", "p99", "max", "mean")
 
 

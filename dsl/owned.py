@@ -52,8 +52,9 @@ _RELAY = (
     "renaming them on a replica breaks its replication"
 )
 _GALERA = (
-    "the lab wires the Galera cluster: node names, addresses and ports of the run's block; "
-    "tune the provider with wsrep_provider_options"
+    "the lab wires the Galera cluster (node names, addresses and ports of the run's block); "
+    "the provider's other options are yours: "
+    "wsrep_provider_options = \"gcache.size=128M; evs.suspect_timeout=PT5S\""
 )
 _READ_ONLY = (
     "the lab sets read_only by role (replicas ON, writers OFF; promote flips it); to change "

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from dsl.actions import ROUTER_WRITER, describe, takes_router_writer
 from dsl.errors import LanguageError, sorted_errors
-from dsl.metrics import METRICS, resolve_stat
+from dsl.metrics import METRICS, SPLIT_BRAIN_UNDEFINED, resolve_stat
 from dsl.models import (
     NO_SPAN,
     Action,
@@ -498,7 +498,7 @@ class _Validator:
                 self.error(
                     w.span,
                     f"workload '{w.name}' does not say where it writes",
-                    "add: write router.writer",
+                    f"add: write {self.example_writer()}",
                 )
             elif len(w.targets) > 1:
                 self.error(
@@ -508,7 +508,8 @@ class _Validator:
                 )
             if not w.reads:
                 self.error(
-                    w.span, f"workload '{w.name}' does not say where it reads", "add: read db2, db3"
+                    w.span, f"workload '{w.name}' does not say where it reads",
+                    f"add: read {self.example_readers()}",
                 )
         elif not w.targets:
             self.error(
@@ -881,6 +882,20 @@ class _Validator:
         if self.kind == "mongodb_replset":
             self.error(a.span, "'execute' runs SQL; this topology runs MongoDB")
 
+    def example_writer(self) -> str:
+        """Where this experiment's writes would go, for a hint: the router, else the first
+        writer."""
+        if self.exp.router is not None:
+            return "router.writer"
+        writers = [n.name for n in self.node_list if n.role != "replica"]
+        return (writers or [n.name for n in self.node_list] or ["db1"])[0]
+
+    def example_readers(self) -> str:
+        """Where this experiment's reads could go, for a hint: the replicas, else every
+        node."""
+        replicas = [n.name for n in self.node_list if n.role == "replica"]
+        return listing(replicas or [n.name for n in self.node_list] or ["db2"])
+
     def replicas(self) -> str:
         return listing(n.name for n in self.node_list if n.role == "replica")
 
@@ -1007,6 +1022,18 @@ class _Validator:
 
     def check_metric(self, m: Metric, value: Quantity | None) -> None:
         spec = METRICS[m.name]
+        if m.name == "failover" and not self.promotes():
+            self.error(m.span, "failover measures the first promote, and this experiment has "
+                       "none: the figure would be unknown",
+                       f"promote a replica: at 10s promote {self.first_replica()}"
+                       if self.kind in ("replication", "mongodb_replset") else
+                       f"a {self.kind} topology has no promote: downtime(w) is what the "
+                       "clients saw")
+        if m.name == "split_brain" and self.kind in SPLIT_BRAIN_UNDEFINED:
+            self.error(m.span, f"split_brain is unknown on {self.kind}: "
+                       f"{SPLIT_BRAIN_UNDEFINED[self.kind]}",
+                       "on two primaries, lost_writes and divergence say what the "
+                       "conflicts did" if self.kind == "primary_primary" else None)
         subject_span = m.subject_span if m.subject_span != NO_SPAN else m.span
         workload: Workload | None = None
         if spec.subject == "node":
@@ -1095,7 +1122,7 @@ class _Validator:
         as a replica (it rejoins), so replica figures may name it."""
         actions = [t.action for t in self.exp.timeline] + [
             a for s in self.exp.steps for a in s.actions
-        ]
+        ] + [t.action for t in self.exp.triggers]
         return any(isinstance(a, Promote) for a in actions)
 
     def check_on(self, m: Metric, allowed: bool, workload: Workload | None) -> None:
@@ -1103,10 +1130,23 @@ class _Validator:
         if not allowed:
             self.error(on_span, f"'on' does not apply to {m.name}")
             return
+        endpoints = [] if workload is None else [
+            e.name for e in list(workload.targets) + list(workload.reads)]
+        if m.name == "downtime" and workload is not None:
+            # downtime is measured per endpoint: `on` names one of the workload's
+            if m.on not in endpoints:
+                self.error(on_span, f"'{m.on}' is not an endpoint of workload "
+                           f"'{workload.name}' ({listing(endpoints)}): downtime(w on E) is "
+                           "what w saw through endpoint E",
+                           did_you_mean(m.on or "", endpoints))
+            return
+        if (m.on or "").startswith("router."):
+            self.error(on_span, f"{m.name}(w on N) names the node that answered, not a "
+                       "router endpoint", f"a node: {listing(self.nodes)}")
+            return
         info = self.node(NodeRef(name=m.on or "", span=on_span))
         if info is None or workload is None or m.name == "divergence":
             return  # divergence(w on n): the rows of w's tables on any node
-        endpoints = [e.name for e in list(workload.targets) + list(workload.reads)]
         if any(e.startswith("router.") for e in endpoints):
             return
         if info.name not in endpoints:

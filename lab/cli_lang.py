@@ -158,8 +158,8 @@ def schedule_rows(plan: Plan) -> list[tuple[str, str]]:
         if timed.lasts is not None and back is not None:
             ends = timed.at + timed.lasts
             rows.append((ends, i, f"at {seconds(ends)}",
-                         f"{describe(back)} (ends the fault at {seconds(timed.at)}, "
-                         f"{seconds(timed.lasts)} after it started)"))
+                         f"{describe(back)} (ends the fault of {seconds(timed.at)}: "
+                         f"{seconds(timed.lasts)} after it took effect)"))
     return [(when, words) for _, _, when, words in sorted(rows, key=lambda r: (r[0], r[1]))]
 
 

@@ -24,6 +24,7 @@ from runners.errors import ComponentError
 from runners.mysql import Credentials
 from runners.node import SandboxNode
 from runners.runtime import Run
+from runners.server_identity import version_matches, version_numbers
 
 DEBIAN_BIN_LINKS = ("mariadb", "mysql", "aria_", "myisam", "my_print_defaults", "resolveip",
                     "innochecksum", "perror", "replace", "msql2mysql")
@@ -137,19 +138,45 @@ class SandboxRequest:
     post_grants: list[str]
 
 
+def unpacked(root: Path, flavor: str, version: str | None) -> list[str]:
+    """The versions unpacked under ``root`` (dbdeployer's sandbox-binary: one directory per
+    version, with the ``FLAVOR`` file ``dbdeployer unpack`` writes) of ``flavor`` that begin
+    with ``version`` (``8.0`` matches ``8.0.36``), newest first."""
+    found: list[tuple[tuple[int, ...], str]] = []
+    for d in root.iterdir() if root.is_dir() else []:
+        numbers = version_numbers(d.name)
+        if not d.is_dir() or not numbers:
+            continue
+        marker = d / "FLAVOR"
+        if marker.is_file() and marker.read_text().strip() != flavor:
+            continue
+        if version and not version_matches(version, d.name):
+            continue
+        found.append((numbers, d.name))
+    return [name for _, name in sorted(found, reverse=True)]
+
+
 def sandbox_binary(engine_flavor: str, version: str | None) -> tuple[Path, str]:
+    """(sandbox-binary directory, version) for ``engine FLAVOR [VERSION]``: under
+    ``LAB_SANDBOX_BINARY`` the newest unpacked version of the flavor that begins with the
+    one given; MariaDB without it, or without a match there, is this machine's."""
     custom = os.environ.get("LAB_SANDBOX_BINARY")
-    if custom and version:
-        if not (Path(custom) / version).is_dir():
-            raise ComponentError("dbdeployer", f"no {engine_flavor} {version} in "
-                                 f"LAB_SANDBOX_BINARY={custom} (unpack a tarball there)")
-        return Path(custom), version
+    if custom and (engine_flavor != "mariadb" or version):
+        matches = unpacked(Path(custom), engine_flavor, version)
+        if matches:
+            return Path(custom), matches[0]
+        if engine_flavor != "mariadb":
+            have = ", ".join(unpacked(Path(custom), engine_flavor, None)) or "none"
+            raise ComponentError("dbdeployer", f"no {engine_flavor} {version or ''} in "
+                                 f"LAB_SANDBOX_BINARY={custom} ({engine_flavor} there: "
+                                 f"{have}; unpack a tarball there: dbdeployer unpack TARBALL "
+                                 "--sandbox-binary DIR)")
     if engine_flavor != "mariadb":
         raise ComponentError(
             "dbdeployer", f"engine {engine_flavor} needs its tarball unpacked under a directory "
             f"named by LAB_SANDBOX_BINARY (without it the lab runs the system's MariaDB only)")
     root, found = debian_basedir()
-    if version and not found.startswith(version):
+    if version and not version_matches(version, found):
         raise ComponentError("mariadbd", f"the experiment asks for MariaDB {version}, this "
                              f"machine has {found}; set LAB_SANDBOX_BINARY for other versions")
     return root, found

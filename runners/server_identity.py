@@ -31,7 +31,7 @@ def flavor_of(version: str, comment: str) -> str:
     return "mysql"
 
 
-def _numbers(version: str) -> tuple[int, ...]:
+def version_numbers(version: str) -> tuple[int, ...]:
     m = re.match(r"\d+(?:\.\d+)*", version.strip())
     return tuple(int(x) for x in m.group(0).split(".")) if m else ()
 
@@ -39,8 +39,8 @@ def _numbers(version: str) -> tuple[int, ...]:
 def version_matches(wanted: str, running: str) -> bool:
     """``wanted`` (``10.11``, ``8.0.36``) is a prefix, component by component, of the running
     server's version."""
-    want = _numbers(wanted)
-    have = _numbers(running)
+    want = version_numbers(wanted)
+    have = version_numbers(running)
     return bool(want) and have[:len(want)] == want
 
 
@@ -52,7 +52,7 @@ def mismatch(flavor: str, version: str | None, running: str, comment: str) -> st
         return f"runs {found} ({running}), not {flavor}"
     if version and not version_matches(version, running):
         return f"runs {flavor} {running}, not {version}"
-    if flavor != "mariadb" and _numbers(running)[:2] >= MYSQL_NEWEST_SPOKEN:
+    if flavor != "mariadb" and version_numbers(running)[:2] >= MYSQL_NEWEST_SPOKEN:
         return (f"runs {flavor} {running}: the lab speaks MySQL 8.0's replication statements "
                 "(SHOW SLAVE STATUS, CHANGE MASTER TO), which 8.4 removed")
     return None

@@ -133,7 +133,7 @@ def test_the_plan_shows_both_ends_of_a_fault_that_lasts() -> None:
     plan = plan_text(exp("at 10s kill router.writer for 2s", "at 20s pause db3 for good"))
     assert schedule_rows(plan) == [
         ("at 10s", "kill router.writer for 2s"),
-        ("at 12s", "start router.writer (ends the fault at 10s, 2s after it started)"),
+        ("at 12s", "start router.writer (ends the fault of 10s: 2s after it took effect)"),
         ("at 20s", "pause db3 for good (never undone)"),
     ]
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runners.errors import ComponentError
+from runners.sandbox import sandbox_binary, unpacked
 from runners.server_identity import check, flavor_of, mismatch, version_matches
 
 DEBIAN = ("10.11.19-MariaDB-0+deb12u1-log", "Debian 12")
@@ -52,3 +54,33 @@ def test_check_names_every_wrong_node_and_what_decides() -> None:
     msg = str(e.value)
     assert "db2 runs mariadb 11.4.3-MariaDB, not 10.11" in msg
     assert "db1" not in msg and "an image decides" in msg
+
+
+def _unpack(root: Path, version: str, flavor: str | None) -> None:
+    (root / version / "bin").mkdir(parents=True)
+    if flavor:
+        (root / version / "FLAVOR").write_text(flavor + "\n")
+
+
+def test_unpacked_versions_by_flavor_and_prefix(tmp_path: Path) -> None:
+    """dbdeployer's sandbox-binary: one directory per version, FLAVOR written by unpack."""
+    for v, f in (("8.0.36", "mysql"), ("8.0.4", "mysql"), ("8.0.39", "percona"),
+                 ("10.6.18", "mariadb"), ("5.7.44", None)):
+        _unpack(tmp_path, v, f)
+    (tmp_path / "notes").mkdir()
+    assert unpacked(tmp_path, "mysql", None) == ["8.0.36", "8.0.4", "5.7.44"]
+    assert unpacked(tmp_path, "mysql", "8.0") == ["8.0.36", "8.0.4"]
+    assert unpacked(tmp_path, "mysql", "8.0.3") == []  # 8.0.36 does not begin with 8.0.3
+    assert unpacked(tmp_path, "percona", "8") == ["8.0.39"]
+
+
+def test_sandbox_binary_picks_the_newest_match_or_says_what_is_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _unpack(tmp_path, "8.0.36", "mysql")
+    _unpack(tmp_path, "8.0.39", "percona")
+    monkeypatch.setenv("LAB_SANDBOX_BINARY", str(tmp_path))
+    assert sandbox_binary("mysql", "8.0") == (tmp_path, "8.0.36")
+    assert sandbox_binary("mysql", None) == (tmp_path, "8.0.36")
+    with pytest.raises(ComponentError) as e:
+        sandbox_binary("mysql", "5.7")
+    assert "mysql there: 8.0.36" in str(e.value)
