@@ -67,12 +67,29 @@ def kernel_lines(cgroup_root: Path = cgroups.CGROUP_ROOT, fuse: Path = Path("/de
     ]
 
 
+def sandbox_line(custom: str | None = None) -> str:
+    """MySQL and Percona Server for dbdeployer: what ``LAB_SANDBOX_BINARY`` holds."""
+    import os
+
+    from runners.sandbox import unpacked
+
+    custom = os.environ.get("LAB_SANDBOX_BINARY") if custom is None else custom
+    head = "MySQL / Percona Server 8.0 (engine mysql, percona; replication, single): "
+    tail = " — supported, not exercised here (no tarball is obtainable on this project's machine)"
+    if not custom:
+        return head + "LAB_SANDBOX_BINARY unset (unpack their tarballs with dbdeployer unpack " \
+            "into a directory and name it there)" + tail
+    found = [f"{flavor} {v}" for flavor in ("mysql", "percona")
+             for v in unpacked(Path(custom), flavor, None)]
+    return head + f"{custom}: " + (", ".join(found) or "no MySQL or Percona Server there") + tail
+
+
 def render(found: list[Found], console: Console, root: bool | None = None) -> None:
     """The components, then the root line (``root``: whether the lab runs as root; None:
     look)."""
     root = is_root() if root is None else root
     if not console.is_terminal:
-        for line in [*plain_lines(found), *kernel_lines(), root_line(root)]:
+        for line in [*plain_lines(found), *kernel_lines(), sandbox_line(), root_line(root)]:
             console.print(Text(line), soft_wrap=True)
         return
     table = Table(title="replica-chaos-lab components", show_lines=False)
@@ -82,7 +99,7 @@ def render(found: list[Found], console: Console, root: bool | None = None) -> No
         style = {"ok": "green", "missing": "red"}.get(f.status, "yellow")
         table.add_row(f.name, f"[{style}]{f.status}[/]", f.version or "-", f.path or "-", note(f))
     console.print(table)
-    for line in kernel_lines():
+    for line in [*kernel_lines(), sandbox_line()]:
         console.print(Text(line), soft_wrap=True)
     if root:
         console.print(Text(ROOT_YES))

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from lab.cli import build_parser
-from lab.doctor import exit_status, kernel_lines, render
+from lab.doctor import exit_status, kernel_lines, render, sandbox_line
 from runners import components
 from runners.components import SPEC_BY_NAME, Found, MissingComponent
 
@@ -84,9 +84,11 @@ def test_doctor_without_a_terminal_prints_one_plain_line_per_component() -> None
     out = io.StringIO()
     render(_found(), Console(file=out, width=80), root=True)
     lines = out.getvalue().splitlines()
-    kernel = len(kernel_lines())  # then the kernel's lines (cgroups, /dev/fuse), then root
-    assert [line.split()[0] for line in lines[:-1 - kernel]] == list(SPEC_BY_NAME)
-    assert lines[-1 - kernel:-1] == kernel_lines()
+    # then the kernel's lines (cgroups, /dev/fuse), the MySQL tarballs' line, then root
+    kernel = len(kernel_lines())
+    assert [line.split()[0] for line in lines[:-2 - kernel]] == list(SPEC_BY_NAME)
+    assert lines[-2 - kernel:-2] == kernel_lines()
+    assert lines[-2] == sandbox_line() and "not exercised here" in lines[-2]
     assert lines[-1].startswith("root: yes")
     assert not any(ch in out.getvalue() for ch in "┃│┏━")
     mongod = next(line for line in lines if line.startswith("mongod"))
@@ -98,3 +100,12 @@ def test_doctor_on_a_terminal_draws_a_table() -> None:
     out = io.StringIO()
     render(_found(), Console(file=out, width=120, force_terminal=True), root=True)
     assert "replica-chaos-lab components" in out.getvalue() and "┃" in out.getvalue()
+
+
+def test_doctor_lists_the_mysql_tarballs_unpacked(tmp_path: Path) -> None:
+    for v, flavor in (("8.0.36", "mysql"), ("8.0.39", "percona"), ("10.6.18", "mariadb")):
+        (tmp_path / v).mkdir()
+        (tmp_path / v / "FLAVOR").write_text(flavor)
+    line = sandbox_line(str(tmp_path))
+    assert f"{tmp_path}: mysql 8.0.36, percona 8.0.39 —" in line
+    assert "10.6" not in line
