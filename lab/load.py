@@ -348,7 +348,7 @@ class Load:
 
         beat = HeartbeatWriter(primary_addr, topo.admin, self.stop,
                                self.facts.on_primary_position)
-        lag = LagSampler(replicas, topo.admin, self.emit, beat.beating, self.stop)
+        lag = LagSampler(replicas, topo.admin, self.emit, lambda: beat.latest_ts, self.stop)
         beat.start()
         lag.start()
         self.bg += [beat, lag]

@@ -322,12 +322,8 @@ class HeartbeatWriter:
         self.on_position = on_position
         self.interval = interval
         self.schema = schema
-        self.last_beat = 0.0  # monotonic time of the last beat that succeeded
+        self.latest_ts = 0  # the ts (wall clock, µs) the last committed beat wrote; 0: none
         self.thread = threading.Thread(target=self._run, daemon=True, name="heartbeat")
-
-    def beating(self, within: float = 0.5) -> bool:
-        """The primary took a heartbeat within the last ``within`` seconds."""
-        return time.monotonic() - self.last_beat < within
 
     def start(self) -> None:
         self.thread.start()
@@ -359,16 +355,17 @@ class HeartbeatWriter:
                         cur.execute(HEARTBEAT_SESSION)
                     cur.close()
                 cur = conn.cursor()
+                ts = time.time_ns() // 1000
                 cur.execute(f"UPDATE `{self.schema}`.heartbeat SET ts = %s WHERE id = 1",
-                            (time.time_ns() // 1000,))
+                            (ts,))  # autocommit: committed when it returns
                 row = None
                 if mariadb:
                     cur.execute("SELECT @@gtid_binlog_pos")
                     row = cur.fetchone()
                 cur.close()
+                self.latest_ts = ts
                 if row:
                     self.on_position(parse_gtid(str(row[0])))
-                self.last_beat = time.monotonic()
             except Exception:  # noqa: BLE001
                 with contextlib.suppress(Exception):
                     if conn is not None:
@@ -380,17 +377,28 @@ class HeartbeatWriter:
                 conn.close()
 
 
+def lag_seconds(replica_ts: int, latest_ts: int) -> float:
+    """A replica's lag from heartbeat timestamps (µs of this machine's wall clock, written by
+    the lab): how much older its heartbeat row is than the primary's last committed beat;
+    never negative."""
+    return max(0.0, (latest_ts - replica_ts) / 1e6)
+
+
 class LagSampler:
     """Reads the heartbeat on every replica every ``interval`` seconds and emits
-    ``("lag", replica, time_ns, {"lag": seconds})`` (NaN: unreadable). Lag is only defined
-    while the primary takes heartbeats (``beating()``): when it is down (before a promote)
-    the replicas are not behind anything. ``replicas()`` is asked every tick."""
+    ``("lag", replica, time_ns, {"lag": seconds})`` (NaN: unreadable): how much older the
+    replica's heartbeat row is than the primary's last committed beat (``latest()``: the
+    writer's ``latest_ts``; ``lag_seconds``). While the primary beats (every 50 ms) this is
+    pt-heartbeat's figure less up to one beat; when it stops committing (down, paused, cut
+    off) the lag stays what the replica still has to apply: a replica that applied everything
+    is 0 behind, not behind by the time since the primary died. ``replicas()`` is asked every
+    tick."""
 
     def __init__(self, replicas: Callable[[], Mapping[str, Address]], creds: Credentials,
-                 emit: Emit, beating: Callable[[], bool], stop: threading.Event,
+                 emit: Emit, latest: Callable[[], int], stop: threading.Event,
                  interval: float = 0.1, schema: str = HEARTBEAT_SCHEMA) -> None:
         self.replicas, self.creds, self.emit = replicas, creds, emit
-        self.beating, self.stop = beating, stop
+        self.latest, self.stop = latest, stop
         self.interval = interval
         self.schema = schema
         self.thread = threading.Thread(target=self._run, daemon=True, name="lag")
@@ -412,8 +420,9 @@ class LagSampler:
                     cur.execute(f"SELECT ts FROM `{self.schema}`.heartbeat WHERE id = 1")
                     row = cur.fetchone()
                     cur.close()
-                    if row and int(row[0]) > 0 and self.beating():
-                        lag = max(0.0, time.time() - int(row[0]) / 1e6)
+                    latest = self.latest()
+                    if row and int(row[0]) > 0 and latest > 0:
+                        lag = lag_seconds(int(row[0]), latest)
                         self.emit("lag", name, time.monotonic_ns(), {"lag": lag})
                 except Exception:  # noqa: BLE001 - an unreadable replica: unknown, not a gap
                     self.emit("lag", name, time.monotonic_ns(), {"lag": float("nan")})

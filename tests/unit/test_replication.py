@@ -162,3 +162,13 @@ def test_change_master_on_mysql_uses_auto_position() -> None:
     assert "MASTER_AUTO_POSITION=0" in stmt and "MASTER_USE_GTID" not in stmt
     assert "MASTER_AUTO_POSITION=1" in " ".join(
         repoint(23002, REPL, "current_pos", read_only=True, flavor="mysql"))
+
+
+def test_lag_is_how_much_older_the_replicas_beat_is_than_the_primarys_last() -> None:
+    """A replica that applied everything its dead primary committed is 0 behind, not behind by
+    the time since the death (it grew by 0.4 s in the 0.5 s after a kill, measured)."""
+    from runners.replication import lag_seconds
+
+    assert lag_seconds(10_000_000, 10_000_000) == 0.0
+    assert lag_seconds(5_000_000, 7_100_000) == pytest.approx(2.1)
+    assert lag_seconds(7_200_000, 7_100_000) == 0.0  # read before the writer recorded its beat
