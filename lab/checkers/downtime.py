@@ -9,7 +9,10 @@ reason:
 - or an operation took longer than ``STALL`` (200 ms) and then succeeded: a hang (a paused
   server, a lock, a full disk) is downtime too, whatever it ends in (a *stall window*). It opens
   at the last ``ok`` completion before, or at the slow operation's invoke when the endpoint had
-  been idle longer than ``STALL`` before it (a reader waiting for work is not down).
+  been idle longer than ``STALL`` before it (a reader waiting for work is not down). When
+  another client's operation succeeded during the hang, the window would open at that success:
+  it is an outage only if what is left is longer than ``STALL`` (four clients hung together
+  through an outage are one window, not one plus three of a fraction of a millisecond).
 
 The first ``ok`` completed after it closes the window at its completion. A duplicate-key error
 (1062 / 11000) is an answer from a working server: it counts as an ok.
@@ -115,8 +118,8 @@ class _Tracker:
                 opened = last if last is not None and c.start - last <= STALL else c.start
                 if last is None:
                     self.windows.append(Window(self.first_start, end, from_start=True))
-                elif end > opened:
-                    self.windows.append(Window(opened, end))
+                elif end - opened > STALL:  # another client's success during the hang
+                    self.windows.append(Window(opened, end))  # leaves less: no outage
             if self.last_ok is None or end > self.last_ok:
                 self.last_ok = end
             return

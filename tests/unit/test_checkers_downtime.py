@@ -219,3 +219,26 @@ def test_total_is_the_union_across_workloads_not_the_sum() -> None:
     m = run(history(a, b), ctx(0, 4)).metrics
     assert m["subjects"]["a"]["total"] == pytest.approx(3.0)
     assert m["total"] == pytest.approx(3.0)  # both down at the same time: 3 s, not 6 s
+
+
+def test_clients_hung_together_through_an_outage_are_one_window() -> None:
+    """Four clients' writes started during an outage all succeed within a millisecond when it
+    ends (measured on Galera after a pause): the first closes the error window; the others'
+    hangs leave no time without a success, so they add no window (they added three of
+    0.2–0.4 ms, and `downtime.count` read 5 where 2 was right)."""
+    ops = [*op(1, "write", 0.0, 0.001, workload="w", endpoint="r", key=1),
+           *op(1, "write", 0.01, 1.0, "fail", workload="w", endpoint="r", key=2, error=2013)]
+    for i, (t0, t1) in enumerate([(1.5, 2.4964), (1.5, 2.4968), (1.5, 2.4970),
+                                  (1.5, 2.4973)], start=2):
+        ops += op(i, "write", t0, t1, workload="w", endpoint="r", key=10 + i)
+    w = run(history(ops), ctx(0, 3)).metrics["subjects"]["w"]
+    assert w["count"] == 1 and w["stalls"] == 0
+    assert w["longest"] == pytest.approx(2.4964 - 0.001, abs=1e-6)
+
+
+def test_a_hang_longer_than_the_threshold_after_another_clients_success_is_a_stall() -> None:
+    ops = [*op(1, "write", 0.0, 0.001, workload="w", endpoint="r", key=1),
+           *op(2, "write", 0.0005, 0.5, workload="w", endpoint="r", key=2)]
+    w = run(history(ops), ctx(0, 1)).metrics["subjects"]["w"]
+    assert w["count"] == 1 and w["stalls"] == 1
+    assert w["longest"] == pytest.approx(0.499, abs=1e-6)
