@@ -81,6 +81,7 @@ METRICS: dict[str, MetricSpec] = {
         "_stale_reads",
         workload_kinds=frozenset({"read_your_writes"}),
         on=True,
+        open_label="writes never seen",
     ),
     "duplicate_keys": MetricSpec(
         "workload",

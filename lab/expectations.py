@@ -34,6 +34,7 @@ from dsl.metrics import resolve_stat
 from dsl.models import Expectation, Metric, Quantity, UnitKind
 from lab.checkers.base import CheckContext, CheckResult, summary
 from lab.checkers.downtime import error_label
+from lab.checkers.stale_reads import visibility_lower_bound
 from lab.history import NS, Op
 
 _NEVER = 2**63  # sorts after every completion time
@@ -448,11 +449,15 @@ def _stale_reads(inp: Inputs) -> Measured:
         return Measured(0.0, unit, stat, note="no stale read")
     value = _number(raw, f"no stale_reads .{stat}")
     if path.startswith("visibility"):
-        never = _get(subj, "visibility.never_seen") or 0
-        note = f"{format_count(_get(subj, 'visibility.count') or 0)} writes read back"
+        vis = _get(subj, "visibility") or {}
+        never = vis.get("never_seen") or 0
+        note = f"{format_count(vis.get('seen') or 0)} writes read back"
+        lower = visibility_lower_bound(vis, path.split(".", 1)[1], value)
         if never:
             note += f", {format_count(never)} never seen"
-        return Measured(value, unit, stat, note=note)
+            if lower:
+                note += " (their time is longer than the last read that missed them)"
+        return Measured(value, unit, stat, lower, note)
     n_eligible = subj.get("eligible_reads")
     note = (f"of {format_count(n_eligible)} eligible reads" if isinstance(n_eligible, int | float)
             else "")

@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from lab.checkers.stale_reads import visibility_lower_bound
 from lab.claims import claim_lines
 from lab.expectations import figure_clause, format_count, format_value
 
@@ -213,8 +214,7 @@ def _visibility(figs: dict[str, Any], stat: str) -> str | None:
         return None
     v = float(vis[stat])
     text = fmt_duration(v)
-    bound = _float(vis.get("unseen_min_bound"))
-    if (vis.get("unseen") or 0) > 0 and bound is not None and bound <= v:
+    if visibility_lower_bound(vis, stat, v):
         text = f"≥ {text}"
     res = vis.get("resolution")
     if _num(res):

@@ -33,6 +33,7 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
+from lab.checkers.stale_reads import visibility_lower_bound
 from lab.expectations import format_count
 from lab.report import (
     RYW,
@@ -200,8 +201,7 @@ def _vis_stat(vis: dict[str, Any], stat: str) -> str:
     if not _num(v):
         return UNKNOWN
     text = fmt_duration(v)
-    bound = vis.get("unseen_min_bound")
-    if (vis.get("unseen") or 0) > 0 and _num(bound) and float(bound) <= float(v):
+    if visibility_lower_bound(vis, stat, float(v)):
         text = f"≥ {text}"
     return text
 

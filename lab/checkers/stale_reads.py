@@ -297,6 +297,18 @@ class Visibility:
         return out
 
 
+def visibility_lower_bound(vis: dict[str, Any], stat: str, value: float) -> bool:
+    """Whether a visibility statistic is only a lower bound: writes never seen pool in with
+    the time to the last read that missed them (their true time is longer), so a percentile
+    (or max) at or above the smallest of those bounds could be higher, and a mean with any of
+    them is."""
+    unseen = int(vis.get("unseen") or 0)
+    bound = vis.get("unseen_min_bound")
+    if unseen <= 0 or not isinstance(bound, int | float):
+        return False
+    return stat == "mean" or float(bound) <= value
+
+
 def _visibility(keys: dict[int, KeyWrites], looks: list[Look]) -> Visibility:
     """For one node: when did each acknowledged write of a key it was read for become visible
     there? The time is from the write's acknowledgement to the completion of the first read

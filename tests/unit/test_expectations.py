@@ -307,3 +307,25 @@ def test_every_metric_of_the_language_names_its_reader() -> None:
     from lab.expectations import READERS
 
     assert {spec.reader for spec in METRICS.values()} == set(READERS)
+
+
+def test_visibility_with_writes_never_seen_is_a_lower_bound() -> None:
+    """A delayed replica: writes acknowledged at 1 s, 2 s, 3 s; reads of db3 see the first
+    after 4.6 s, never the other two (the last read missed them 3.8 s and 3.2 s after their
+    acks). p50 and max can only be bounds (`p50 < 6s` must not pass), and say so."""
+    h = history(
+        op(1, "write", 0.9, 1.0, key=1, value=1, workload="ryw", endpoint="db1"),
+        op(1, "write", 1.9, 2.0, key=2, value=1, workload="ryw", endpoint="db1"),
+        op(1, "write", 2.9, 3.0, key=3, value=1, workload="ryw", endpoint="db1"),
+        op(2, "read", 5.5, 5.6, key=1, value=1, workload="ryw", endpoint="db3", node="db3"),
+        op(2, "read", 5.7, 5.8, key=2, value=None, workload="ryw", endpoint="db3", node="db3"),
+        op(2, "read", 6.1, 6.2, key=3, value=None, workload="ryw", endpoint="db3", node="db3"),
+    )
+    c = ctx(0, 7)
+    res = run_checkers(h, c)
+    p50 = evaluate(expect("stale_reads", "<", "6s", subject="ryw", stat="p50"), res, c)
+    assert p50.lower_bound and p50.passed is None, p50.explanation
+    assert "stale_reads(ryw).p50 ≥ 3.80 s (writes never seen" in p50.explanation
+    assert "2 never seen" in p50.explanation and "1 writes read back" in p50.explanation
+    assert evaluate(expect("stale_reads", ">", "3s", subject="ryw", stat="max"), res,
+                    c).passed is True
