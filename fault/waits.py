@@ -16,6 +16,7 @@ from fault.context import ActionFailed, Context, Detail, Handler
 from runners import replication as repl
 from runners.errors import ComponentError
 from runners.mysql import wait_until as poll
+from runners.node import Node
 
 
 def answers(ctx: Context, name: str) -> bool:
@@ -67,7 +68,11 @@ def _check(ctx: Context, cond: str, name: str | None) -> Callable[[], bool]:
         return lambda: replication.downloaded(ctx, name)
     if cond == "synced":
         synced = [name] if name else list(topo.nodes)
-        return lambda: all(repl.synced(ctx.node(n)) for n in synced)
+
+        def others(n: str) -> list[Node]:
+            return [ctx.node(o) for o in topo.nodes if o != n and o not in ctx.down]
+
+        return lambda: all(repl.synced_in_cluster(ctx.node(n), others(n)) for n in synced)
     if cond == "primary_elected":
         return lambda: primary_elected(ctx)
     assert name is not None

@@ -171,8 +171,9 @@ class CellFacts:
         if self.plan.topology == "galera":
             try:
                 for node in running.values():
-                    wait_until(partial(replication.synced, node), timeout, "synced",
-                               node.component)
+                    others = [o for o in running.values() if o is not node]
+                    wait_until(partial(replication.synced_in_cluster, node, others), timeout,
+                               "synced", node.component)
             except ComponentError as e:
                 return False, str(e)
             return True, ""

@@ -200,6 +200,38 @@ def synced(node: SqlNode, timeout: float = 1.0) -> bool:
     return bool(rows) and str(rows[0]["Value"]) == WSREP_SYNCED
 
 
+GALERA_STATE = ("SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_local_state', "
+                "'wsrep_cluster_status', 'wsrep_cluster_conf_id', 'wsrep_ready')")
+
+
+def galera_state(node: SqlNode, timeout: float = 1.0) -> dict[str, str]:
+    """The node's wsrep_local_state, wsrep_cluster_status, wsrep_cluster_conf_id and
+    wsrep_ready, lower-case names without the prefix."""
+    rows = node.sql(GALERA_STATE, timeout=timeout)
+    return {str(r["Variable_name"]).lower().removeprefix("wsrep_"): str(r["Value"])
+            for r in rows}
+
+
+def synced_in_cluster(node: SqlNode, others: Sequence[SqlNode]) -> bool:
+    """The Galera node is Synced, ready, in a Primary component, and that component is the
+    current one: no other node that answers is in a Primary component of a later view. A
+    node resumed after a pause still shows its old view as Primary and Synced until it learns
+    it was left out (measured: 4 s after the resume): ``synced`` alone accepts it."""
+    st = galera_state(node)
+    if st.get("local_state") != WSREP_SYNCED or st.get("cluster_status") != "Primary" or \
+            st.get("ready", "").upper() != "ON":
+        return False
+    view = int(st.get("cluster_conf_id") or -1)
+    for other in others:
+        try:
+            o = galera_state(other, timeout=0.5)
+        except Exception:  # noqa: BLE001 - down or paused: it says nothing about the view
+            continue
+        if o.get("cluster_status") == "Primary" and int(o.get("cluster_conf_id") or -1) > view:
+            return False
+    return True
+
+
 def last_committed(node: SqlNode, timeout: float = 2.0) -> int:
     """``wsrep_last_committed``: the Galera node's position."""
     return int(node.sql("SHOW GLOBAL STATUS LIKE 'wsrep_last_committed'",

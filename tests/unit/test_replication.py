@@ -172,3 +172,27 @@ def test_lag_is_how_much_older_the_replicas_beat_is_than_the_primarys_last() -> 
     assert lag_seconds(10_000_000, 10_000_000) == 0.0
     assert lag_seconds(5_000_000, 7_100_000) == pytest.approx(2.1)
     assert lag_seconds(7_200_000, 7_100_000) == 0.0  # read before the writer recorded its beat
+
+
+def _galera(name: str, state: str, status: str, view: int, ready: str = "ON") -> FakeNode:
+    from runners.replication import GALERA_STATE
+
+    return FakeNode(name, {GALERA_STATE: [
+        {"Variable_name": "wsrep_local_state", "Value": state},
+        {"Variable_name": "wsrep_cluster_status", "Value": status},
+        {"Variable_name": "wsrep_cluster_conf_id", "Value": str(view)},
+        {"Variable_name": "wsrep_ready", "Value": ready}]})
+
+
+def test_a_resumed_galera_node_with_its_old_view_is_not_synced() -> None:
+    """g1 resumed after a pause still says Synced in Primary view 2 while g2 and g3 are in
+    view 3 without it (measured for 4 s after the resume)."""
+    from runners.replication import synced_in_cluster
+
+    g1 = _galera("g1", "4", "Primary", 2)
+    g2, g3 = _galera("g2", "4", "Primary", 3), _galera("g3", "4", "Primary", 3)
+    assert not synced_in_cluster(g1, [g2, g3])
+    assert synced_in_cluster(_galera("g1", "4", "Primary", 4),
+                             [_galera("g2", "4", "Primary", 4), FakeNode("g3")])
+    assert not synced_in_cluster(_galera("g1", "4", "non-Primary", 4), [])
+    assert not synced_in_cluster(_galera("g1", "4", "Primary", 4, ready="OFF"), [])
