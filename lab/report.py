@@ -80,6 +80,7 @@ class CellInfo:
 
     kinds: dict[str, str] = field(default_factory=dict)  # workload -> kind; empty: unknown
     topology: str | None = None
+    readers: frozenset[str] = frozenset()  # workloads that only read (probe operation read)
 
     def kind(self, workload: str) -> str | None:
         return self.kinds.get(workload)
@@ -97,7 +98,8 @@ def cell_info(summary: dict[str, Any], cell: dict[str, Any]) -> CellInfo:
             if isinstance(k, str):
                 kinds[str(name)] = k
     topology = cell.get("topology") or summary.get("topology")
-    info = CellInfo(kinds, topology if isinstance(topology, str) else None)
+    readers = frozenset(str(w) for w in cell.get("read_only_workloads") or [])
+    info = CellInfo(kinds, topology if isinstance(topology, str) else None, readers)
     if not kinds:
         stale = _subjects(cell, "stale_reads")
         for s, figs in stale.items():

@@ -41,6 +41,8 @@ def summary(outcome: RunOutcome) -> dict[str, Any]:
                 "notes": c.notes,
                 "faults": c.faults,
                 "workloads": {w.name: w.kind for w in c.cell.workloads},
+                "read_only_workloads": [w.name for w in c.cell.workloads
+                                        if w.kind == "probe" and w.operation == "read"],
                 "expectations": [e.to_json() for e in c.expectations],
                 "reports": c.reports,
                 "measurements": {name: r.metrics for name, r in c.results.items()},

@@ -290,7 +290,8 @@ def workload_row(cell: dict[str, Any], w: str, info: CellInfo) -> dict[str, str]
         out["lost writes"] = text
     elif lost is not None and w in (lost.get("unchecked_workloads") or []):
         out["lost writes"] = "unknown (no final state)"
-    elif kind in WRITE_KINDS or (kind is None and lost is None and cell.get("measurements")):
+    elif (kind in WRITE_KINDS and w not in info.readers) or (
+            kind is None and lost is None and cell.get("measurements")):
         out["lost writes"] = UNKNOWN
     errs = _subjects(cell, "errors").get(w)
     out["errors"] = errors_text([errs]) if errs else UNKNOWN

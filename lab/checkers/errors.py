@@ -1,5 +1,9 @@
 """errors: failed and unknown-outcome operations per workload and per node, by error code.
 
+Per node, the operations that node answered; the operations through the router that no server
+answered (refused, timed out before a server was reached) are ``w on router.writer`` (or
+``router.reader``), their ratio of every operation sent through that endpoint.
+
 The code is the server/client error number (``"1062"``, ``"2013"``); without one, ``"timeout"``
 for an ``info``, ``"fail"`` for a ``fail``, ``"incomplete"`` for an operation that never
 completed. ``ratio`` = errors / operations; ``per_second`` = errors per second of the load.
@@ -49,8 +53,11 @@ class Counts:
 
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     per_node: dict[tuple[str, str], Counts] = {}
+    routed: dict[tuple[str, str], int] = defaultdict(int)  # operations sent through a router
     get = per_node.get
     for c in ctx.paired(history).ops:
+        if c.endpoint.startswith("router."):
+            routed[(c.workload, c.endpoint)] += 1
         k = (c.workload, c.node or c.endpoint)
         nc = get(k)
         if nc is None:
@@ -64,6 +71,9 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     per_w: dict[str, Counts] = defaultdict(Counts)
     for (w, _), nc in per_node.items():
         per_w[w].add(nc)
+    for k, n in routed.items():  # no server answered them: of every operation sent there
+        if k in per_node:
+            per_node[k].ops = n
     sysbench: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     for s in ctx.samples:
         if s.series != SYSBENCH:

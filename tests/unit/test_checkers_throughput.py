@@ -112,6 +112,19 @@ def test_errors_by_code_workload_and_node() -> None:
     assert s["w on db2"]["by_code"] == {"2013": 1, "fail": 1}
 
 
+def test_errors_through_a_router_that_no_server_answered_are_a_share_of_all_sent_there(
+        ) -> None:
+    """4 writes through router.writer: 3 answered by db1, 1 refused before any server.
+    The refused one is `w on router.writer`, 1 of the 4 sent there (it read 100%)."""
+    h = history(*[op(1, "write", t, t + 0.1, endpoint="router.writer", node="db1")
+                  for t in (0, 1, 2)],
+                op(1, "write", 3, 3.1, "fail", error=2003, endpoint="router.writer"))
+    s = errors.check(h, ctx(0, 10)).metrics["subjects"]
+    assert s["w on router.writer"]["total"] == 1 and s["w on router.writer"]["ops"] == 4
+    assert s["w on router.writer"]["ratio"] == pytest.approx(0.25)
+    assert s["w on db1"]["ops"] == 3 and s["w"]["ops"] == 4
+
+
 def test_empty_history() -> None:
     c = ctx(0, 10)
     assert throughput.check_throughput([], c).metrics["subjects"] == {}

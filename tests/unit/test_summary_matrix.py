@@ -154,6 +154,17 @@ def test_a_figure_that_cannot_be_known_is_unknown() -> None:
     assert m.row("writes").text("lost writes") == "unknown (no final state)"
 
 
+def test_a_probe_that_only_reads_has_no_lost_writes_to_show() -> None:
+    s = quickstart()
+    c = s["cells"][0]
+    c["workloads"]["r"] = "probe"
+    c["read_only_workloads"] = ["r"]
+    c["measurements"]["downtime"]["subjects"]["r"] = _down(1.0, count=1)
+    assert build_matrix(s).row("r").text("lost writes") == NA  # was "unknown"
+    del c["read_only_workloads"]  # an older summary: a probe writes
+    assert build_matrix(s).row("r").text("lost writes") == UNKNOWN
+
+
 def test_columns_no_row_has_are_left_out_and_sysbench_latency_is_marked() -> None:
     s = quickstart()
     c = s["cells"][0]
