@@ -969,7 +969,8 @@ class _Validator:
                     f"'{cond}' is about a replica; a {self.kind} topology has none",
                     "for a galera node use: synced" if self.kind == "galera" else None,
                 )
-            elif info is not None and info.role == "primary":
+            elif info is not None and info.role == "primary" and not self.promotes():
+                # after a promote the first primary rejoins as a replica: it may be waited for
                 self.error(
                     a.node.span,
                     f"'{a.node.name}' is the primary; '{cond}' is about a replica",

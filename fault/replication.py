@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from dsl.models import Promote, ReplicationControl
 from fault.context import Context, Detail, Handler
 from runners import replication as repl
+from runners.gtid import rejoin_position
 from runners.mysql import execute_all
 
 
@@ -90,14 +91,24 @@ def was_primary(ctx: Context, name: str) -> bool:
 
 
 def rejoin(ctx: Context, name: str) -> str:
-    """A former primary that comes back joins the current primary as a read-only replica
-    (GTID ``current_pos``: transactions only it has make replication stop, honestly)."""
+    """A former primary that comes back joins the current primary as a read-only replica,
+    from its own GTID position (transactions only it has make replication stop, honestly)
+    except in the lab's heartbeat domain (``runners.gtid.rejoin_position``)."""
     topo = ctx.topo
     assert topo.primary is not None
     n, primary = ctx.node(name), ctx.node(topo.primary)
     host, port = _source(ctx, name, primary.name)
-    execute_all(n.addr, n.admin, repl.repoint(port, topo.repl, "current_pos", read_only=True,
-                                              host=host, flavor=ctx.flavor))
+    if ctx.flavor != "mariadb":  # one GTID set, no heartbeat domain: auto-positioned
+        execute_all(n.addr, n.admin, repl.repoint(port, topo.repl, "current_pos",
+                                                  read_only=True, host=host,
+                                                  flavor=ctx.flavor))
+    else:  # its own position, but the heartbeat's domain from the new primary
+        pos = rejoin_position(repl.read_gtid(n, "gtid_current_pos"),
+                              repl.read_gtid(primary, "gtid_binlog_pos"))
+        stmts = repl.repoint(port, topo.repl, "slave_pos", read_only=True, host=host)
+        stmts.insert(stmts.index("STOP SLAVE") + 1,
+                     f"SET GLOBAL gtid_slave_pos = '{pos}'")  # digits, '-' and ',' only
+        execute_all(n.addr, n.admin, stmts)
     ctx.state(ReplicationState).former_primaries.discard(name)
     return topo.primary
 

@@ -183,10 +183,18 @@ class CellFacts:
         if self.plan.topology in ("replication", "primary_primary") and len(topo.nodes) > 1:
             # settled: every running node has every transaction of the authoritative state
             # (the same GTID arithmetic as missing_transactions)
+            io_since: float | None = None  # since when an IO thread is stopped on an error
             while True:
                 stopped = replication.stopped_sql_threads(running)
                 if stopped:
                     return False, "SQL thread stopped on " + ", ".join(stopped)
+                io_stopped = replication.stopped_io_threads(running)
+                if not io_stopped:
+                    io_since = None
+                elif io_since is None:
+                    io_since = time.monotonic()
+                elif time.monotonic() - io_since >= 1.0:  # it will not retry: waiting could
+                    return False, "IO thread stopped on " + ", ".join(io_stopped)  # only time out
                 missing = self.missing()
                 if missing and not any(missing.values()):
                     return True, ""

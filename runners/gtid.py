@@ -67,3 +67,26 @@ def missing_galera(last_committed: Mapping[str, int]) -> dict[str, int]:
         return {}
     top = max(last_committed.values())
     return {n: top - v for n, v in last_committed.items()}
+
+
+def rejoin_position(node_current: str, primary_binlog: str) -> str:
+    """The position a former primary rejoins from: its own ``gtid_current_pos`` in every
+    domain but the heartbeat's, where it takes the new primary's. The lab's beats on the old
+    primary that the new one never received are the lab's, not the user's: left in, they
+    stop the rejoin with error 1236 (``GTID 99-100-143 ... not in the master's binlog``,
+    measured) where no write of the user's is errant. Its own writes in the other domains
+    stay: those that only it has stop replication, honestly."""
+    def entries(pos: str) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for part in pos.replace(" ", "").replace("\n", "").split(","):
+            bits = part.split("-")
+            if len(bits) == 3 and all(b.isdigit() for b in bits):
+                out[int(bits[0])] = part
+        return out
+
+    mine, theirs = entries(node_current), entries(primary_binlog)
+    mine.pop(HEARTBEAT_DOMAIN, None)
+    if HEARTBEAT_DOMAIN in theirs:
+        mine[HEARTBEAT_DOMAIN] = theirs[HEARTBEAT_DOMAIN]
+    return ",".join(mine[d] for d in sorted(mine))
+

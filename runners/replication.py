@@ -180,6 +180,24 @@ def stopped_sql_threads(nodes: Mapping[str, SqlNode]) -> list[str]:
     return out
 
 
+def stopped_io_threads(nodes: Mapping[str, SqlNode]) -> list[str]:
+    """Running nodes whose IO thread stopped on an error (``Slave_IO_Running`` No, not
+    Connecting: it will not retry), with the error: ``db1 (error 1236: Got fatal error ...)``
+    — a former primary whose own writes the new primary lacks, say."""
+    out: list[str] = []
+    for name, node in nodes.items():
+        if not node.is_running():
+            continue
+        with contextlib.suppress(Exception):
+            for st in node.sql("SHOW SLAVE STATUS", timeout=2):
+                errno = int(st.get("Last_IO_Errno") or 0)
+                if st.get("Slave_IO_Running") == "No" and errno:
+                    msg = str(st.get("Last_IO_Error") or "")[:160]
+                    out.append(f"{name} (error {errno}: {msg})" if msg else
+                               f"{name} (error {errno})")
+    return out
+
+
 def thread_errors(st: Mapping[str, Any]) -> dict[str, Any]:
     """The replication threads' state and last errors from one ``SHOW SLAVE STATUS`` row."""
     return {

@@ -163,6 +163,40 @@ def test_promote_moves_the_router_writer(repl) -> None:  # type: ignore[no-untyp
     assert query(topo.nodes["db3"].addr, topo.admin, "SHOW DATABASES LIKE 'promoted'")
 
 
+def test_a_former_primary_rejoins_though_its_last_beats_never_reached_the_new_one(
+        repl) -> None:  # type: ignore[no-untyped-def]
+    """db1 commits in the lab's heartbeat domain (99) while db2's IO thread is stopped, as
+    the lab's beats do; db1 is killed, db2 promoted, db1 started: it rejoins and replicates
+    (it stopped on error 1236, 'GTID 99-100-143 ... not in the master's binlog', measured)
+    while none of the user's writes is errant."""
+    topo, nem, _ = repl
+    db1, db2 = topo.nodes["db1"], topo.nodes["db2"]
+    execute_all(db1.addr, topo.admin, ["CREATE DATABASE beats",
+                                       "CREATE TABLE beats.t (id INT PRIMARY KEY)",
+                                       "SET SESSION gtid_domain_id = 99",
+                                       "INSERT INTO beats.t VALUES (0)"])  # db2 gets this one
+    deadline = time.monotonic() + 10
+    while not query(db2.addr, topo.admin, "SELECT * FROM beats.t WHERE id = 0") and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    execute_all(db2.addr, topo.admin, ["STOP SLAVE IO_THREAD"])
+    execute_all(db1.addr, topo.admin, ["SET SESSION gtid_domain_id = 99",
+                                       *[f"INSERT INTO beats.t VALUES ({i})"
+                                         for i in range(1, 6)]])  # not these
+    nem.apply(NodeAction(verb="kill", node=ref("db1")))
+    nem.apply(Promote(node=ref("db2")))
+    nem.apply(NodeAction(verb="start", node=ref("db1")))
+    execute_all(db2.addr, topo.admin, ["CREATE DATABASE after_rejoin"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not query(db1.addr, topo.admin,
+                                                     "SHOW DATABASES LIKE 'after_rejoin'"):
+        time.sleep(0.1)
+    st = query(db1.addr, topo.admin, "SHOW SLAVE STATUS")[0]
+    assert st["Slave_IO_Running"] == "Yes", (st["Last_IO_Errno"], st["Last_IO_Error"])
+    assert query(db1.addr, topo.admin, "SHOW DATABASES LIKE 'after_rejoin'")
+    assert int(scalar(db1.addr, topo.admin, "SELECT @@read_only")) == 1
+
+
 def test_set_global_and_a_wait_that_times_out(repl) -> None:  # type: ignore[no-untyped-def]
     topo, nem, _ = repl
     nem.apply(SetGlobal(nodes=[ref("db2")], name="max_connections", value="77"))

@@ -26,6 +26,10 @@ class FakeNode:
         self.datadir = datadir
         self.running = True
         self.paused = False
+        self.scalars: dict[str, Any] = {}  # statement -> what SELECT returns
+
+    def scalar(self, statement: str, timeout: float = 5.0) -> Any:
+        return self.scalars.get(statement, "")
 
     def pid(self) -> int | None:
         return 1000 + self.index if self.running else None

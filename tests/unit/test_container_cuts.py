@@ -168,6 +168,9 @@ def test_promote_repoints_replicas_by_name_on_a_topology_with_its_own_network() 
         addr: str = ""
         admin: Any = None
 
+        def scalar(self, statement: str, timeout: float = 5.0) -> str:
+            return "0-100-9"  # a GTID position, for the rejoin
+
     class Topo:
         nodes = {n: N(n, 27700 + i) for i, n in enumerate(["db1", "db2", "db3"], 1)}
         primary = "db1"
@@ -193,8 +196,9 @@ def test_promote_repoints_replicas_by_name_on_a_topology_with_its_own_network() 
         fr.execute_all = orig
     assert "RESET SLAVE ALL" in sent["db2"]
     assert any("MASTER_HOST='db2', MASTER_PORT=3306" in s for s in sent["db3"])
-    assert any("MASTER_HOST='db2', MASTER_PORT=3306" in s and "current_pos" in s
+    assert any("MASTER_HOST='db2', MASTER_PORT=3306" in s and "slave_pos" in s
                for s in sent["db1"])
+    assert "SET GLOBAL gtid_slave_pos = '0-100-9'" in sent["db1"]
 
 
 def test_a_group_partition_on_containers_needs_no_root_here() -> None:

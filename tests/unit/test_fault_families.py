@@ -126,10 +126,16 @@ def test_a_former_primary_rejoins_as_a_replica_when_healed(tmp_path: Path,
     # the other running replica, db3, now replicates from db2; db1 is down: not repointed
     assert [port for port, _ in sql] == [23002, 23003]
     assert "MASTER_PORT=23002" in sql[1][1][1]
+    # db1's last beats (heartbeat domain 99) never reached db2, which beats since the promote
+    topo.nodes["db1"].scalars["SELECT @@gtid_current_pos"] = "0-100-50,99-100-143"
+    topo.nodes["db2"].scalars["SELECT @@gtid_binlog_pos"] = "0-200-60,99-200-7"
     assert nem.heal_all() == ["start db1", "rejoin db1 as a replica"]
     rejoin = sql[-1]
-    assert rejoin[0] == 23001 and rejoin[1][0] == "SET GLOBAL read_only=ON"
-    assert "MASTER_USE_GTID=current_pos" in rejoin[1][2] and "MASTER_PORT=23002" in rejoin[1][2]
+    assert rejoin[0] == 23001 and rejoin[1][:2] == ["SET GLOBAL read_only=ON", "STOP SLAVE"]
+    # its own position, but the new primary's heartbeat position (the lab's beats on db1
+    # that db2 lacks would stop the rejoin with error 1236)
+    assert rejoin[1][2] == "SET GLOBAL gtid_slave_pos = '0-100-50,99-200-7'"
+    assert "MASTER_USE_GTID=slave_pos" in rejoin[1][3] and "MASTER_PORT=23002" in rejoin[1][3]
     assert nem.former_primaries == set()
 
 

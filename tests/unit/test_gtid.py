@@ -44,3 +44,13 @@ def test_two_primaries_each_domain_is_its_writer_s() -> None:
 def test_galera_distance_from_the_most_advanced_node() -> None:
     assert missing_galera({"g1": 500, "g2": 500, "g3": 470}) == {"g1": 0, "g2": 0, "g3": 30}
     assert missing_galera({}) == {}
+
+
+def test_a_former_primary_rejoins_from_its_position_but_the_new_primarys_heartbeat() -> None:
+    from runners.gtid import rejoin_position
+
+    # its beats 99-100-143 never reached db2 (which beats as server 200 since the promote)
+    assert rejoin_position("0-100-5016,99-100-143", "0-200-80,99-200-57") == \
+        "0-100-5016,99-200-57"
+    assert rejoin_position("0-100-7,99-100-3", "0-100-7") == "0-100-7"
+    assert rejoin_position("0-100-7", "0-100-7,99-200-4") == "0-100-7,99-200-4"

@@ -386,3 +386,22 @@ def test_lab_plan_prints_warnings_and_exits_0(
     out, err = capsys.readouterr()
     assert out.startswith("{")
     assert err.startswith(f"{warned}:5:3: warning: fault at 20s falls 0s before the end")
+
+
+def test_a_former_primary_may_be_waited_for_after_a_promote() -> None:
+    """After `promote db2` the first primary rejoins as a replica: `wait until db1
+    caught_up` is what a DBA writes next (it was refused as 'db1 is the primary')."""
+    from dsl.api import check_text
+
+    text = """experiment "t" {
+      duration 20s
+      topology replication { primary db1  replicas db2 }
+      workload w: probe { target db2 }
+      at 5s kill db1
+      at 6s promote db2
+      at 9s start db1
+      at 10s wait until db1 caught_up timeout 5s
+    }"""
+    assert [e.message for e in check_text(text, "t.exp") if e.severity == "error"] == []
+    no_promote = text.replace("at 6s promote db2\n", "")
+    assert any("'db1' is the primary" in e.message for e in check_text(no_promote, "t.exp"))

@@ -123,6 +123,18 @@ def test_stopped_sql_threads_only_on_an_error_and_running_nodes() -> None:
     assert stopped_sql_threads(nodes) == ["db2 (error 1062)"]
 
 
+def test_stopped_io_threads_only_when_they_will_not_retry() -> None:
+    from runners.replication import stopped_io_threads
+
+    nodes = {
+        "db1": FakeNode("db1", status(Slave_IO_Running="No", Last_IO_Errno=1236,
+                                      Last_IO_Error="Got fatal error 1236 from master")),
+        "db2": FakeNode("db2", status(Slave_IO_Running="Connecting", Last_IO_Errno=2003)),
+        "db3": FakeNode("db3", status(Slave_IO_Running="No", Last_IO_Errno=0)),
+    }
+    assert stopped_io_threads(nodes) == ["db1 (error 1236: Got fatal error 1236 from master)"]
+
+
 def gtid_node(name: str, binlog: str, current: str) -> FakeNode:
     return FakeNode(name, scalars={"SELECT @@gtid_binlog_pos": binlog,
                                    "SELECT @@gtid_current_pos": current})
