@@ -267,8 +267,17 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         }
         for ep, e in endpoints.items():
             e["workloads"] = sorted(ep_workloads[ep])
-        overall = _worst(endpoints.values())
+        # clients pinned to the old primary by name do not fail over (their recovery is the
+        # old node's return, even a split-brain write to it): the failover's own figure is
+        # that of the endpoints that can follow the writer, when any worked before
+        old = rec["old_primary"]
+        pinned = [ep for ep in endpoints if old is not None and ep == old]
+        following = [e for ep, e in endpoints.items() if ep not in pinned]
+        counted = following if any(e["worked_before"] for e in following) else \
+            list(endpoints.values())
+        overall = _worst(counted)
         rec.update({k: v for k, v in overall.items() if k != "endpoints_counted"})
+        rec["pinned_to_old_primary"] = [ep for ep in pinned if counted is following]
         rec["endpoints"] = endpoints
         workloads: dict[str, dict[str, Any]] = {}
         for w in sorted({w for ws in ep_workloads.values() for w in ws}):

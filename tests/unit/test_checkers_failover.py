@@ -132,6 +132,25 @@ def test_a_client_that_never_recovers() -> None:
     assert "never recovered" in check(h, ctx(0, 30)).details
 
 
+def test_a_client_pinned_to_the_old_primary_is_not_the_failovers_figure() -> None:
+    """`w` writes through the router (back on db2 at 15.25 s); `old` writes to db1 by name
+    and is answered again when db1 is restarted, writable, at 25 s (split brain). The
+    failover is `w`'s 5.3 s, not `old`'s 15 s; `old` keeps its own figure."""
+    h = history(
+        writes(1, failover_probe()),
+        writes(2, failover_probe(back_at=25.0, back_node="db1"), workload="old",
+               endpoint="db1"),
+        fault("kill", 10.0, 10.001, "db1"),
+        promote(12.0, 12.1),
+    )
+    m = check(h, ctx(0, 30)).metrics
+    assert m["outage"] == pytest.approx(15.25 + 0.05 - 9.95)
+    assert m["pinned_to_old_primary"] == ["db1"]
+    f = m["failovers"][0]
+    assert f["workloads"]["old"]["outage"] == pytest.approx(25.05 - 9.95)
+    assert f["endpoints"]["db1"]["outage"] == pytest.approx(25.05 - 9.95)
+
+
 def test_router_switch_is_seen_only_through_router_endpoints() -> None:
     # "direct" writes to db2 by name (refused while it is read only), "r" writes through the
     # router, which moves 2 s after the promote; "rd" reads through router.reader, which was
