@@ -188,8 +188,9 @@ METRICS: dict[str, MetricSpec] = {
         "node",
         {"final": ("after", "size"), **_same("size", "after", "before", "growth", "max", "min")},
         "final",
-        "size of the replica's relay logs (final/after: at the end of the load; before: at its "
-        "start; growth: the difference)",
+        "size of the replica's relay logs around its (last) start or restart in the timeline "
+        "(before: just before it; final/after: as soon as it returned, what relay log "
+        "recovery left; growth: the difference)",
         "_relay_log_bytes",
         replica_only=True,
         topologies=frozenset({"replication", "primary_primary"}),

@@ -553,15 +553,15 @@ def _relay_log_bytes(inp: Inputs) -> Measured:
     if not isinstance(v, dict):
         raise Unmeasurable(f"the relay log size of '{node}' is not a before/after pair")
     if key == "growth":
-        before = _number(v.get("before"), f"no relay log size before the load on '{node}'")
-        after = _number(v.get("after"), f"no relay log size after the load on '{node}'")
+        before = _number(v.get("before"), f"no relay log size before the start of '{node}'")
+        after = _number(v.get("after"), f"no relay log size after the start of '{node}'")
         return Measured(after - before, unit, stat)
     if key in ("max", "min") and key not in v:
         pair = [x for x in (v.get("before"), v.get("after")) if isinstance(x, int | float)]
         if not pair:
             raise Unmeasurable(f"no relay log size measured on '{node}'")
         agg = max(pair) if key == "max" else min(pair)
-        return Measured(float(agg), unit, stat, note="of the sizes before and after the load")
+        return Measured(float(agg), unit, stat, note="of the sizes before and after its start")
     return Measured(_number(v.get(key), f"no relay log size ({key}) on '{node}'"), unit, stat)
 
 
