@@ -604,6 +604,10 @@ def _generic(
             else:
                 message = f"expected {_describe(expected)}{after}, not '{word}'"
             return LanguageError(path, span, message, f"did you mean '{close[0]}'?")
+        if {"PROBE", "SYSBENCH"} <= expected:  # where a workload's kind is written
+            hint = ("a probe reads with: probe { target db1  operation read }"
+                    if word in ("read", "reads", "reader") else expected_hint)
+            return LanguageError(path, span, f"unknown workload kind '{word}'", hint)
         if word in grammar_keywords():
             home = KEYWORD_HOME.get(word)
             hint = f"'{word}' {home}; {expected_hint}" if home else expected_hint

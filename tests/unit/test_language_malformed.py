@@ -369,6 +369,10 @@ CASES: dict[str, tuple[str, list[tuple[int, int, str]]]] = {
         'experiment "t" {\n  topology replication {\n    engine psmdb 7.0\n    primary db1\n  }\n}\n',
         [(3, 5, "psmdb only runs a mongodb_replset topology")],
     ),
+    "unknown_workload_kind": (
+        'experiment "t" {\n  topology single { node db1 }\n  workload r: reads { target db1 }\n}\n',
+        [(3, 15, "unknown workload kind 'reads'")],
+    ),
     "mysql_primary_primary": (
         'experiment "t" {\n  topology primary_primary {\n    engine mysql 8.0\n    nodes p1, p2\n  }\n}\n',
         [(3, 5, "primary_primary runs on mariadb (the lab starts two mariadbd), not mysql")],
