@@ -34,7 +34,7 @@ from dsl.metrics import resolve_stat
 from dsl.models import Expectation, Metric, Quantity, UnitKind
 from lab.checkers.base import CheckContext, CheckResult, summary
 from lab.checkers.downtime import error_label
-from lab.checkers.stale_reads import visibility_lower_bound
+from lab.checkers.stale_reads import visibility_lower_bound, visibility_upper
 from lab.history import NS, Op
 
 _NEVER = 2**63  # sorts after every completion time
@@ -73,6 +73,7 @@ class Measured:
     stat: str
     lower_bound: bool = False
     note: str = ""
+    upper: float | None = None  # with lower_bound: what the figure can at most be (None: no end)
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,12 +453,16 @@ def _stale_reads(inp: Inputs) -> Measured:
         vis = _get(subj, "visibility") or {}
         never = vis.get("never_seen") or 0
         note = f"{format_count(vis.get('seen') or 0)} writes read back"
-        lower = visibility_lower_bound(vis, path.split(".", 1)[1], value)
+        vstat = path.split(".", 1)[1]
+        lower = visibility_lower_bound(vis, vstat, value)
+        upper = visibility_upper(vis, vstat) if lower else None
         if never:
             note += f", {format_count(never)} never seen"
             if lower:
-                note += " (their time is longer than the last read that missed them)"
-        return Measured(value, unit, stat, lower, note)
+                note += " (their time is longer than the last read that missed them"
+                note += ")" if upper is None else \
+                    f"; at most {format_value(upper, unit)} were they all longer than any seen)"
+        return Measured(value, unit, stat, lower, note, upper)
     n_eligible = subj.get("eligible_reads")
     note = (f"of {format_count(n_eligible)} eligible reads" if isinstance(n_eligible, int | float)
             else "")
@@ -955,7 +960,17 @@ def evaluate(
             name, got.lower_bound,
         )  # fmt: skip
     high = expectation.high
-    if expectation.op == "between" and high is not None:
+    if got.lower_bound and got.upper is not None:  # known to lie in [value, upper]
+        if expectation.op == "between" and high is not None:
+            ends = {within(got.value, q.value, high.value), within(got.upper, q.value,
+                                                                   high.value)}
+            wanted = f"between {q.text} and {high.text}"
+        else:
+            ends = {compare(got.value, expectation.op, q.value),
+                    compare(got.upper, expectation.op, q.value)}
+            wanted = f"{expectation.op} {q.text}"
+        passed = ends.pop() if len(ends) == 1 else None
+    elif expectation.op == "between" and high is not None:
         passed = within(got.value, q.value, high.value, got.lower_bound)
         wanted = f"between {q.text} and {high.text}"
     elif got.lower_bound:
@@ -970,7 +985,8 @@ def evaluate(
         why = why[:-1] + f"; {got.note})" if why.endswith(")") else why + f" ({got.note})"
     why += f"; expected {wanted}: {verdict}"
     if passed is None and got.lower_bound:
-        why += " (only a lower bound is known)"
+        why += " (only a lower bound is known)" if got.upper is None else \
+            " (the figure lies between its two bounds, on both sides of the limit)"
     return ExpectationOutcome(passed, got.value, got.unit, expectation.text, why, name,
                               got.lower_bound)  # fmt: skip
 

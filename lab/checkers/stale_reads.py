@@ -21,6 +21,7 @@ key was read on a node but never seen there are counted as ``never_seen``. The w
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -291,10 +292,35 @@ class Visibility:
         out["seen"] = len(self.times)
         out["unseen"] = out["never_seen"] = len(self.bounds)
         out["unseen_min_bound"] = min(self.bounds) / NS if self.bounds else None
+        out["upper"] = percentile_uppers(self.times, len(self.bounds), scale=1 / NS)
         res = summary(self.gaps, scale=1 / NS)
         out["resolution"] = res["p50"]
         out["resolution_max"] = res["max"]
         return out
+
+
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "max": 100.0}
+
+
+def percentile_uppers(times: list[int], unseen: int, *, scale: float) -> dict[str, float | None]:
+    """What each percentile can at most be when the ``unseen`` writes (their times unknown,
+    longer than a bound) are all longer than every time seen: the percentile of the seen times
+    with them put last; None where the percentile's rank falls among the unseen (no upper
+    bound). With none unseen, the percentiles themselves."""
+    xs = sorted(times)
+    n = len(xs) + unseen
+    out: dict[str, float | None] = {}
+    for stat, q in PERCENTILES.items():
+        rank = min(max(math.ceil(q / 100.0 * n), 1), n) if n else 0
+        out[stat] = float(xs[rank - 1]) * scale if 0 < rank <= len(xs) else None
+    return out
+
+
+def visibility_upper(vis: dict[str, Any], stat: str) -> float | None:
+    """The upper end of a visibility statistic that is a lower bound (None: unbounded)."""
+    upper = vis.get("upper")
+    got = upper.get(stat) if isinstance(upper, dict) else None
+    return float(got) if isinstance(got, int | float) else None
 
 
 def visibility_lower_bound(vis: dict[str, Any], stat: str, value: float) -> bool:

@@ -329,3 +329,34 @@ def test_visibility_with_writes_never_seen_is_a_lower_bound() -> None:
     assert "2 never seen" in p50.explanation and "1 writes read back" in p50.explanation
     assert evaluate(expect("stale_reads", ">", "3s", subject="ryw", stat="max"), res,
                     c).passed is True
+
+
+def test_a_visibility_percentile_between_its_bounds_decides_when_both_agree() -> None:
+    """A replica fed the binlog 2 s late: 100 writes seen after 2.000–2.019 s, 4 written in
+    the last 2 s of the load never seen. p50 is at least its pooled value and at most the
+    p50 with those 4 put last: both under 2.07 s, so `p50 < 2.07s` holds (it was undecided);
+    p99 has no upper end (its rank falls among the unseen)."""
+    from lab.checkers.stale_reads import percentile_uppers
+
+    times = [2_000_000_000 + i * 200_000 for i in range(100)]
+    bounds = [500_000_000, 1_000_000_000, 1_500_000_000, 1_900_000_000]
+    pooled = sorted(times + bounds)
+    vis = {"count": 104, "seen": 100, "unseen": 4, "never_seen": 4,
+           "unseen_min_bound": 0.5, "p50": pooled[51] / 1e9, "p99": pooled[102] / 1e9,
+           "upper": percentile_uppers(times, 4, scale=1e-9)}
+    assert vis["upper"]["p50"] == pytest.approx(2.0102) and vis["upper"]["p99"] is None
+    res = {"stale_reads": CheckResult("stale_reads", True, {"subjects": {
+        "r on db2": {"count": 104, "eligible_reads": 104, "rate": 1.0, "visibility": vis},
+        "r": {"count": 104, "eligible_reads": 104, "rate": 1.0, "visibility": vis}}})}
+    c = ctx(0, 30)
+    p50 = evaluate(expect("stale_reads", "<", "2.07s", subject="r", on="db2", stat="p50"),
+                   res, c)
+    assert p50.passed is True and p50.lower_bound, p50.explanation
+    assert "at most 2.01 s" in p50.explanation
+    assert evaluate(expect("stale_reads", ">=", "2s", subject="r", on="db2", stat="p50"),
+                    res, c).passed is True
+    assert evaluate(expect("stale_reads", "<", "2.01s", subject="r", on="db2", stat="p50"),
+                    res, c).passed is None
+    p99 = evaluate(expect("stale_reads", "<", "2.07s", subject="r", on="db2", stat="p99"),
+                   res, c)
+    assert p99.passed is None and "only a lower bound" in p99.explanation
