@@ -459,9 +459,8 @@ def _stale_reads(inp: Inputs) -> Measured:
         if never:
             note += f", {format_count(never)} never seen"
             if lower:
-                note += " (their time is longer than the last read that missed them"
-                note += ")" if upper is None else \
-                    f"; at most {format_value(upper, unit)} were they all longer than any seen)"
+                note += " (each longer than the last read that missed it" + (
+                    ")" if upper is None else ", for the upper end longer than any seen)")
         return Measured(value, unit, stat, lower, note, upper)
     n_eligible = subj.get("eligible_reads")
     note = (f"of {format_count(n_eligible)} eligible reads" if isinstance(n_eligible, int | float)
@@ -980,7 +979,11 @@ def evaluate(
         passed = compare(got.value, expectation.op, q.value)
         wanted = f"{expectation.op} {q.text}"
     verdict = {True: "holds", False: "fails", None: "undecided"}[passed]
-    why = figure_clause(name, got.value, got.unit, got.lower_bound)
+    if got.lower_bound and got.upper is not None:  # both ends known: say so, not "≥"
+        why = (f"{name} = {format_value(got.value, got.unit)} to "
+               f"{format_value(got.upper, got.unit)}")
+    else:
+        why = figure_clause(name, got.value, got.unit, got.lower_bound)
     if got.note:  # one parenthesis: "≥ 4.20 s (still down at end; 1 outage window)"
         why = why[:-1] + f"; {got.note})" if why.endswith(")") else why + f" ({got.note})"
     why += f"; expected {wanted}: {verdict}"
