@@ -1142,6 +1142,11 @@ class _Validator:
                            did_you_mean(m.on or "", endpoints))
             return
         if (m.on or "").startswith("router."):
+            if m.name == "errors" and workload is not None:
+                if m.on not in endpoints:  # what went through it and no server answered
+                    self.error(on_span, f"'{m.on}' is not an endpoint of workload "
+                               f"'{workload.name}' ({listing(endpoints)})")
+                return
             self.error(on_span, f"{m.name}(w on N) names the node that answered, not a "
                        "router endpoint", f"a node: {listing(self.nodes)}")
             return

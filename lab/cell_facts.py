@@ -180,6 +180,16 @@ class CellFacts:
         if (self.plan.topology == "replication" and topo.primary is not None
                 and topo.primary not in running and len(topo.nodes) > 1):
             return self._settle_without_primary(running, timeout)
+        if (self.plan.topology == "replication" and self.plan.engine.flavor != "mariadb"
+                and topo.primary in running and len(topo.nodes) > 1):
+            # MySQL, Percona Server: no MariaDB GTID positions to compare; settled when
+            # every running replica applied the primary's binlog (by file and position)
+            replicas = {n: node for n, node in running.items() if n != topo.primary}
+            behind = replication.wait_caught_up(replicas, running[topo.primary], timeout)
+            if behind:
+                return False, f"{', '.join(behind)} had not applied the primary's binary " \
+                    f"log after {timeout:g}s"
+            return True, ""
         if self.plan.topology in ("replication", "primary_primary") and len(topo.nodes) > 1:
             # settled: every running node has every transaction of the authoritative state
             # (the same GTID arithmetic as missing_transactions)

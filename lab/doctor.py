@@ -79,8 +79,11 @@ def sandbox_line(custom: str | None = None) -> str:
     if not custom:
         return head + "LAB_SANDBOX_BINARY unset (unpack their tarballs with dbdeployer unpack " \
             "into a directory and name it there)" + tail
-    found = [f"{flavor} {v}" for flavor in ("mysql", "percona")
-             for v in unpacked(Path(custom), flavor, None)]
+    from runners.sandbox import unpacked_flavor
+
+    root = Path(custom)
+    found = sorted({f"{unpacked_flavor(root / v) or 'mysql or percona'} {v}"
+                    for flavor in ("mysql", "percona") for v in unpacked(root, flavor, None)})
     return head + f"{custom}: " + (", ".join(found) or "no MySQL or Percona Server there") + tail
 
 

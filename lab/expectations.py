@@ -227,6 +227,31 @@ def within(measured: float, low: float, high: float, lower_bound: bool = False) 
     return not (below_low or above_high)
 
 
+def compare_interval(lo: float, hi: float, op: str, target: float,
+                     high: float | None = None) -> bool | None:
+    """The verdict for a figure known only to lie in [lo, hi]: decided when every value of
+    the interval gives the same answer (``between target and high`` when ``high`` is
+    given), else None."""
+    if high is not None:
+        inside_lo, inside_hi = within(lo, target, high), within(hi, target, high)
+        if inside_lo and inside_hi:
+            return True
+        if compare(lo, ">", high) or compare(hi, "<", target):  # wholly above, or below
+            return False
+        return None
+    if op in ("<", "<=", ">", ">="):  # monotone: the two ends settle every value between
+        a, b = compare(lo, op, target), compare(hi, op, target)
+        return a if a == b else None
+    outside = compare(target, "<", lo) or compare(target, ">", hi)
+    if op == "==":
+        return False if outside else (True if compare(lo, "==", hi) and
+                                      compare(lo, "==", target) else None)
+    if op == "!=":
+        return True if outside else (False if compare(lo, "==", hi) and
+                                     compare(lo, "==", target) else None)
+    raise ValueError(f"unknown comparison {op!r}")
+
+
 def compare_lower_bound(bound: float, op: str, target: float) -> bool | None:
     """The verdict when the true value is >= bound: decided only if the bound settles it."""
     if op in ("<", "<="):
@@ -960,15 +985,11 @@ def evaluate(
         )  # fmt: skip
     high = expectation.high
     if got.lower_bound and got.upper is not None:  # known to lie in [value, upper]
-        if expectation.op == "between" and high is not None:
-            ends = {within(got.value, q.value, high.value), within(got.upper, q.value,
-                                                                   high.value)}
-            wanted = f"between {q.text} and {high.text}"
-        else:
-            ends = {compare(got.value, expectation.op, q.value),
-                    compare(got.upper, expectation.op, q.value)}
-            wanted = f"{expectation.op} {q.text}"
-        passed = ends.pop() if len(ends) == 1 else None
+        low_q = q.value
+        high_q = high.value if expectation.op == "between" and high is not None else None
+        passed = compare_interval(got.value, got.upper, expectation.op, low_q, high_q)
+        wanted = f"between {q.text} and {high.text}" if high_q is not None and high \
+            is not None else f"{expectation.op} {q.text}"
     elif expectation.op == "between" and high is not None:
         passed = within(got.value, q.value, high.value, got.lower_bound)
         wanted = f"between {q.text} and {high.text}"

@@ -157,7 +157,8 @@ class Load:
         conn = connect(w.addr, topo.admin, timeout=30)
         try:
             cur = conn.cursor()
-            cur.execute(replication.HEARTBEAT_SESSION)
+            if self.plan.engine.flavor == "mariadb":  # MySQL, Percona: no GTID domains
+                cur.execute(replication.HEARTBEAT_SESSION)
             for s in stmts:
                 cur.execute(s)
             cur.close()

@@ -24,7 +24,7 @@ from runners.errors import ComponentError
 from runners.mysql import Credentials
 from runners.node import SandboxNode
 from runners.runtime import Run
-from runners.server_identity import version_matches, version_numbers
+from runners.server_identity import MYSQL_NEWEST_SPOKEN, version_matches, version_numbers
 
 DEBIAN_BIN_LINKS = ("mariadb", "mysql", "aria_", "myisam", "my_print_defaults", "resolveip",
                     "innochecksum", "perror", "replace", "msql2mysql")
@@ -138,6 +138,18 @@ class SandboxRequest:
     post_grants: list[str]
 
 
+def unpacked_flavor(basedir: Path) -> str | None:
+    """The flavor of an unpacked tarball: dbdeployer's ``FLAVOR`` file; without one, MariaDB
+    by its files (``bin/mariadb``, ``bin/aria_chk``), else None (MySQL or Percona Server:
+    the running server says which)."""
+    marker = basedir / "FLAVOR"
+    if marker.is_file():
+        return marker.read_text().strip() or None
+    if any((basedir / "bin" / f).exists() for f in ("mariadb", "mariadbd", "aria_chk")):
+        return "mariadb"
+    return None
+
+
 def unpacked(root: Path, flavor: str, version: str | None) -> list[str]:
     """The versions unpacked under ``root`` (dbdeployer's sandbox-binary: one directory per
     version, with the ``FLAVOR`` file ``dbdeployer unpack`` writes) of ``flavor`` that begin
@@ -147,11 +159,12 @@ def unpacked(root: Path, flavor: str, version: str | None) -> list[str]:
         numbers = version_numbers(d.name)
         if not d.is_dir() or not numbers:
             continue
-        marker = d / "FLAVOR"
-        if marker.is_file() and marker.read_text().strip() != flavor:
+        if unpacked_flavor(d) not in (flavor, None):
             continue
         if version and not version_matches(version, d.name):
             continue
+        if flavor != "mariadb" and numbers[:2] >= MYSQL_NEWEST_SPOKEN:
+            continue  # the lab refuses it (server_identity): never pick it over an 8.0
         found.append((numbers, d.name))
     return [name for _, name in sorted(found, reverse=True)]
 
@@ -167,7 +180,8 @@ def sandbox_binary(engine_flavor: str, version: str | None) -> tuple[Path, str]:
             return Path(custom), matches[0]
         if engine_flavor != "mariadb":
             have = ", ".join(unpacked(Path(custom), engine_flavor, None)) or "none"
-            raise ComponentError("dbdeployer", f"no {engine_flavor} {version or ''} in "
+            asked = f"{engine_flavor} {version}" if version else engine_flavor
+            raise ComponentError("dbdeployer", f"no {asked} that the lab speaks (8.0) in "
                                  f"LAB_SANDBOX_BINARY={custom} ({engine_flavor} there: "
                                  f"{have}; unpack a tarball there: dbdeployer unpack TARBALL "
                                  "--sandbox-binary DIR)")

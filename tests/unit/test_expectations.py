@@ -360,3 +360,21 @@ def test_a_visibility_percentile_between_its_bounds_decides_when_both_agree() ->
     p99 = evaluate(expect("stale_reads", "<", "2.07s", subject="r", on="db2", stat="p99"),
                    res, c)
     assert p99.passed is None and "only a lower bound" in p99.explanation
+
+
+def test_a_figure_known_within_two_ends_is_decided_only_when_every_value_agrees() -> None:
+    from lab.expectations import compare_interval
+
+    assert compare_interval(2.0, 2.02, "<", 2.07) is True
+    assert compare_interval(2.0, 2.1, "<", 2.07) is None
+    assert compare_interval(2.1, 2.2, "<", 2.07) is False
+    assert compare_interval(0.8, 2.5, "<", 3.0) is True
+    # between: both ends outside on opposite sides is not a failure: the value may be inside
+    assert compare_interval(0.8, 2.5, "between", 1.0, 2.0) is None
+    assert compare_interval(1.2, 1.8, "between", 1.0, 2.0) is True
+    assert compare_interval(2.1, 2.5, "between", 1.0, 2.0) is False
+    assert compare_interval(0.1, 0.5, "between", 1.0, 2.0) is False
+    assert compare_interval(1.0, 3.0, "!=", 2.0) is None
+    assert compare_interval(1.0, 3.0, "!=", 4.0) is True
+    assert compare_interval(1.0, 3.0, "==", 2.0) is None
+    assert compare_interval(1.0, 3.0, "==", 4.0) is False

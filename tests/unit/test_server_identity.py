@@ -84,3 +84,14 @@ def test_sandbox_binary_picks_the_newest_match_or_says_what_is_there(
     with pytest.raises(ComponentError) as e:
         sandbox_binary("mysql", "5.7")
     assert "mysql there: 8.0.36" in str(e.value)
+
+
+def test_unpacked_never_picks_what_the_lab_refuses_nor_a_mariadb_without_flavor(
+        tmp_path: Path) -> None:
+    _unpack(tmp_path, "8.4.0", "mysql")  # the lab speaks 8.0's statements
+    _unpack(tmp_path, "8.0.36", "mysql")
+    _unpack(tmp_path, "10.6.12", None)  # unpacked by hand: MariaDB by its files
+    (tmp_path / "10.6.12" / "bin" / "mariadb").write_text("")
+    assert unpacked(tmp_path, "mysql", None) == ["8.0.36"]
+    assert unpacked(tmp_path, "mysql", "8") == ["8.0.36"]
+    assert unpacked(tmp_path, "mariadb", None) == ["10.6.12"]
