@@ -180,6 +180,11 @@ def stopped_sql_threads(nodes: Mapping[str, SqlNode]) -> list[str]:
     return out
 
 
+# network errors an IO thread retries by itself (every MASTER_CONNECT_RETRY): one that shows
+# "No" with one of these was stopped by someone (`stop replication`), and the error is stale
+NETWORK_IO_ERRORS = frozenset({1158, 1159, 1160, 1161, 2003, 2005, 2006, 2013, 2026})
+
+
 def stopped_io_threads(nodes: Mapping[str, SqlNode]) -> list[str]:
     """Running nodes whose IO thread stopped on an error (``Slave_IO_Running`` No, not
     Connecting: it will not retry), with the error: ``db1 (error 1236: Got fatal error ...)``
@@ -191,7 +196,8 @@ def stopped_io_threads(nodes: Mapping[str, SqlNode]) -> list[str]:
         with contextlib.suppress(Exception):
             for st in node.sql("SHOW SLAVE STATUS", timeout=2):
                 errno = int(st.get("Last_IO_Errno") or 0)
-                if st.get("Slave_IO_Running") == "No" and errno:
+                if st.get("Slave_IO_Running") == "No" and errno and \
+                        errno not in NETWORK_IO_ERRORS:
                     msg = str(st.get("Last_IO_Error") or "")[:160]
                     out.append(f"{name} (error {errno}: {msg})" if msg else
                                f"{name} (error {errno})")

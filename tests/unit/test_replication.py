@@ -131,6 +131,8 @@ def test_stopped_io_threads_only_when_they_will_not_retry() -> None:
                                       Last_IO_Error="Got fatal error 1236 from master")),
         "db2": FakeNode("db2", status(Slave_IO_Running="Connecting", Last_IO_Errno=2003)),
         "db3": FakeNode("db3", status(Slave_IO_Running="No", Last_IO_Errno=0)),
+        # stopped by `stop replication` after a partition: the 2013 is stale, not the cause
+        "db4": FakeNode("db4", status(Slave_IO_Running="No", Last_IO_Errno=2013)),
     }
     assert stopped_io_threads(nodes) == ["db1 (error 1236: Got fatal error 1236 from master)"]
 
