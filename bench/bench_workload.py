@@ -46,7 +46,7 @@ def lab_writes(topo: Topology, name: str, db_path: str | None) -> float:
                 ["CREATE DATABASE IF NOT EXISTS lab", *table_ddl(spec)])
     rec = Recorder(db_path, "bench", 1)
     stop = threading.Event()
-    env = ClientEnv(topo.address, topo.node_by_port, topo.app, rec.record, stop, 1)
+    env = ClientEnv(topo.address, topo.node_by_server_id, topo.app, rec.record, stop, 1)
     wl = UniqueWritesWorkload(spec, env, 0, SECONDS)
     t0 = time.monotonic()
     wl.start()

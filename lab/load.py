@@ -164,7 +164,7 @@ class Load:
             cur.close()
         finally:
             conn.close()
-        env = ClientEnv(topo.address, topo.node_by_port, topo.app, self.record, self.stop,
+        env = ClientEnv(topo.address, topo.node_by_server_id, topo.app, self.record, self.stop,
                         self.plan.seed + self.cell.index)
         first_process = 0
         for spec in self.cell.workloads:

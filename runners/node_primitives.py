@@ -69,6 +69,7 @@ def deploy_cell(make: Callable[[Run, Plan, Cell, Credentials, Credentials, Crede
 
 class NodePrimitives:
     nodes: dict[str, Node]
+    planned: dict[str, PlannedNode]
     primary: str | None
     router: Router | None
     app: Credentials
@@ -105,10 +106,13 @@ class NodePrimitives:
         self.nodes[name].restart(options)
 
     # --- endpoints -----------------------------------------------------------------------------
-    def node_by_port(self, port: int) -> str | None:
-        for n in self.nodes.values():
-            if n.port == port:
-                return n.name
+    def node_by_server_id(self, server_id: int) -> str | None:
+        """The node a client's connection reached, by the ``@@server_id`` it answered (the
+        lab sets them: 100 × index). Not by ``@@port``: in containers every server listens
+        on 3306, so a port named no node there and every operation lost its node."""
+        for name, planned in self.planned.items():
+            if planned.server_id == server_id:
+                return name
         return None
 
     def endpoints(self) -> dict[str, str]:

@@ -66,7 +66,7 @@ class ClientEnv:
     """What a workload needs from the topology."""
 
     address: Callable[[str], Address]
-    node_by_port: Callable[[int], str | None]
+    node_by_server_id: Callable[[int], str | None]  # who answered: by @@server_id
     creds: Credentials
     record: Record
     stop: threading.Event
@@ -94,14 +94,14 @@ class Client:
             addr = self.env.address(self.endpoint)
             conn = connect_within(addr, self.env.creds, self.timeout)
             try:
-                got = run_within(conn, "SELECT @@port", timeout=self.timeout)
+                got = run_within(conn, "SELECT @@server_id", timeout=self.timeout)
             except BaseException:
                 with contextlib.suppress(Exception):
                     conn.close()
                 raise
             self.conn = conn
             rows = got.rows
-            self.node = self.env.node_by_port(int(rows[0][0])) if rows else None
+            self.node = self.env.node_by_server_id(int(rows[0][0])) if rows else None
         return self.conn
 
     def close(self) -> None:

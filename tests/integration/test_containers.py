@@ -607,6 +607,7 @@ experiment "ctr-pause" {
   topology replication { primary db1  replicas db2 }
   workload probe: probe { target db1  every 10ms  timeout 5s }
   workload w: unique_writes { target db1  rate 50/s }
+  workload r: probe { target db2  operation read  every 50ms }
   at 3s pause db1 for 2s
   expect downtime(probe) >= 1.95s
   expect downtime(probe) < 2.5s
@@ -639,6 +640,10 @@ def test_lab_run_backend_containers_measures_a_pause_as_native_does(tmp_path: Pa
     assert low - 0.01 <= windows[0]["duration"] <= high + 0.02, (windows, pause, resume)
     failed = [e["text"] for e in cell["expectations"] if e["passed"] is not True]
     assert not failed, failed
+    # every operation knows the node that answered it (by @@server_id: every container's
+    # server reports port 3306, and by port no operation had a node)
+    tput = cell["measurements"]["throughput"]["subjects"]
+    assert {"probe on db1", "w on db1", "r on db2"} <= set(tput), sorted(tput)
     assert _podman_services() == []
 
 

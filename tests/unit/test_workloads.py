@@ -95,7 +95,7 @@ class FakeCluster:
             raise MySQLdb.OperationalError(2006, "Server has gone away")
         args = tuple(args)
         conn.statements.append((sql, args))
-        if sql == "SELECT @@port":
+        if sql == "SELECT @@server_id":  # the fake's server ids are its ports
             return Result(((conn.port,),), 0, 0)
         t = time.monotonic()  # a read sees the state at the moment it arrives
         time.sleep(self.latency)
@@ -153,7 +153,7 @@ class History:
 def make_env(history: History, stop: threading.Event | None = None) -> wl.ClientEnv:
     return wl.ClientEnv(
         address=lambda ep: Address("127.0.0.1", PORTS[ep]),
-        node_by_port=NODE_BY_PORT.get,
+        node_by_server_id=NODE_BY_PORT.get,
         creds=Credentials("app", "secret"),
         record=history.record,
         stop=stop or threading.Event(),
@@ -325,7 +325,7 @@ class Scripted:
     def run_within(self, conn: FakeConn, sql: str, args: Any = (),
                    timeout: float = 1.0) -> Result:
         assert not conn.closed.is_set(), "statement on a closed connection"
-        if sql == "SELECT @@port":
+        if sql == "SELECT @@server_id":  # the fake's server ids are its ports
             return Result(((conn.port,),), 0, 0)
         conn.statements.append((sql, tuple(args)))
         if self.statement_error is not None:
@@ -585,13 +585,13 @@ def test_auto_increment_inserts_carry_unique_values() -> None:
 
 def test_a_timeout_while_opening_the_connection_never_makes_an_unknown_write(
         scripted: Scripted, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The connection opened, then its first ``SELECT @@port`` timed out: the write itself was
+    """The connection opened, then its first ``SELECT @@server_id`` timed out: the write itself was
     never sent, so it is a ``fail`` marked ``not sent:``, not an ``info`` (a write that may have
     happened). Found by this file's first version: Client.op trusted LabTimeout.sent alone."""
     real = scripted.run_within
 
     def port_times_out(conn: FakeConn, sql: str, args: Any = (), timeout: float = 1.0) -> Result:
-        if sql == "SELECT @@port":
+        if sql == "SELECT @@server_id":  # the fake's server ids are its ports
             raise LabTimeout("statement", timeout, sent=True)
         return real(conn, sql, args, timeout)
 
