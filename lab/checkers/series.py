@@ -115,7 +115,7 @@ def _compute(
         rows.sort(key=lambda x: x.time)
         series = [0.0] * n
         for smp in rows:
-            b = (smp.time - t0 - 1) // NS
+            b = (smp.time - t0 - NS) // NS  # its row, read at T, is the second before T
             if 0 <= b < n:
                 series[b] = float(smp.values.get("tps", 0.0))
         a = max(0.0, (rows[0].time - t0) / NS - 1.0)

@@ -82,6 +82,16 @@ def test_sysbench_from_samples() -> None:
     assert e["total"] == 1 and e["by_code"] == {"sysbench": 1}
 
 
+def test_a_sysbench_row_read_just_after_its_second_is_that_second() -> None:
+    """sysbench prints the row of [0 s, 1 s) a few ms after 1 s (measured 1.023 s): it is
+    second 0, not second 1 (the series sat one second late: a cpu limit from 10 s showed
+    from 11 s)."""
+    samples = [Sample("sysbench", "sb", ns(i + 1.023), {"tps": tps, "errors": 0})
+               for i, tps in enumerate([100, 110, 50, 90])]
+    c = ctx(0, 4, samples=samples, workloads={"sb": "sysbench"})
+    assert check_throughput([], c).metrics["subjects"]["sb"]["per_second"] == [100, 110, 50, 90]
+
+
 def test_latency_of_ok_ops() -> None:
     h = history(probe([(i, i + (i + 1) / 100, "ok") for i in range(100)]),
                 op(2, "write", 0, 5, "info"))  # fmt: skip
