@@ -64,8 +64,9 @@ def network(ctx: Context, a: NetworkFault) -> Detail:
         return galera_partition(ctx, node, heal=a.verb == "heal")
     detail = link_faults(ctx, a)
     if a.verb == "heal" and (node is None or a.link in ("all", "group")):
-        with contextlib.suppress(ActionFailed):
-            galera_partition(ctx, node, heal=True)
+        group = galera_partition(ctx, node, heal=True)  # fails if a rule stays in place
+        if group and group.get("removed_rules"):
+            detail = {**(detail or {}), **group}
     return detail
 
 
@@ -224,9 +225,15 @@ def iptables_rules(port: int, peer_ports: Sequence[int] = (), group: str | None 
     return rules
 
 
-def _delete(rules: list[list[str]]) -> None:
+def _delete(rules: list[list[str]]) -> list[list[str]]:
+    """Delete the rules; return those still in place (a rule already gone is not one)."""
+    left: list[list[str]] = []
     for rule in rules:
-        subprocess.run(["iptables", "-D", *rule], capture_output=True)
+        out = subprocess.run(["iptables", "-D", *rule], capture_output=True)
+        if out.returncode != 0 and subprocess.run(["iptables", "-C", *rule],
+                                                  capture_output=True).returncode == 0:
+            left.append(rule)
+    return left
 
 
 def galera_partition(ctx: Context, node: str | None, heal: bool,
@@ -240,12 +247,19 @@ def galera_partition(ctx: Context, node: str | None, heal: bool,
     if heal:
         nodes = [node] if node is not None else sorted(set(st.partitions) | set(st.left))
         removed = 0
+        stuck: list[str] = []
         for name in nodes:
             rules = st.partitions.pop(name, [])
             if include_left:
                 rules += st.left.pop(name, [])
-            _delete(rules)
-            removed += len(rules)
+            still = _delete(rules)
+            removed += len(rules) - len(still)
+            if still:  # kept, so that the end of the run tries again
+                st.partitions.setdefault(name, []).extend(still)
+                stuck.append(f"{name} ({len(still)})")
+        if stuck:
+            raise ActionFailed("iptables: the group partition rules of "
+                               f"{', '.join(stuck)} could not be deleted")
         return {"removed_rules": removed}
     if os.geteuid() != 0:
         raise ActionFailed("partitioning Galera group traffic needs root (iptables)")
@@ -292,8 +306,11 @@ def heal(ctx: Context) -> list[str]:
                 done.append(f"mend the cut of {c.node} from {', '.join(c.peers)}")
         st.cuts = []
     if st.partitions:
-        galera_partition(ctx, None, heal=True, include_left=False)
-        done.append("heal group partition")
+        try:
+            galera_partition(ctx, None, heal=True, include_left=False)
+            done.append("heal group partition")
+        except ActionFailed as e:  # said, and the rest of the healing goes on
+            done.append(f"heal group partition failed: {e}")
     return done
 
 

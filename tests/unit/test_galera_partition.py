@@ -372,3 +372,39 @@ def test_a_galera_partition_without_a_cgroup_v2_hierarchy_is_refused_up_front(
     certification = load_plan(str(Path(__file__).parents[2] / "experiments"
                                   / "galera-certification.exp"))
     check_network_groups(certification, tmp_path / "v1only")  # no partition: nothing needed
+
+
+class _Ctx:
+    """Just enough of fault.context.Context for the heal of group partitions."""
+
+    def __init__(self) -> None:
+        self.states: dict[type, object] = {}
+
+    def state(self, kind: type) -> object:
+        return self.states.setdefault(kind, kind())
+
+
+def test_a_heal_says_how_many_rules_it_deleted_and_fails_when_one_stays(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`network heal g3` recorded only the toxiproxy links, and a rule that could not be
+    deleted was silent: now the count is in the heal's value, and a rule still in place
+    (iptables -C finds it) fails the heal and is kept for the end of the run."""
+    from fault.context import ActionFailed
+    from fault.network import NetworkState, galera_partition
+
+    ctx = _Ctx()
+    st = ctx.state(NetworkState)
+    st.partitions["g3"] = [["INPUT", "-p", "tcp", "--dport", "1"],  # type: ignore[attr-defined]
+                           ["OUTPUT", "-p", "tcp", "--sport", "1"]]
+
+    class Done:
+        def __init__(self, rc: int) -> None:
+            self.returncode = rc
+
+    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: Done(0))
+    assert galera_partition(ctx, "g3", heal=True) == {"removed_rules": 2}  # type: ignore[arg-type]
+    st.partitions["g3"] = [["INPUT", "-p", "tcp", "--dport", "1"]]  # type: ignore[attr-defined]
+    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: Done(1 if "-D" in argv else 0))
+    with pytest.raises(ActionFailed, match="g3 \\(1\\) could not be deleted"):
+        galera_partition(ctx, "g3", heal=True)  # type: ignore[arg-type]
+    assert st.partitions["g3"]  # type: ignore[attr-defined]
