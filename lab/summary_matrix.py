@@ -270,9 +270,13 @@ def workload_row(cell: dict[str, Any], w: str, info: CellInfo) -> dict[str, str]
     kind = info.kind(w)
     out: dict[str, str] = {}
     down = _checker(cell, "downtime")
-    if down is not None:
-        figs = _subjects(cell, "downtime").get(w)
-        out["downtime"] = downtime_text(figs) if figs else UNKNOWN
+    figs = _subjects(cell, "downtime").get(w) if down is not None else None
+    if figs:
+        out["downtime"] = downtime_text(figs)
+    elif kind == "sysbench":
+        out["downtime"] = NA  # its own client: the lab sees seconds (stalls), not operations
+    elif down is not None:
+        out["downtime"] = UNKNOWN
     elif cell.get("measurements"):
         out["downtime"] = UNKNOWN
     stale = _subjects(cell, "stale_reads").get(w)
