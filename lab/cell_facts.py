@@ -195,10 +195,9 @@ class CellFacts:
             # (the same GTID arithmetic as missing_transactions)
             io_since: float | None = None  # since when an IO thread is stopped on an error
             while True:
-                stopped = replication.stopped_sql_threads(running)
+                stopped, io_stopped = replication.stopped_threads(running)  # one read each
                 if stopped:
                     return False, "SQL thread stopped on " + ", ".join(stopped)
-                io_stopped = replication.stopped_io_threads(running)
                 if not io_stopped:
                     io_since = None
                 elif io_since is None:

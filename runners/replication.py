@@ -167,16 +167,13 @@ def downloaded(replica: SqlNode, primary: SqlNode) -> bool:
     return st.get("Master_Log_File") == f and int(st.get("Read_Master_Log_Pos", 0)) == pos
 
 
-def stopped_sql_threads(nodes: Mapping[str, SqlNode]) -> list[str]:
-    """Running nodes whose SQL thread stopped on an error: ``db2 (error 1062)``."""
-    out: list[str] = []
+def _status_rows(nodes: Mapping[str, SqlNode]) -> list[tuple[str, dict[str, Any]]]:
+    """(name, ``SHOW SLAVE STATUS`` row) of every running node that answers."""
+    out: list[tuple[str, dict[str, Any]]] = []
     for name, node in nodes.items():
-        if not node.is_running():
-            continue
-        with contextlib.suppress(Exception):
-            for st in node.sql("SHOW SLAVE STATUS", timeout=2):
-                if st.get("Slave_SQL_Running") != "Yes" and int(st.get("Last_SQL_Errno") or 0):
-                    out.append(f"{name} (error {st.get('Last_SQL_Errno')})")
+        if node.is_running():
+            with contextlib.suppress(Exception):
+                out += [(name, st) for st in node.sql("SHOW SLAVE STATUS", timeout=2)]
     return out
 
 
@@ -185,23 +182,28 @@ def stopped_sql_threads(nodes: Mapping[str, SqlNode]) -> list[str]:
 NETWORK_IO_ERRORS = frozenset({1158, 1159, 1160, 1161, 2003, 2005, 2006, 2013, 2026})
 
 
-def stopped_io_threads(nodes: Mapping[str, SqlNode]) -> list[str]:
-    """Running nodes whose IO thread stopped on an error (``Slave_IO_Running`` No, not
-    Connecting: it will not retry), with the error: ``db1 (error 1236: Got fatal error ...)``
-    — a former primary whose own writes the new primary lacks, say."""
-    out: list[str] = []
-    for name, node in nodes.items():
-        if not node.is_running():
-            continue
-        with contextlib.suppress(Exception):
-            for st in node.sql("SHOW SLAVE STATUS", timeout=2):
-                errno = int(st.get("Last_IO_Errno") or 0)
-                if st.get("Slave_IO_Running") == "No" and errno and \
-                        errno not in NETWORK_IO_ERRORS:
-                    msg = str(st.get("Last_IO_Error") or "")[:160]
-                    out.append(f"{name} (error {errno}: {msg})" if msg else
-                               f"{name} (error {errno})")
-    return out
+def _sql_stopped(name: str, st: Mapping[str, Any]) -> str | None:
+    errno = int(st.get("Last_SQL_Errno") or 0)
+    return f"{name} (error {errno})" if st.get("Slave_SQL_Running") != "Yes" and errno else None
+
+
+def _io_stopped(name: str, st: Mapping[str, Any]) -> str | None:
+    errno = int(st.get("Last_IO_Errno") or 0)
+    if st.get("Slave_IO_Running") != "No" or not errno or errno in NETWORK_IO_ERRORS:
+        return None
+    msg = str(st.get("Last_IO_Error") or "")[:160]
+    return f"{name} (error {errno}: {msg})" if msg else f"{name} (error {errno})"
+
+
+def stopped_threads(nodes: Mapping[str, SqlNode]) -> tuple[list[str], list[str]]:
+    """From one ``SHOW SLAVE STATUS`` per running node: the nodes whose SQL thread stopped on
+    an error (``db2 (error 1062)``), and those whose IO thread did (``Slave_IO_Running`` No,
+    not Connecting: it will not retry; ``db1 (error 1236: Got fatal error ...)``, a former
+    primary whose own writes the new primary lacks, say)."""
+    rows = _status_rows(nodes)
+    sql = [x for x in (_sql_stopped(n, st) for n, st in rows) if x]
+    io = [x for x in (_io_stopped(n, st) for n, st in rows) if x]
+    return sql, io
 
 
 def thread_errors(st: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from runners.replication import (
     downloaded,
     missing_transactions,
     repoint,
-    stopped_sql_threads,
+    stopped_threads,
     synced,
 )
 
@@ -120,12 +120,10 @@ def test_stopped_sql_threads_only_on_an_error_and_running_nodes() -> None:
         "db4": FakeNode("db4", status(Slave_SQL_Running="No", Last_SQL_Errno=1062),
                         running=False),
     }
-    assert stopped_sql_threads(nodes) == ["db2 (error 1062)"]
+    assert stopped_threads(nodes)[0] == ["db2 (error 1062)"]
 
 
 def test_stopped_io_threads_only_when_they_will_not_retry() -> None:
-    from runners.replication import stopped_io_threads
-
     nodes = {
         "db1": FakeNode("db1", status(Slave_IO_Running="No", Last_IO_Errno=1236,
                                       Last_IO_Error="Got fatal error 1236 from master")),
@@ -134,7 +132,7 @@ def test_stopped_io_threads_only_when_they_will_not_retry() -> None:
         # stopped by `stop replication` after a partition: the 2013 is stale, not the cause
         "db4": FakeNode("db4", status(Slave_IO_Running="No", Last_IO_Errno=2013)),
     }
-    assert stopped_io_threads(nodes) == ["db1 (error 1236: Got fatal error 1236 from master)"]
+    assert stopped_threads(nodes)[1] == ["db1 (error 1236: Got fatal error 1236 from master)"]
 
 
 def gtid_node(name: str, binlog: str, current: str) -> FakeNode:
