@@ -57,6 +57,7 @@ from dsl.models import (
 from dsl.owned import PROVIDER_KEY, normal_key, owned_problem
 from dsl.plan import NodeRole, iofs_nodes
 from dsl.units import kind_problem
+from dsl.versions import mysql_unspoken
 
 # --- safety of names, keys and values ---------------------------------------------------------
 
@@ -170,12 +171,6 @@ ROLE_OF_KIND: dict[str, NodeRole] = {
     "mongodb_replset": "member",
 }
 MONGO_FLAVORS = frozenset({"psmdb", "mongodb"})
-
-
-def _major_minor(version: str | None) -> tuple[int, ...]:
-    """``8.4.2`` -> (8, 4); () when there is no version (or no number in it)."""
-    m = re.match(r"(\d+)(?:\.(\d+))?", version or "")
-    return tuple(int(x) for x in m.groups() if x is not None) if m else ()
 
 
 def did_you_mean(word: str, known: Iterable[str]) -> str | None:
@@ -339,7 +334,7 @@ class _Validator:
                 f"the galera topology runs on mariadb (galera-4), not {flavor}",
                 "engine mariadb 10.11",
             )
-        elif flavor in ("mysql", "percona") and _major_minor(t.engine.version) >= (8, 4):
+        elif flavor in ("mysql", "percona") and mysql_unspoken(t.engine.version):
             self.error(
                 t.engine.span,
                 f"{flavor} {t.engine.version}: the lab speaks MySQL 8.0's replication "

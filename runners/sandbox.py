@@ -19,12 +19,12 @@ from pathlib import Path
 
 from dsl.owned import normal_key
 from dsl.plan import PlannedNode
+from dsl.versions import mysql_unspoken, version_matches, version_numbers
 from runners.components import PROJECT_ROOT, require
 from runners.errors import ComponentError
 from runners.mysql import Credentials
 from runners.node import SandboxNode
 from runners.runtime import Run
-from runners.server_identity import MYSQL_NEWEST_SPOKEN, version_matches, version_numbers
 
 DEBIAN_BIN_LINKS = ("mariadb", "mysql", "aria_", "myisam", "my_print_defaults", "resolveip",
                     "innochecksum", "perror", "replace", "msql2mysql")
@@ -163,7 +163,7 @@ def unpacked(root: Path, flavor: str, version: str | None) -> list[str]:
             continue
         if version and not version_matches(version, d.name):
             continue
-        if flavor != "mariadb" and numbers[:2] >= MYSQL_NEWEST_SPOKEN:
+        if flavor != "mariadb" and mysql_unspoken(d.name):
             continue  # the lab refuses it (server_identity): never pick it over an 8.0
         found.append((numbers, d.name))
     return [name for _, name in sorted(found, reverse=True)]

@@ -11,13 +11,12 @@ matches ``10.11.19-MariaDB-0+deb12u1``; ``10.1`` does not).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
+from dsl.versions import mysql_unspoken, version_matches
 from runners.errors import ComponentError
 
-MYSQL_NEWEST_SPOKEN = (8, 4)  # MySQL / Percona Server from here on: not spoken (see mismatch)
 SQL = "SELECT @@version AS v, @@version_comment AS c"
 
 
@@ -31,19 +30,6 @@ def flavor_of(version: str, comment: str) -> str:
     return "mysql"
 
 
-def version_numbers(version: str) -> tuple[int, ...]:
-    m = re.match(r"\d+(?:\.\d+)*", version.strip())
-    return tuple(int(x) for x in m.group(0).split(".")) if m else ()
-
-
-def version_matches(wanted: str, running: str) -> bool:
-    """``wanted`` (``10.11``, ``8.0.36``) is a prefix, component by component, of the running
-    server's version."""
-    want = version_numbers(wanted)
-    have = version_numbers(running)
-    return bool(want) and have[:len(want)] == want
-
-
 def mismatch(flavor: str, version: str | None, running: str, comment: str) -> str | None:
     """Why a server that reports ``running``/``comment`` is not ``engine flavor version``
     (None: it is)."""
@@ -52,7 +38,7 @@ def mismatch(flavor: str, version: str | None, running: str, comment: str) -> st
         return f"runs {found} ({running}), not {flavor}"
     if version and not version_matches(version, running):
         return f"runs {flavor} {running}, not {version}"
-    if flavor != "mariadb" and version_numbers(running)[:2] >= MYSQL_NEWEST_SPOKEN:
+    if flavor != "mariadb" and mysql_unspoken(running):
         return (f"runs {flavor} {running}: the lab speaks MySQL 8.0's replication statements "
                 "(SHOW SLAVE STATUS, CHANGE MASTER TO), which 8.4 removed")
     return None

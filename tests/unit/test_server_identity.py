@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from dsl.versions import version_matches
 from runners.errors import ComponentError
 from runners.sandbox import sandbox_binary, unpacked
-from runners.server_identity import check, flavor_of, mismatch, version_matches
+from runners.server_identity import check, flavor_of, mismatch
 
 DEBIAN = ("10.11.19-MariaDB-0+deb12u1-log", "Debian 12")
 
