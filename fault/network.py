@@ -29,7 +29,7 @@ from pathlib import Path
 
 from dsl.models import NetworkFault
 from fault.context import ActionFailed, Context, Detail, Handler
-from runners import firewall
+from runners import cgroups, firewall, sockets
 from runners.netcut import Cut, PeerCuts
 from runners.toxiproxy import Link
 
@@ -206,9 +206,8 @@ def iptables_rules(port: int, peer_ports: Sequence[int] = (), group: str | None 
       node opened itself, from an ephemeral port to the other nodes' group ports
       ``peer_ports``: every packet its server sends on them (data and acknowledgements) is
       dropped; its server runs in the cgroup v2 group ``group`` (``runners.cgroups``), which
-      is how the rule knows the packets are the node's. The other side's packets on such a
-      connection are still sent: what was in flight may arrive once, and nothing is ever
-      acknowledged, so the connection stalls both ways.
+      is how the rule knows the packets are the node's. The other side's packets on those
+      connections are dropped by ``return_rules`` (they carry nothing that names the node).
 
     Without ``group`` only the first two (which leave the node's own connections up).
     ``label`` (``runners.firewall.label``: a comment naming the run and the node) goes into
@@ -223,6 +222,21 @@ def iptables_rules(port: int, peer_ports: Sequence[int] = (), group: str | None 
             rules.append(["OUTPUT", "-o", "lo", "-p", "tcp", "-m", "cgroup", "--path", group,
                           "-m", "multiport", "--dports", dports, *tail])
     return rules
+
+
+def return_rules(port: int, peer_ports: Sequence[int], connections: Sequence[tuple[int, int]],
+                 label: Sequence[str] = ()) -> list[list[str]]:
+    """The rules that drop what the other nodes send on the connections a Galera node opened
+    itself: ``INPUT ... --sport PEER --dport LOCAL`` for each of its established
+    ``connections`` (``runners.sockets.established``: local port, remote port) whose remote
+    end is another node's group port. Without them the peers' packets on those connections
+    still reached the node after the cut (until their unacknowledged data stalled them): for a
+    moment the node heard a group that could not hear it, which a real partition never does."""
+    peers = set(peer_ports) - {port}
+    return [["INPUT", "-i", "lo", "-p", "tcp", "--sport", str(remote), "--dport", str(local),
+             *label, "-j", "DROP"]
+            for local, remote in sorted(set(connections))
+            if remote in peers and local != port]
 
 
 def _delete(rules: list[list[str]]) -> list[list[str]]:
@@ -275,17 +289,25 @@ def galera_partition(ctx: Context, node: str | None, heal: bool,
             "hierarchy: none here), else the connections it opened itself would survive")
     port = ports.galera_group(target.index)
     peers = [ports.galera_group(n.index) for name, n in ctx.topo.nodes.items() if name != node]
-    rules = iptables_rules(port, peers, group.name, firewall.label(ctx.topo.run.id, node))
+    label = firewall.label(ctx.topo.run.id, node)
     inserted: list[list[str]] = []
-    for rule in rules:
-        out = subprocess.run(["iptables", "-I", *rule], capture_output=True, text=True)
-        if out.returncode != 0:
-            _delete(inserted)
-            raise ActionFailed(f"iptables: {out.stderr.strip()}")
-        inserted.append(rule)
+
+    def insert(rules: list[list[str]]) -> None:
+        for rule in rules:
+            out = subprocess.run(["iptables", "-I", *rule], capture_output=True, text=True)
+            if out.returncode != 0:
+                _delete(inserted)
+                raise ActionFailed(f"iptables: {out.stderr.strip()}")
+            inserted.append(rule)
+
+    insert(iptables_rules(port, peers, group.name, label))
+    # its own packets are dropped now, so it opens no new connection: the list is complete
+    own = sockets.established(cgroups.pids_in(group))
+    back = return_rules(port, peers, own, label)
+    insert(back)
     st.partitions.setdefault(node, []).extend(inserted)
     return {"port": port, "peer_ports": sorted(peers), "cgroup": group.name,
-            "rules": len(inserted)}
+            "rules": len(inserted), "connections_opened": len(back)}
 
 
 def heal(ctx: Context) -> list[str]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
 import time
 from collections.abc import Iterator
 
@@ -20,11 +23,12 @@ from dsl.models import (
 )
 from fault.nemesis import ActionFailed, Nemesis, resident_bytes
 from lab.history import Op
+from runners import cgroups, sockets
 from runners.mysql import connect, execute_all, query, scalar
 from runners.runtime import Run, alive
 from runners.topology import Topology
 
-from .conftest import make_plan, replication_nodes, require, router
+from .conftest import make_plan, node, replication_nodes, require, router
 
 
 def ref(name: str) -> NodeRef:
@@ -125,6 +129,68 @@ def test_latency_delays_queries_and_heal_removes_it(repl) -> None:  # type: igno
     assert timed_query() >= 0.3
     nem.apply(NetworkFault(verb="heal", node=ref("db3")))
     assert timed_query() < 0.1
+
+
+def _received(ports: list[int]) -> dict[int, int]:
+    """``bytes_received`` of this machine's TCP connections from these local ports, in any
+    state (``ss -tia``: a node that gave up on a peer has its socket in FIN-WAIT), by local
+    port."""
+    out = subprocess.run(["ss", "-tinaH"], capture_output=True,
+                         text=True, check=True).stdout
+    got: dict[int, int] = {}
+    local = None
+    for line in out.splitlines():
+        if not line.startswith((" ", "\t")):
+            parts = line.split()
+            local = int(parts[3].rsplit(":", 1)[1]) if len(parts) >= 5 else None
+        elif local in ports and "bytes_received:" in line:
+            got[local] = int(line.split("bytes_received:")[1].split()[0])
+    return got
+
+
+def test_a_galera_group_partition_cuts_both_ways_at_once() -> None:
+    """g3 joins last, so it opened its group connections itself: after the cut nothing the
+    others send on them reaches it (with only the rules on its own packets, g1's writes kept
+    arriving on them), and g1 and g2 keep a primary component of two."""
+    require("mariadbd", "galera", "rsync")
+    if os.geteuid() != 0:
+        pytest.skip("a Galera group partition needs root (iptables)")
+    plan = make_plan("galera", [node(f"g{i}", "galera", i) for i in (1, 2, 3)])
+    with Run(experiment="it") as run:
+        topo = Topology.deploy(plan, plan.cells[0], run)
+        try:
+            g = topo.nodes
+            execute_all(g["g1"].addr, topo.app, ["CREATE DATABASE p",
+                                                 "CREATE TABLE p.t (id INT PRIMARY KEY)"])
+            nem = Nemesis(topo, History())
+            detail = nem.apply(NetworkFault(verb="partition", node=ref("g3"), link="group"))
+            assert detail["connections_opened"] >= 1
+            peers = set(detail["peer_ports"])
+            opened = [loc for loc, rem in sockets.established(
+                cgroups.pids_in(g["g3"].network_group)) if rem in peers]
+            assert len(opened) == detail["connections_opened"]
+            before = _received(opened)
+            i, end = 0, time.monotonic() + 3
+            while time.monotonic() < end:  # g1's writes (and keepalives) go out to g3 too
+                i += 1
+                with contextlib.suppress(MySQLdb.Error):
+                    execute_all(g["g1"].addr, topo.app, [f"INSERT INTO p.t VALUES ({i})"],
+                                timeout=0.5)
+                time.sleep(0.05)
+            after = _received(opened)
+            assert after == before  # without the rules on the way back: 80 and 372 bytes more
+            deadline = time.monotonic() + 20
+            size = ""
+            while time.monotonic() < deadline and size != "2":
+                time.sleep(0.2)
+                size = str(query(g["g1"].addr, topo.admin,
+                                 "SHOW STATUS LIKE 'wsrep_cluster_size'")[0]["Value"])
+            assert size == "2"
+            assert query(g["g1"].addr, topo.admin, "SHOW STATUS LIKE "
+                         "'wsrep_cluster_status'")[0]["Value"] == "Primary"
+            assert nem.heal_all() == ["heal group partition"]
+        finally:
+            topo.teardown()
 
 
 def test_partition_makes_the_io_thread_lose_the_primary(repl) -> None:  # type: ignore[no-untyped-def]

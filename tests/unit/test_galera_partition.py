@@ -15,8 +15,8 @@ from fakes import FakeTopology, FakeToxiproxy, nemesis, ref
 
 from dsl.models import NetworkFault
 from fault.nemesis import ActionFailed
-from fault.network import MULTIPORT_MAX, NetworkState, iptables_rules, links_to
-from runners import bare, cgroups, firewall
+from fault.network import MULTIPORT_MAX, NetworkState, iptables_rules, links_to, return_rules
+from runners import bare, cgroups, firewall, sockets
 from runners.node import ProcessNode
 from runners.toxiproxy import Link
 
@@ -168,6 +168,69 @@ def test_many_peers_take_several_multiport_rules() -> None:
     assert [len(r[r.index("--dports") + 1].split(",")) for r in out] == [MULTIPORT_MAX, 2]
 
 
+def test_what_the_peers_send_on_the_connections_the_node_opened_is_dropped_too() -> None:
+    # db3 (group port 23043) opened 40001 -> 23041 and 40002 -> 23042; db1 opened 50000 -> 23043
+    # (db3's own port: cut by the port rules); 40003 -> 3306 is a client connection, not the group
+    own = [(40002, 23042), (40001, 23041), (23043, 50000), (40003, 3306), (40001, 23041)]
+    assert return_rules(23043, [23041, 23042, 23043], own, ["-m", "comment", "--comment", "x"]) == [
+        ["INPUT", "-i", "lo", "-p", "tcp", "--sport", "23041", "--dport", "40001",
+         "-m", "comment", "--comment", "x", "-j", "DROP"],
+        ["INPUT", "-i", "lo", "-p", "tcp", "--sport", "23042", "--dport", "40002",
+         "-m", "comment", "--comment", "x", "-j", "DROP"]]
+    assert return_rules(23043, [23041], []) == []
+
+
+def fake_proc(tmp_path: Path, pid: int, sockets_: dict[str, str], tcp: list[str]) -> Path:
+    """A /proc with one process: its fd links (fd -> target) and its net/tcp rows."""
+    proc = tmp_path / "proc"
+    fd = proc / str(pid) / "fd"
+    fd.mkdir(parents=True)
+    for name, target in sockets_.items():
+        os.symlink(target, fd / name)
+    (proc / str(pid) / "net").mkdir()
+    head = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+            "timeout inode")
+    (proc / str(pid) / "net" / "tcp").write_text("\n".join([head, *tcp]) + "\n")
+    return proc
+
+
+def test_the_established_connections_of_a_process_are_read_from_proc(tmp_path: Path) -> None:
+    row = ("   {n}: 0100007F:{l:04X} 0100007F:{r:04X} {st} 00000000:00000000 00:00000000 "
+           "00000000   0 0 {ino} 1 0 20 4 30 10 -1")
+    proc = fake_proc(tmp_path, 42, {"3": "socket:[111]", "4": "socket:[222]", "5": "/dev/null",
+                                    "6": "socket:[333]"},
+                     [row.format(n=0, l=40001, r=23041, st="01", ino=111),
+                      row.format(n=1, l=23043, r=0, st="0A", ino=222),    # listening
+                      row.format(n=2, l=40002, r=23042, st="01", ino=999),  # another process's
+                      row.format(n=3, l=40005, r=23042, st="06", ino=333)])  # TIME_WAIT
+    assert sockets.established([42], proc) == [(40001, 23041)]
+    assert sockets.established([7], proc) == []  # gone
+
+
+def test_a_partition_drops_the_peers_packets_on_the_node_s_own_connections(
+        tmp_path: Path, iptables: list[list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    topo = galera(tmp_path)
+    group = topo.run.ports.galera_group
+    seen: list[list[int]] = []
+
+    def established(pids: list[int]) -> list[tuple[int, int]]:
+        seen.append(pids)
+        assert len(iptables) == 3  # listed once the node's own packets are dropped
+        return [(40001, group(1)), (40002, group(2))]
+
+    monkeypatch.setattr(cgroups, "pids_in", lambda g: [4242] if g.name == "rcl-r-db3" else [])
+    monkeypatch.setattr(sockets, "established", established)
+    nem, _ = nemesis(topo)
+    detail = nem.apply(NetworkFault(verb="partition", node=ref("db3"), link="group"))
+    assert seen == [[4242]] and detail["rules"] == 5 and detail["connections_opened"] == 2
+    assert iptables[3:] == [["iptables", "-I", *r] for r in return_rules(
+        group(3), [group(1), group(2)], [(40001, group(1)), (40002, group(2))],
+        firewall.label("r1", "db3"))]
+    iptables.clear()
+    nem.apply(NetworkFault(verb="heal", node=ref("db3"), link="group"))
+    assert [c[1] for c in iptables] == ["-D"] * 5
+
+
 # --- inserting and healing -----------------------------------------------------------------------
 
 @pytest.fixture
@@ -199,7 +262,7 @@ def test_a_partition_inserts_the_rules_and_its_heal_deletes_exactly_them(
     group = topo.run.ports.galera_group
     detail = nem.apply(NetworkFault(verb="partition", node=ref("db3"), link="group"))
     assert detail == {"port": group(3), "peer_ports": [group(1), group(2)],
-                      "cgroup": "rcl-r-db3", "rules": 3}
+                      "cgroup": "rcl-r-db3", "rules": 3, "connections_opened": 0}
     db3 = iptables_rules(group(3), [group(1), group(2)], "rcl-r-db3",
                          ["-m", "comment", "--comment", "rcl-r1-db3"])  # named for gc
     assert iptables == [["iptables", "-I", *r] for r in db3]
