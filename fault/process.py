@@ -15,7 +15,8 @@ from typing import Any
 from dsl.models import NodeAction
 from fault import replication
 from fault.cache import evict_files
-from fault.context import Context, Detail, Handler
+from fault.context import ActionFailed, Context, Detail, Handler
+from runners import settings_in_force
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +57,13 @@ def node_action(ctx: Context, a: NodeAction) -> Detail:
             topo.restart(name, opts)
         ctx.down.discard(name)
         ctx.left_down.discard(name)
-        out: dict[str, Any] = {"ready_seconds": round(time.monotonic() - t0, 3),
-                               "options": opts}
+        ready = round(time.monotonic() - t0, 3)
+        wrong = settings_in_force.changed(ctx.node(name), settings_in_force.file_settings(
+            opts, {})) if opts and ctx.topo.plan.topology != "mongodb_replset" else []
+        if wrong:
+            raise ActionFailed(f"{verb} {name} with: the server changed what the file gave it: "
+                               + "; ".join(wrong))
+        out: dict[str, Any] = {"ready_seconds": ready, "options": opts}
         if replication.was_primary(ctx, name):
             out["rejoined_as_replica_of"] = replication.rejoin(ctx, name)
         return out

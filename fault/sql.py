@@ -15,7 +15,8 @@ import MySQLdb
 
 from dsl.models import RunSql, SetGlobal
 from fault.context import ActionFailed, Context, Detail, Handler
-from runners.mysql import connect, execute_all
+from runners import settings_in_force
+from runners.mysql import connect
 
 NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -36,13 +37,36 @@ def sql_literal(value: str) -> str:
 
 
 def set_global(ctx: Context, a: SetGlobal) -> Detail:
+    """``SET GLOBAL`` on each node, then what the server made of it: an error of the server
+    (an unknown variable, a value it refuses) or a value it adjusted (it warns and sets
+    another: ``innodb_flush_log_at_trx_commit = 7`` runs as 3, read back with
+    ``runners.settings_in_force``) fails the action naming the node; nothing is silently
+    changed."""
     if not NAME.match(a.name):
         raise ActionFailed(f"not a variable name: {a.name!r}")
     targets = [n.name for n in a.nodes] or [n for n in ctx.topo.nodes if n not in ctx.down]
     stmt = f"SET GLOBAL {a.name} = {sql_literal(a.value)}"
     for name in targets:
         n = ctx.node(name)
-        execute_all(n.addr, n.admin, [stmt])
+        try:
+            conn = connect(n.addr, n.admin, timeout=10)
+            try:
+                cur = conn.cursor()
+                cur.execute(stmt)
+                cur.execute("SHOW WARNINGS")
+                warnings = [f"{w[0]} {w[1]}: {w[2]}" for w in cur.fetchall()]
+                cur.execute(f"SELECT @@GLOBAL.`{a.name}`")
+                row = cur.fetchone()
+                running = row[0] if row else None
+            finally:
+                with contextlib.suppress(Exception):
+                    conn.close()
+        except MySQLdb.Error as e:
+            raise ActionFailed(f"{stmt} on {name}: the server answered {e}") from None
+        if settings_in_force.differs(a.value, running):
+            said = f" ({'; '.join(warnings)})" if warnings else ""
+            raise ActionFailed(f"{stmt} on {name}: the server set {running}, not {a.value}"
+                               f"{said}; use a value it takes")
     return {"nodes": targets, "statement": stmt}
 
 

@@ -129,8 +129,12 @@ class PlanRun:
         assert self.outcome is not None
         try:
             out = run_cell(self.plan, cell, self.store, run_id, self.view, keep)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
+            from lab.engine import CellInterrupted
+
             self.outcome.status = "interrupted"
+            if isinstance(e, CellInterrupted):  # what it measured so far is the run's too
+                self.outcome.cells.append(e.cell)
             raise
         self.outcome.cells.append(out)
         return out

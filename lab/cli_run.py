@@ -9,6 +9,7 @@ mark ``abandoned`` the runs whose lab process is gone (``Store.mark_abandoned``)
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import sys
@@ -39,6 +40,10 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
     its own error: the engine still knows it was an interruption), then interrupt."""
     from lab.engine import INTERRUPTED
 
+    if INTERRUPTED.is_set():  # stopping already: a second Ctrl-C must not cut the teardown short
+        os.write(2, b"lab: stopping already: tearing down what the run started and storing what "
+                    b"it measured (kill -9 and `lab gc` skip that)\n")
+        return
     INTERRUPTED.set()
     raise KeyboardInterrupt
 
@@ -123,6 +128,9 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
     except MissingComponent as e:
         err.print(f"Error: {e}")
         return EXIT_INCOMPLETE
+    from lab.engine import INTERRUPTED
+
+    INTERRUPTED.clear()  # a run of its own (the CLI may run in a process that ran another)
     signal.signal(signal.SIGTERM, _sigterm)
     signal.signal(signal.SIGINT, _sigterm)
     try:

@@ -67,6 +67,16 @@ log = logging.getLogger(__name__)
 INTERRUPTED = threading.Event()
 
 
+class CellInterrupted(KeyboardInterrupt):
+    """Ctrl-C ended a cell: it is torn down and stored, and what it measured so far goes on
+    with the interruption (``cell``) so that the run's summary shows it too (``lab run``,
+    ``lab show``, ``lab compare``), not only the database."""
+
+    def __init__(self, cell: CellOutcome) -> None:
+        super().__init__()
+        self.cell = cell
+
+
 def run_plan(
     plan: Plan,
     store: Store,
@@ -90,8 +100,10 @@ def run_plan(
             outcome.cells.append(cell_out)
             if cell_out.status in ("error", "interrupted"):
                 break
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         outcome.status = "interrupted"
+        if isinstance(e, CellInterrupted):
+            outcome.cells.append(e.cell)
     conclude(outcome)
     try:
         store.finish_run(
@@ -209,7 +221,7 @@ class CellRunner:
                        self._load_bounds())
         self.view.cell_finished(self.out)
         if interrupted:
-            raise KeyboardInterrupt
+            raise CellInterrupted(self.out)
         return self.out
 
     def _record(self, op: Op) -> Op:

@@ -13,7 +13,7 @@ from typing import Protocol, TypeVar
 
 from dsl.compile import for_base_port
 from dsl.plan import Cell, Plan, PlannedNode
-from runners import server_identity
+from runners import server_identity, settings_in_force
 from runners.mysql import Address, Credentials
 from runners.node import Node
 from runners.router import Router
@@ -61,6 +61,7 @@ def deploy_cell(make: Callable[[Run, Plan, Cell, Credentials, Credentials, Crede
         if plan.topology != "mongodb_replset":  # runners.mongo checks its own
             server_identity.check(plan.engine.flavor, plan.engine.version,
                                   topo.nodes.values(), server_source(plan))
+            settings_in_force.check(topo.nodes.values(), topo.planned)
     except BaseException:
         topo.teardown()
         raise

@@ -268,6 +268,12 @@ def test_set_global_and_a_wait_that_times_out(repl) -> None:  # type: ignore[no-
     nem.apply(SetGlobal(nodes=[ref("db2")], name="max_connections", value="77"))
     assert int(scalar(topo.nodes["db2"].addr, topo.admin, "SELECT @@max_connections")) == 77
     assert int(scalar(topo.nodes["db3"].addr, topo.admin, "SELECT @@max_connections")) != 77
+    # a value the server adjusts (it warns and sets 3) or refuses fails the action, named
+    with pytest.raises(ActionFailed, match="on db2: the server set 3, not 7 .*1292"):
+        nem.apply(SetGlobal(nodes=[ref("db2")], name="innodb_flush_log_at_trx_commit",
+                            value="7"))
+    with pytest.raises(ActionFailed, match="on db2: the server answered .*1193"):
+        nem.apply(SetGlobal(nodes=[ref("db2")], name="innodb_buffer_pool_instances", value="4"))
     nem.apply(ReplicationControl(verb="stop", node=ref("db3"), threads="sql"))
     execute_all(topo.nodes["db1"].addr, topo.app, ["CREATE DATABASE behind"])
     with pytest.raises(ActionFailed, match="not reached within 1s"):

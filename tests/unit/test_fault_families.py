@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import MySQLdb
 import pytest
 from fakes import FakeTopology, FakeToxiproxy, nemesis, ref
 
@@ -34,9 +35,45 @@ def sql(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, list[str]]]:
                     timeout: float = 10.0) -> None:
         sent.append((addr.port, list(statements)))
 
-    for module in ("fault.replication", "fault.sql"):
-        monkeypatch.setattr(f"{module}.execute_all", execute_all)
+    monkeypatch.setattr("fault.replication.execute_all", execute_all)
+    monkeypatch.setattr("fault.sql.connect", lambda addr, creds, timeout=10.0: FakeServer(
+        addr.port, sent))
     return sent
+
+
+class FakeServer:
+    """A connection of ``set global``: records the SET, and reads back the value set, or
+    ``ADJUSTED[value]`` with a warning (a server that changed it), or raises ``REFUSED``."""
+
+    ADJUSTED = {"7": "3"}
+    REFUSED = {"innodb_buffer_pool_instances": (1193, "Unknown system variable "
+                                                      "'innodb_buffer_pool_instances'")}
+
+    def __init__(self, port: int, sent: list[tuple[int, list[str]]]) -> None:
+        self.port, self.sent, self.value = port, sent, ""
+
+    def cursor(self) -> FakeServer:
+        return self
+
+    def execute(self, stmt: str) -> None:
+        if stmt.startswith("SET GLOBAL"):
+            name, value = stmt[len("SET GLOBAL "):].split(" = ")
+            if name in self.REFUSED:
+                raise MySQLdb.OperationalError(*self.REFUSED[name])
+            self.sent.append((self.port, [stmt]))
+            self.value = value
+        self.last = stmt
+
+    def fetchall(self) -> list[tuple[str, int, str]]:
+        if self.value in self.ADJUSTED:
+            return [("Warning", 1292, f"Truncated incorrect value: '{self.value}'")]
+        return []
+
+    def fetchone(self) -> tuple[str]:
+        return (self.ADJUSTED.get(self.value, self.value),)
+
+    def close(self) -> None:
+        pass
 
 
 # --- the registry ------------------------------------------------------------------------------
@@ -204,6 +241,18 @@ def test_set_global_skips_nodes_that_are_down(tmp_path: Path, sql: list[Any]) ->
     assert sql == [(23001, ["SET GLOBAL innodb_io_capacity = 2000"]),
                    (23002, ["SET GLOBAL innodb_io_capacity = 2000"])]
     assert nem.heal_all() == ["start db3"]  # a SET GLOBAL has nothing to heal
+
+
+def test_set_global_fails_when_the_server_changed_the_value_or_refused_it(
+        tmp_path: Path, sql: list[Any]) -> None:
+    nem, history = nemesis(FakeTopology(tmp_path))
+    with pytest.raises(ActionFailed, match=r"on db1: the server set 3, not 7 \(Warning 1292: "
+                                           "Truncated incorrect"):
+        nem.apply(SetGlobal(name="innodb_flush_log_at_trx_commit", value="7"))
+    assert history[-1].type == "fail"
+    with pytest.raises(ActionFailed, match="on db1: the server answered .*1193.*Unknown system"):
+        nem.apply(SetGlobal(name="innodb_buffer_pool_instances", value="4"))
+    nem.apply(SetGlobal(name="max_allowed_packet", value="64M"))  # read back in bytes: the same
 
 
 def test_set_global_refuses_a_name_that_is_not_one(tmp_path: Path, sql: list[Any]) -> None:

@@ -553,3 +553,40 @@ def test_a_signal_surfacing_as_a_library_error_is_still_an_interruption(
     conn = sqlite3.connect(db)
     assert conn.execute("select status from runs").fetchone() == ("interrupted",)
     assert conn.execute("select status from cells").fetchone() == ("interrupted",)
+
+
+def test_ctrl_c_mid_load_keeps_the_cell_in_the_run_s_summary(
+    tmp_path: Path, fake_cell: None
+) -> None:
+    """Ctrl-C 1.5 s into the load: the cell is torn down and stored ``interrupted`` with what
+    it measured, and the run's summary (what ``lab run``, ``lab show`` and ``lab compare``
+    print) has that cell, not "no cell with results"."""
+    import _thread
+
+    timer = threading.Timer(1.5, _thread.interrupt_main)
+    timer.start()
+    try:
+        with Store(tmp_path / "results.db") as store:
+            outcome = engine.run_plan(quick_plan(), store)
+    finally:
+        timer.cancel()
+    (cell,) = outcome.cells
+    assert cell.status == "interrupted" and outcome.status == "interrupted"
+    assert FakeTopology.torn_down == 1
+    assert cell.expectations  # checked on the partial history
+    with Store(tmp_path / "results.db") as s:
+        run = s.get_run(outcome.run_id)
+    assert run["status"] == "interrupted"
+    assert [c["status"] for c in run["summary"]["cells"]] == ["interrupted"]
+
+
+def test_a_second_ctrl_c_does_not_cut_the_teardown_short(capfd: pytest.CaptureFixture[str]) -> None:
+    from lab.cli_run import _sigterm
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _sigterm(2, None)
+        _sigterm(2, None)  # during the teardown: said, not raised
+    finally:
+        engine.INTERRUPTED.clear()
+    assert "stopping already" in capfd.readouterr().err
