@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from lab.checkers.stale_reads import visibility_lower_bound
+from lab.checkers.stale_reads import visibility_lower_bound, visibility_upper
 from lab.claims import claim_lines
 from lab.expectations import figure_clause, format_count, format_value
 
@@ -210,14 +210,26 @@ def _failover(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
                  fmt_duration(acc) if _num(acc) else "never")  # fmt: skip
 
 
+def visibility_value(vis: dict[str, Any], stat: str, v: float) -> str:
+    """A visibility statistic as known: ``506 ms``; with writes never seen that could change
+    it, between its two ends (``2.01 s to 2.30 s``: the unseen at the time to the last read
+    that missed them, and after every seen one), one figure when both ends show the same, or
+    ``≥ 2.01 s`` when its rank falls among the unseen (no upper end)."""
+    text = fmt_duration(v)
+    if not visibility_lower_bound(vis, stat, v):
+        return text
+    upper = visibility_upper(vis, stat)
+    if upper is None:
+        return f"≥ {text}"
+    high = fmt_duration(upper)
+    return text if high == text else f"{text} to {high}"
+
+
 def _visibility(figs: dict[str, Any], stat: str) -> str | None:
     vis = figs.get("visibility")
     if not isinstance(vis, dict) or not _num(vis.get(stat)):
         return None
-    v = float(vis[stat])
-    text = fmt_duration(v)
-    if visibility_lower_bound(vis, stat, v):
-        text = f"≥ {text}"
+    text = visibility_value(vis, stat, float(vis[stat]))
     res = vis.get("resolution")
     if _num(res):
         text += f" ± {fmt_duration(res)}"

@@ -33,7 +33,6 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
-from lab.checkers.stale_reads import visibility_lower_bound
 from lab.expectations import format_count
 from lab.report import (
     RYW,
@@ -48,6 +47,7 @@ from lab.report import (
     render_expectations,
     render_notes,
     render_reports,
+    visibility_value,
 )
 
 NA = "–"  # the figure does not apply to this row
@@ -200,10 +200,7 @@ def _vis_stat(vis: dict[str, Any], stat: str) -> str:
     v = vis.get(stat)
     if not _num(v):
         return UNKNOWN
-    text = fmt_duration(v)
-    if visibility_lower_bound(vis, stat, float(v)):
-        text = f"≥ {text}"
-    return text
+    return visibility_value(vis, stat, float(v))
 
 
 def visibility_text(figs: dict[str, Any]) -> str:

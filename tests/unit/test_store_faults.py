@@ -386,6 +386,20 @@ class FakeTopology:
         return {}
 
 
+@pytest.fixture(autouse=True)
+def signals_as_found() -> Iterator[None]:
+    """``lab run`` installs its SIGINT/SIGTERM handler (and a Ctrl-C sets ``INTERRUPTED``):
+    each test here starts and ends without them."""
+    import signal
+
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    engine.INTERRUPTED.clear()
+    yield
+    engine.INTERRUPTED.clear()
+    signal.signal(signal.SIGINT, handlers[0])
+    signal.signal(signal.SIGTERM, handlers[1])
+
+
 @pytest.fixture
 def fake_cell(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The engine without servers: a client thread records writes from the start of the load

@@ -322,3 +322,16 @@ def test_the_engine_puts_the_cell_faults_in_the_summary(tmp_path: Path) -> None:
     assert 0 <= f["at"] < 5 and f["end"] >= f["at"]  # since the first operation: no load start
     doc = summary(RunOutcome(rid, plan, [runner.out]))
     assert doc["cells"][0]["faults"] == runner.out.faults
+
+
+def test_a_visibility_figure_with_writes_never_seen_shows_what_is_known() -> None:
+    """Between its two ends when it has both, one figure when they show the same, ``≥`` when
+    its rank falls among the unseen writes (no upper end)."""
+    from lab.report import visibility_value
+
+    vis = {"p50": 0.506, "p90": 0.52, "p99": 0.9, "unseen": 9, "unseen_min_bound": 0.001,
+           "upper": {"p50": 0.5061, "p90": 0.61, "p99": None}}
+    assert visibility_value(vis, "p50", 0.506) == "506 ms"  # 9 of 400 unseen cannot move it
+    assert visibility_value(vis, "p90", 0.52) == "520 ms to 610 ms"
+    assert visibility_value(vis, "p99", 0.9) == "≥ 900 ms"
+    assert visibility_value({"p50": 0.2, "unseen": 0}, "p50", 0.2) == "200 ms"
