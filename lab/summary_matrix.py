@@ -256,6 +256,11 @@ def _replication_stops(figs: dict[str, Any] | None) -> str:
     for th in ("sql", "io"):
         if figs.get(f"{th}_count"):
             parts.append(f"{th.upper()} stopped, error {figs.get(f'{th}_errno')}")
+    if figs.get("io_reconnects"):
+        errno = figs.get("io_reconnect_errno")
+        why = f", error {errno}" if errno else ""
+        parts.append(f"IO reconnecting at the end{why}" if figs.get("io_reconnecting")
+                     else f"IO reconnected{why}")
     return ("; " + "; ".join(parts)) if parts else ""
 
 

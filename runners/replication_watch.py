@@ -5,12 +5,15 @@ STATUS`` then ``SHOW REPLICA STATUS`` where that is not known) on every node eve
 ``interval`` seconds, each node in its own thread with its own persistent connection (a paused
 node that blocks its reads does not delay the others). Every tick it calls::
 
-    emit("replication", node, time_ns, {"io_running": 1.0 | 0.0, "sql_running": 1.0 | 0.0,
+    emit("replication", node, time_ns, {"io_running": 1.0 | 0.0, "io_connecting": 1.0 | 0.0,
+                                        "sql_running": 1.0 | 0.0,
                                         "sql_errno": float, "io_errno": float,
                                         "seconds_behind": float (NaN: unknown),
                                         "configured": 1.0,
                                         "read_only": 1.0 | 0.0})
 
+``io_connecting`` is 1.0 when the IO thread is not running but ``Connecting``: its primary is
+unreachable (down, restarting, cut off) and it retries by itself.
 ``read_only`` is the node's ``@@global.read_only``, read on the same connection right after
 the status (the split-brain checker's evidence that a node takes writes); it is left out when
 the server did not answer it. ``configured`` is 0.0 (and the other figures 0 / NaN) when
@@ -68,9 +71,10 @@ def _int(v: Any) -> int:
 def summarize(rows: list[Mapping[str, Any]]) -> tuple[dict[str, float], dict[int, str]]:
     """The sample values of one node's status rows, and the error text of each errno."""
     if not rows:
-        return {"configured": 0.0, "io_running": 0.0, "sql_running": 0.0, "sql_errno": 0.0,
-                "io_errno": 0.0, "seconds_behind": math.nan}, {}  # fmt: skip
+        return {"configured": 0.0, "io_running": 0.0, "io_connecting": 0.0, "sql_running": 0.0,
+                "sql_errno": 0.0, "io_errno": 0.0, "seconds_behind": math.nan}, {}  # fmt: skip
     io_running = sql_running = True
+    io_connecting, io_given_up = False, False
     sql_errno = io_errno = 0
     behind: list[float] = []
     texts: dict[int, str] = {}
@@ -78,6 +82,8 @@ def summarize(rows: list[Mapping[str, Any]]) -> tuple[dict[str, float], dict[int
         io = str(_col(r, "Slave_IO_Running", "Replica_IO_Running") or "")
         sql = str(_col(r, "Slave_SQL_Running", "Replica_SQL_Running") or "")
         io_running = io_running and io == "Yes"
+        io_connecting = io_connecting or io == "Connecting"
+        io_given_up = io_given_up or io not in ("Yes", "Connecting")
         sql_running = sql_running and sql == "Yes"
         s_err = _int(_col(r, "Last_SQL_Errno"))
         i_err = _int(_col(r, "Last_IO_Errno"))
@@ -94,6 +100,8 @@ def summarize(rows: list[Mapping[str, Any]]) -> tuple[dict[str, float], dict[int
     return {
         "configured": 1.0,
         "io_running": 1.0 if io_running else 0.0,
+        # not running but retrying by itself (its primary unreachable: it reconnects)
+        "io_connecting": 1.0 if io_connecting and not io_given_up else 0.0,
         "sql_running": 1.0 if sql_running else 0.0,
         "sql_errno": float(sql_errno),
         "io_errno": float(io_errno),

@@ -13,16 +13,22 @@ the stop happened in between), and ends at the next sample showing it running. A
 error* has a non-zero errno; a stop with errno 0 (the lab's ``stop replication``, a replica
 still connecting) is not an error, and when its errno becomes non-zero later (``start
 replication`` failing straight away) a new stop on an error starts there. A thread already
-stopped on an error at the first sample counts, with an unknown stop time (None). Unreadable
+stopped on an error at the first sample counts, with an unknown stop time (None). An IO thread
+``Connecting`` (``io_connecting``: not running, retrying by itself because its primary is
+unreachable) is not stopped: such a period is a *reconnect* (``io_reconnects``,
+``reconnects``: at, restarted_at, errno), not a stop, so a primary's restart does not count as a
+replication error; a thread that gives up (``No``) stops from there. Unreadable
 samples (the node is down or paused) change nothing; a node that stops replicating from
 anything (``RESET SLAVE ALL`` at a promote) ends its stops.
 
 Per node: ``sql_stopped_at`` / ``io_stopped_at`` (seconds since the start of the load, first
 stop on an error), ``sql_errno`` / ``io_errno`` (the first non-zero errno, 0 when none),
-``message`` (the text of the first error, SQL first), ``stopped`` (a thread was not running at
-the last readable sample), ``stopped_on_error`` (and its errno was not 0), ``count`` (stops on
-an error, both threads), ``stopped_at`` (the earliest of the two stop times), ``stops`` (every
-stop: thread, at, after, errno, restarted_at), ``samples``, ``unreadable``. Over every node:
+``message`` (the text of the first error, SQL first), ``stopped`` (a thread was not running,
+nor reconnecting, at the last readable sample), ``io_reconnects``, ``io_reconnect_errno``,
+``io_reconnecting`` (still at the last sample), ``reconnects``, ``stopped_on_error`` (and its
+errno was not 0), ``count`` (stops on an error, both threads), ``stopped_at`` (the earliest
+of the two stop times), ``stops`` (every stop: thread, at, after, errno, restarted_at),
+``samples``, ``unreadable``. Over every node:
 ``count`` = nodes with at least one stop on an error, ``nodes`` (their names), ``stops``.
 No samples at all (a topology without replication, or the watcher did not run): ``valid`` is
 True as for ``replication_lag`` but every figure is None (unknown), with a note.
@@ -69,15 +75,28 @@ class _Thread:
     seen_any: bool = False
     cur: _Stop | None = None
     stops: list[_Stop] = field(default_factory=list)
+    retry: _Stop | None = None  # reconnecting now
+    reconnects: list[_Stop] = field(default_factory=list)
 
-    def feed(self, t: int, running: bool, errno: int) -> None:
-        if running:
+    def feed(self, t: int, running: bool, errno: int, retrying: bool = False) -> None:
+        if running or retrying:
             if self.cur is not None:
                 self.cur.restarted_at = t
                 self.cur = None
-            self.seen_running = t
+            if retrying:
+                if self.retry is None:
+                    self.retry = _Stop(self.name, t if self.seen_any else None,
+                                       self.seen_running, errno)
+                    self.reconnects.append(self.retry)
+                self.retry.errno = self.retry.errno or errno
+                if errno != 0 and errno not in self.retry.errnos:
+                    self.retry.errnos.append(errno)
+            else:
+                self.end_retry(t)
+                self.seen_running = t
             self.seen_any = True
             return
+        self.end_retry(t)  # it gave up (or was stopped): a stop from here
         cur = self.cur
         if cur is None or (cur.errno == 0 and errno != 0):
             if cur is not None:
@@ -89,7 +108,13 @@ class _Thread:
             cur.errnos.append(errno)
         self.seen_any = True
 
+    def end_retry(self, t: int) -> None:
+        if self.retry is not None:
+            self.retry.restarted_at = t
+            self.retry = None
+
     def unconfigured(self, t: int) -> None:
+        self.end_retry(t)
         if self.cur is not None:
             self.cur.restarted_at = t
             self.cur = None
@@ -139,7 +164,8 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
                 continue
             for name, th in threads.items():
                 running = (_num(v, f"{name}_running") or 0.0) >= 1.0
-                th.feed(s.time, running, int(_num(v, f"{name}_errno") or 0))
+                retrying = (_num(v, f"{name}_connecting") or 0.0) >= 1.0
+                th.feed(s.time, running, int(_num(v, f"{name}_errno") or 0), retrying)
 
         node_msgs = messages.get(node)
         node_msgs = node_msgs if isinstance(node_msgs, dict) else {}
@@ -167,6 +193,16 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         stopped_threads = [
             n for n in THREADS
             if configured and last is not None and (_num(last, f"{n}_running") or 0.0) < 1.0
+            and (_num(last, f"{n}_connecting") or 0.0) < 1.0
+        ]  # fmt: skip
+        io = threads["io"]
+        subj["io_reconnects"] = len(io.reconnects)
+        subj["io_reconnect_errno"] = next((r.errno for r in io.reconnects if r.errno), 0)
+        subj["io_reconnecting"] = io.retry is not None
+        subj["reconnects"] = [
+            {"at": at(r.at), "restarted_at": at(r.restarted_at), "errno": r.errno,
+             "errnos": list(r.errnos)}
+            for r in io.reconnects[:MAX_STOPS]
         ]  # fmt: skip
         subj["stopped"] = bool(stopped_threads)
         subj["stopped_on_error"] = any(

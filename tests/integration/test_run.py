@@ -3,6 +3,7 @@ the workshop's first lesson writes it: tests/integration/test_catalogue.py.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -41,16 +42,39 @@ def test_sigint_tears_down_and_keeps_the_partial_history(tmp_path: Path) -> None
                 pass
     assert ops >= 500, "the load never started"
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err[-2000:]
     assert not our_processes()
+    assert "downtime" in out and "interrupted" in out, out[-2000:]  # the cell's figures shown
     db = sqlite3.connect(db_path)
-    status, = db.execute("select status from runs").fetchone()
+    status, summary = db.execute("select status, summary from runs").fetchone()
     assert status == "interrupted"
+    assert [c["status"] for c in json.loads(summary)["cells"]] == ["interrupted"]
     kept = db.execute("select count(*) from operations").fetchone()[0]
     assert kept >= ops
     runtime = Path(os.environ["LAB_RUNTIME"])
     assert not [p for p in runtime.iterdir() if (p / "run.json").exists()]
+
+
+def test_a_primary_restart_is_a_reconnect_not_a_replication_error(tmp_path: Path) -> None:
+    """db1 restarts at 2 s: db2's IO thread is ``Connecting`` until db1 is back and goes on by
+    itself. That is a reconnect (``io_reconnects``), not a stop: ``replication_errors(db2) ==
+    0`` holds and the matrix says ``IO reconnected``."""
+    require("mariadbd", "dbdeployer")
+    exp = tmp_path / "reconnect.exp"
+    exp.write_text('experiment "reconnect" {\n  duration 8s\n'
+                   '  topology replication {\n    primary db1\n    replicas db2\n  }\n'
+                   '  workload w: probe { target db1  every 50ms }\n'
+                   '  at 2s restart db1\n'
+                   '  expect replication_errors(db2) == 0\n}\n')
+    proc = subprocess.run([*LAB, "run", str(exp), "--json"], cwd=ROOT, env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    cell = json.loads(proc.stdout)["cells"][0]
+    db2 = cell["measurements"]["replication_errors"]["subjects"]["db2"]
+    assert db2["count"] == 0 and db2["io_reconnects"] >= 1, db2
+    assert db2["reconnects"][0]["at"] >= 1.9 and db2["io_reconnecting"] is False, db2
+    assert not our_processes()
 
 
 def test_a_setting_the_server_adjusted_stops_the_run(tmp_path: Path) -> None:

@@ -99,6 +99,34 @@ def test_io_thread_losing_its_primary_unreadable_ticks_and_a_restart() -> None:
     assert db2["stops"][0]["restarted_at"] == pytest.approx(12.0)
 
 
+def test_an_io_thread_reconnecting_to_a_restarting_primary_is_no_stop() -> None:
+    """``Connecting`` (the watcher's ``io_connecting``): the thread retries by itself while its
+    primary restarts, 5 s to 8 s: a reconnect, not a replication error; later it gives up
+    (``No`` on 1236): a stop on an error from there, and ``stopped`` at the end."""
+    samples = []
+    for t in ticks(0, 20):
+        s = status(t, "db2", io=not 5.0 <= t < 8.0 and t < 15.0,
+                   io_errno=2003 if 5.0 <= t < 8.0 else 1236 if t >= 15.0 else 0)
+        s.values["io_connecting"] = 1.0 if 5.0 <= t < 8.0 else 0.0
+        samples.append(s)
+    db2 = check([], ctx(0, 20, samples=samples)).metrics["subjects"]["db2"]
+    assert db2["io_reconnects"] == 1 and db2["io_reconnect_errno"] == 2003
+    assert db2["reconnects"][0]["at"] == pytest.approx(5.0)
+    assert db2["reconnects"][0]["restarted_at"] == pytest.approx(8.0)
+    assert db2["count"] == 1 and db2["io_errno"] == 1236  # only the stop on 1236
+    assert db2["io_stopped_at"] == pytest.approx(15.0) and db2["stopped"] is True
+    # still reconnecting at the end: not stopped, and said
+    last = [status(t, "db3", io=t < 5.0, io_errno=2003 if t >= 5.0 else 0) for t in ticks(0, 8)]
+    for s in last:
+        s.values["io_connecting"] = 1.0 if s.values["io_running"] == 0.0 else 0.0
+    db3 = check([], ctx(0, 8, samples=last)).metrics["subjects"]["db3"]
+    assert db3["count"] == 0 and db3["stopped"] is False and db3["io_reconnecting"] is True
+    from lab.summary_matrix import _replication_stops
+
+    assert _replication_stops(db2) == "; IO stopped, error 1236; IO reconnected, error 2003"
+    assert _replication_stops(db3) == "; IO reconnecting at the end, error 2003"
+
+
 def test_already_stopped_at_the_first_sample_counts_without_a_time() -> None:
     samples = [status(t, "p1", sql=False, sql_errno=1062) for t in ticks(0, 2)]
     p1 = check([], ctx(0, 2, samples=samples)).metrics["subjects"]["p1"]

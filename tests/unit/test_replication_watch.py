@@ -24,8 +24,9 @@ ROW_1062 = dict(ROW_OK, Slave_SQL_Running="No", Last_SQL_Errno=1062,
 
 def test_summarize() -> None:
     values, texts = summarize([ROW_OK])
-    assert values == {"configured": 1.0, "io_running": 1.0, "sql_running": 1.0,
-                      "sql_errno": 0.0, "io_errno": 0.0, "seconds_behind": 0.0}  # fmt: skip
+    assert values == {"configured": 1.0, "io_running": 1.0, "io_connecting": 0.0,
+                      "sql_running": 1.0, "sql_errno": 0.0, "io_errno": 0.0,
+                      "seconds_behind": 0.0}  # fmt: skip
     assert texts == {}
     values, texts = summarize([ROW_1062])
     assert values["sql_running"] == 0.0 and values["sql_errno"] == 1062.0
@@ -35,6 +36,9 @@ def test_summarize() -> None:
                       Last_IO_Error="error reconnecting to master")  # fmt: skip
     values, _ = summarize([ROW_OK, connecting])  # two sources: running only if both run
     assert values["io_running"] == 0.0 and values["io_errno"] == 2003.0
+    assert values["io_connecting"] == 1.0  # retrying by itself
+    gave_up = dict(connecting, Slave_IO_Running="No", Last_IO_Errno=1236)
+    assert summarize([gave_up, connecting])[0]["io_connecting"] == 0.0  # one source stopped
     values, _ = summarize([])
     assert values["configured"] == 0.0 and values["sql_running"] == 0.0
     mysql = {"Replica_IO_Running": "Yes", "Replica_SQL_Running": "Yes", "Last_SQL_Errno": 0,
