@@ -196,6 +196,17 @@ def brace_error(text: str, path: str) -> LanguageError | None:
                 stack[-1] = (stack[-1][0], indent)
             if not code.startswith("}"):
                 for opener, inner in reversed(stack):
+                    if (opener.line != number and inner is not None and inner <= opener.indent
+                            and _inline_block(lines, opener)):
+                        # ``workload w: probe { target db1`` and the next line not indented
+                        # under it: a one-line block that lost its '}'
+                        return LanguageError(
+                            path,
+                            _brace_span(opener),
+                            f"missing '}}': the {_block_name(opener)} block opened here is "
+                            f"not closed on its line",
+                            f"add '}}' at the end of line {opener.line}",
+                        )
                     if opener.line == number or inner is None or inner <= opener.indent:
                         break
                     if indent <= opener.indent:
@@ -227,6 +238,12 @@ def brace_error(text: str, path: str) -> LanguageError | None:
             "add '}' at the end of the block",
         )
     return None
+
+
+def _inline_block(lines: list[str], opener: Brace) -> bool:
+    """The block's first content is on the opener's own line (``probe { target db1``)."""
+    rest = lines[opener.line - 1][opener.column:]
+    return bool("".join(ch for _, ch in _code_of_line(rest)).strip())
 
 
 def _brace_span(b: Brace) -> Span:

@@ -174,7 +174,11 @@ MONGO_FLAVORS = frozenset({"psmdb", "mongodb"})
 
 
 def did_you_mean(word: str, known: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    """The known name closest to ``word``: the same but for case first (``DB1`` -> ``db1``:
+    names are case-sensitive), then by spelling."""
+    names = list(known)
+    same = [n for n in names if n.lower() == word.lower()]
+    close = same or difflib.get_close_matches(word, names, n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
 
 

@@ -33,14 +33,17 @@ class UsageError(Exception):
 
 
 def parse_last(text: str | None) -> float | None:
-    """``10s``, ``1m``, ``500ms`` or a bare number of seconds."""
+    """``10s``, ``1m``, ``500ms``: a duration with its unit, as in an experiment (a bare
+    number is not one: ``3`` could be seconds or minutes)."""
     if text is None:
         return None
     try:
         q = parse_quantity(text.strip())
     except QuantityError as e:
         raise UsageError(f"--last {text}: {e.message} (give a duration: 10s, 1m)") from None
-    if q.kind not in ("duration", "count") or q.value <= 0:
+    if q.kind == "count":
+        raise UsageError(f"--last {text}: a duration needs its unit (--last {text.strip()}s)")
+    if q.kind != "duration" or q.value <= 0:
         raise UsageError(f"--last {text}: give a positive duration (10s, 1m)")
     return float(q.value)
 

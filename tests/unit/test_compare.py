@@ -373,6 +373,7 @@ def test_cli_compare(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
     (["compare", "aaaa", "--variants", "--base", "nope"], "no variant or group named 'nope'"),
     (["compare", "aaaa", "bbbb", "--base", "x"], "--base names the base variant"),
     (["compare", "aaaa", "bbbb", "--last", "soon"], "--last soon"),
+    (["compare", "aaaa", "bbbb", "--last", "3"], "--last 3: a duration needs its unit (--last 3s)"),
     (["compare", "aaaa", "zzzz"], "no run 'zzzz'"),
     (["compare", "aaaa", "bbbb", "--json", "--markdown"], "choose one of --json and --markdown"),
 ])  # fmt: skip

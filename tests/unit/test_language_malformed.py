@@ -33,6 +33,11 @@ CASES: dict[str, tuple[str, list[tuple[int, int, str]]]] = {
         'experiment "t" {\n  topology replication {\n    primary db1\n  workload w: probe { target db1 }\n}\n',
         [(2, 24, "missing '}': the topology block opened here is not closed before line 4")],
     ),
+    "missing_brace_of_a_one_line_block": (
+        'experiment "t" {\n  topology single { node db1 }\n  workload w: probe { target db1\n'
+        '  at 5s kill db1\n}\n',
+        [(3, 21, "missing '}': the workload block opened here is not closed on its line")],
+    ),
     "extra_closing_brace": (
         'experiment "t" {\n  topology single { node db1 } }\n  duration 10s\n}\n',
         [(3, 3, "unexpected 'duration' after the end of the experiment")],

@@ -229,6 +229,9 @@ def test_did_you_mean_for_keywords_and_names() -> None:
     assert errors[0].hint == "did you mean 'p99'?"
     errors = check_text('experiment "h" {\n  topology single { node db1 }\n  at 1s kill db2\n}')
     assert errors[0].hint == "did you mean 'db1'?"
+    errors = check_text('experiment "h" {\n  topology replication { primary db1  replicas db2, '
+                        'db3 }\n  at 1s kill DB3\n}')
+    assert errors[0].hint == "did you mean 'db3'?"  # the same name but for case comes first
 
 
 def test_every_semantic_error_is_reported_sorted() -> None:
