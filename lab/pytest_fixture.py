@@ -256,7 +256,10 @@ def open_topology(path: str | Path | None = None, *, text: str | None = None, ce
     if wrong:
         pytest.fail(wrong, pytrace=False)
     if not 1 <= cell <= len(plan.cells):
-        raise ValueError(f"cell must be between 1 and {len(plan.cells)}")
+        n = len(plan.cells)
+        pytest.fail(f"{where}: lab_topology(cell={cell}): the experiment has "
+                    f"{n} cell{'s' if n != 1 else ''}: give cell=1" + (f" to {n}" if n > 1 else ""),
+                    pytrace=False)
     the_cell = plan.cells[cell - 1]
     run = Run(experiment=plan.name, meta={"owner": "pytest"})
     skip = fail = None

@@ -382,6 +382,19 @@ def test_the_fixture_takes_inline_text_and_tears_down_every_topology(
     assert fake_deploy.read_text().splitlines() == ["teardown", "teardown"]
 
 
+def test_a_cell_the_experiment_does_not_have_fails_in_one_line(
+        pytester: pytest.Pytester, fake_deploy: Path) -> None:
+    pytester.makepyfile(test_app=f"TEXT = {TINY!r}\n" + textwrap.dedent("""
+        def test_app(lab_topology):
+            lab_topology(text=TEXT, cell=5)
+    """))
+    result = pytester.runpytest(*PLUGIN, "test_app.py")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "<text>: lab_topology(cell=5): the experiment has 1 cell: give cell=1" in out
+    assert "Traceback" not in out and "ValueError" not in out
+
+
 def test_a_bad_fault_fails_the_test_with_the_language_message(
         pytester: pytest.Pytester, fake_deploy: Path) -> None:
     pytester.makefile(".exp", tiny=TINY)
