@@ -414,6 +414,12 @@ def fault_text(f: dict[str, Any]) -> str:
     text = str(f.get("name"))
     if f.get("node"):
         text += f" {f['node']}"
+    detail = _dict(f.get("detail"))
+    stmt = detail.get("statement")
+    if f.get("name") == "set_global" and isinstance(stmt, str):  # which setting, to what
+        text += " " + stmt.removeprefix("SET GLOBAL ")
+        if isinstance(detail.get("nodes"), list):
+            text += " on " + ", ".join(str(n) for n in detail["nodes"])
     at, end = f.get("at"), f.get("end")
     if f.get("ok") is False:
         text += f" (failed: {f.get('error') or 'no reason recorded'})"

@@ -230,6 +230,10 @@ def test_fault_texts() -> None:
                        "ok": None}) == "partition (still active at the end)"
     assert fault_text({"name": "kill", "node": "db9", "at": 5.0, "end": 5.1, "ok": False,
                        "error": "no such node"}) == "kill db9 (failed: no such node)"
+    assert fault_text({"name": "set_global", "node": None, "at": 10.0, "end": 10.01, "ok": True,
+                       "detail": {"nodes": ["db1", "db2"], "statement":
+                                  "SET GLOBAL innodb_flush_log_at_trx_commit = 0"}}) \
+        == "set_global innodb_flush_log_at_trx_commit = 0 on db1, db2"
 
 
 # --- the fault timeline in the summary --------------------------------------------------------

@@ -601,3 +601,22 @@ def test_a_timeout_while_opening_the_connection_never_makes_an_unknown_write(
     assert done.type == "fail" and never_sent(done.error, done.error_msg)
     assert scripted.conns[0].statements == []  # the INSERT never left
     assert c.conn is None and c.node is None
+
+
+def test_a_paced_workload_makes_its_rate_times_its_duration() -> None:
+    """``rate 50/s`` for 1 s is 50 slots counted from the workload's start, whenever its
+    client began (here 30 ms late); two clients at ``rate 10/s`` take turns, 100 ms apart."""
+    spec = PlannedWorkload(name="p", kind="probe", targets=["db1"], clients=1, rate=50.0,
+                           duration=1.0)
+    w = wl.ProbeWorkload(spec, make_env(History()), 0, 1.0)
+    w.started_at = time.monotonic() - 0.03
+    pace, n = w._pace(0), 0
+    while not w._should_stop():
+        n += 1
+        pace()
+    assert n == 50
+    two = wl.ProbeWorkload(spec.model_copy(update={"clients": 2, "rate": 10.0}),
+                           make_env(History()), 0, 1.0)
+    two.started_at = time.monotonic()
+    two._pace(1)  # waits for client 1's first slot
+    assert time.monotonic() - two.started_at >= 0.099
