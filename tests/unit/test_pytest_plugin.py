@@ -139,6 +139,16 @@ def test_one_item_per_cell_with_readable_ids(pytester: pytest.Pytester) -> None:
     ] + ["tiny.exp::tiny"]
 
 
+def test_verbose_output_shows_the_id_that_selects_the_item(
+        pytester: pytest.Pytester, fake_runner: Callable[..., FakeRunner]) -> None:
+    """``-v`` turns the dots of an item's domain into ``::``; a domain with the file's name in
+    it showed ``tiny::exp::tiny``, which selects nothing."""
+    fake_runner()
+    pytester.makefile(".exp", tiny=TINY)
+    out = _run(pytester, "-v").stdout.str()
+    assert "tiny.exp::tiny PASSED" in out and "tiny::exp" not in out
+
+
 def test_a_single_variant_names_the_item(pytester: pytest.Pytester) -> None:
     text = TINY.replace("  workload writes", "  variant recovery_on { sync_binlog = 1 }\n"
                                              "  workload writes")
