@@ -190,6 +190,9 @@ def run_header(r: RunReport) -> str:
     ]
     if r.message:
         bits.append(f'<p class="error">{html.escape(r.message)}</p>')
+    if r.claims:  # judged over the cells, so above them
+        bits.append('<h2 class="section" id="claims">Claims across cells</h2><ul class="claims">'
+                    + "".join(f"<li>{html.escape(line)}</li>" for line in r.claims) + "</ul>")
     bits.append('<p class="meta">Times are seconds since the start of the load. What each '
                 "chart shows: docs/reports.md.</p>")  # fmt: skip
     return "\n".join(bits)

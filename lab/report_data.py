@@ -38,6 +38,7 @@ from lab.checkers.base import CheckContext, WorkloadInfo, percentile
 from lab.checkers.downtime import error_label
 from lab.checkers.series import per_second
 from lab.checkers.stale_reads import KeyWrites, Look, _visibility, version
+from lab.claims import claim_lines
 from lab.history import NEMESIS, NS, READ_FS, REREAD_FS, WRITE_FS, Completed, Op, Sample, pair_ops
 from lab.store import Store
 
@@ -167,6 +168,7 @@ class RunReport:
     started_at: str | None
     ended_at: str | None
     cells: list[CellReport]
+    claims: list[str] = field(default_factory=list)  # lab.claims.claim_lines: across cells
 
     @property
     def workloads(self) -> list[str]:
@@ -199,6 +201,7 @@ def load_report(store: Store, ref: str) -> RunReport:
         started_at=summary.get("started_at"),
         ended_at=summary.get("ended_at"),
         cells=cells,
+        claims=claim_lines(summary),
     )
 
 

@@ -99,6 +99,15 @@ def test_text_from_the_run_is_escaped() -> None:
     assert body.count("</script>") == 2  # the data and the page's own script only
 
 
+def test_the_claims_across_cells_are_on_the_page() -> None:
+    claim = ("PASS expect throughput(sb) in relaxed >= 1.3 × throughput(sb) in durable: "
+             "5,116/s vs 2,592/s, ratio 1.97")
+    report = RunReport("r1", "e", None, "passed", 0, None, None, None,
+                       [CellReport(1, "relaxed", "passed", None, 1.0)], claims=[claim])
+    page, _ = build_page(report)
+    assert "Claims across cells" in page and "ratio 1.97" in page and "× throughput" in page
+
+
 def test_a_cell_without_data_says_so() -> None:
     report = RunReport("r1", "e", None, "error", 3, "boom", None, None,
                        [CellReport(1, "base", "error", "mariadbd did not start", 0.0)])
