@@ -620,3 +620,21 @@ def test_a_paced_workload_makes_its_rate_times_its_duration() -> None:
     two.started_at = time.monotonic()
     two._pace(1)  # waits for client 1's first slot
     assert time.monotonic() - two.started_at >= 0.099
+
+
+def test_the_live_view_counts_operations_as_throughput_does() -> None:
+    """A read_your_writes workload's ops/s are its writes (its first reads and polls are how it
+    measures visibility: the live view showed 273/s for 20 writes a second); its failed reads
+    are errors all the same. A probe's reads count."""
+    from types import SimpleNamespace
+
+    from lab.load import Load
+    from runners.ops import Op
+
+    ops = [Op("ok", "write", 1, 1, "ryw"), Op("ok", "read", 2, 2, "ryw"),
+           Op("ok", "poll", 2, 3, "ryw"), Op("fail", "read", 3, 4, "ryw", error=2003),
+           Op("ok", "read", 4, 5, "p"), Op("invoke", "read", 4, 6, "p")]
+    fake = SimpleNamespace(recorder=SimpleNamespace(_ops=ops, _samples=[]), workloads={
+        "ryw": object.__new__(wl.ReadYourWritesWorkload), "p": object.__new__(wl.ProbeWorkload)})
+    out = Load._stats(fake, {}, 1.0)  # type: ignore[arg-type]
+    assert out == {"ryw": {"ops": 1.0, "errors": 1.0}, "p": {"ops": 1.0, "errors": 0.0}}
