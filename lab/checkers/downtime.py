@@ -192,6 +192,23 @@ def summarize(windows: Sequence[Window], t0: int) -> dict[str, Any]:
     }
 
 
+def outage_spans(history: Sequence[Op], ctx: CheckContext) -> dict[str, list[tuple[int, int]]]:
+    """Per workload, the spans (ns) in which one of its endpoints was down, as ``check``
+    finds them (the union over its endpoints: a second inside one is no steady load)."""
+    paired = ctx.paired(history)
+    _, load_end = ctx.bounds(history)
+    trackers: dict[tuple[str, str], _Tracker] = {}
+    for c in paired.ops:
+        k = (c.workload, c.endpoint)
+        if k not in trackers:
+            trackers[k] = _Tracker(c.start)
+        trackers[k].add(c, load_end)
+    out: dict[str, list[tuple[int, int]]] = {}
+    for (workload, _endpoint), tr in trackers.items():
+        out.setdefault(workload, []).extend((w.start, w.end) for w in tr.finish(load_end))
+    return out
+
+
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     paired = ctx.paired(history)
     t0, load_end = ctx.bounds(history)

@@ -12,8 +12,9 @@ engine in ``ctx.facts["warmup"]["faults"]`` (dicts with ``name``, ``start``, ``e
 each fault and each workload with a per-second series (``lab.checkers.series``):
 
 - baseline: the whole seconds of the workload's active window in the N seconds before the fault
-  started (N = ``ctx.facts["warmup"]["baseline"]``, default 10); its mean is the level, its
-  min..max the noise;
+  started (N = ``ctx.facts["warmup"]["baseline"]``, default 10), but those overlapping an
+  earlier fault (any nemesis action) or an outage of the workload (``downtime``'s windows, on
+  any of its endpoints): an outage is no noise; its mean is the level, its min..max the noise;
 - after the fault ended, ``warmup`` = start of the first whole second at >= 90 % of the level,
   minus the end of the fault (1-second resolution);
 - ``min_level``: the lowest per-second throughput relative to the level, over the whole seconds
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lab.checkers.base import CheckContext, CheckResult
+from lab.checkers.downtime import outage_spans
 from lab.checkers.series import Series, per_second
 from lab.history import NS, Op, fault_windows
 
@@ -70,15 +72,20 @@ def _faults(history: Sequence[Op], ctx: CheckContext, t0: int) -> list[FaultTime
     return out
 
 
-def warmup_after(s: Series, fault: FaultTime, baseline_s: float) -> dict[str, Any]:
+def warmup_after(s: Series, fault: FaultTime, baseline_s: float,
+                 earlier: Sequence[tuple[float, float]] = ()) -> dict[str, Any]:
+    """``earlier``: the windows (seconds since the load's start) of the faults before this
+    one and of the workload's outages; a second of the baseline that overlaps one is left out
+    (an outage in it made its noise start at 0, so that no dip could be beyond it)."""
     full = s.full_seconds()
-    base_secs = [i for i in full if i >= fault.start - baseline_s and i + 1 <= fault.start]
+    base_secs = [i for i in full if i >= fault.start - baseline_s and i + 1 <= fault.start
+                 and not any(a < i + 1 and i <= b for a, b in earlier)]
     res: dict[str, Any] = {"fault": fault.name, "node": fault.node, "start": fault.start,
                            "end": fault.end}  # fmt: skip
     if len(base_secs) < MIN_BASELINE_SECONDS:
         res["unknown"] = (
-            f"only {len(base_secs)} whole seconds of load before the fault "
-            f"(need {MIN_BASELINE_SECONDS})"
+            f"only {len(base_secs)} whole seconds of load before the fault, outside earlier "
+            f"faults (need {MIN_BASELINE_SECONDS})"
         )
         return res
     base_vals = [s.per_second[i] for i in base_secs]
@@ -153,8 +160,14 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     if isinstance(fact, dict):
         baseline_s = float(fact.get("baseline", DEFAULT_BASELINE_S))
     subjects: dict[str, dict[str, Any]] = {}
+    windows = [((w.start - t0) / NS, ((w.end or w.start) - t0) / NS)
+               for w in fault_windows(history)]
+    outages = outage_spans(history, ctx)
     for w, s in per_second(history, ctx).items():
-        per_fault = [warmup_after(s, f, baseline_s) for f in faults]
+        down = [((a - t0) / NS, (b - t0) / NS) for a, b in outages.get(w, [])]
+        per_fault = [warmup_after(s, f, baseline_s,
+                                  [(a, b) for a, b in windows + down if a < f.start - 1e-9])
+                     for f in faults]
         known = [r for r in per_fault if "unknown" not in r]
         subj: dict[str, Any] = {"faults": per_fault}
         if not known:

@@ -60,6 +60,20 @@ def test_warmup_after_drop_caches() -> None:
     assert s["dip_beyond_noise"] is True
 
 
+def test_an_earlier_outage_is_not_the_baseline_s_noise() -> None:
+    """A kill at 3 s (down to 0 for 2 s), then a cache drop at 14 s with a dip to 50 %: the
+    baseline of the drop leaves out the seconds of the kill, so the dip is beyond its noise
+    (with them in, the noise went down to 0 and the dip could never be beyond it)."""
+    levels = [100] * 3 + [0, 0] + [100] * 9 + [50, 100, 100, 100, 100, 100]
+    refused = probe([(3.0 + i / 50, 3.0 + i / 50 + 0.001, "fail") for i in range(100)],
+                    process=2)  # the writes while db1 was down
+    h = history(throughput_with_dip(levels), refused, fault("kill", 3.0, 3.01, "db1"),
+                fault("start", 4.99, 5.0, "db1"), fault("drop_caches", 14.0, 14.0, "db1"))
+    s = warmup.check(h, ctx(0, len(levels))).metrics["subjects"]["w"]
+    assert s["faults"][0]["noise"]["min"] == 100
+    assert s["dip_beyond_noise"] is True and s["min_level"] == pytest.approx(0.5)
+
+
 def test_warmup_no_dip_beyond_noise() -> None:
     levels = [100, 90, 110, 95, 105, 100, 92, 108, 100, 100] + [93, 101, 99, 100] * 2
     h = history(throughput_with_dip(levels), fault("drop_caches", 10.0, 10.0))
