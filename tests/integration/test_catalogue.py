@@ -279,7 +279,8 @@ def _run(argv: list[str], env: dict[str, str], where: str,
          lab: list[str] = LAB) -> subprocess.CompletedProcess[str]:
     out = subprocess.run([*lab, *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=600)
-    assert out.returncode == 0, (where, out.returncode, out.stderr[-3000:])
+    verdicts = [ln for ln in out.stdout.splitlines() if "FAIL" in ln or "UNKNOWN" in ln]
+    assert out.returncode == 0, (where, out.returncode, verdicts[:20], out.stderr[-3000:])
     return out
 
 
