@@ -12,6 +12,7 @@ otherwise every error found while building and validating it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -65,12 +66,48 @@ def parse_text(text: str, path: str = "<string>") -> Experiment:
             ],
             source=text,
         )
-    experiment, errors = parse_experiment(text, path)
+    try:
+        experiment, errors = parse_experiment(text, path)
+    except LanguageErrors as exc:
+        if exc.rest is None:
+            raise
+        raise LanguageErrors(exc.errors + errors_of_the_rest(exc.rest, text, path),
+                             source=text) from None
     if experiment is not None:
         errors = errors + validate(experiment, path)
     if errors or experiment is None:
         raise LanguageErrors(errors or [file_error(path, "not an experiment")], source=text)
     return experiment
+
+
+def errors_of_the_rest(rest: str, text: str, path: str) -> list[LanguageError]:
+    """The other errors of a file with syntax errors: those of the text with the statements
+    in error blanked out (``rest``), but any that may only follow from a statement blanked
+    out: one about the whole experiment (a setting it lacks, where the blanked line may have
+    given it) and one naming something a blanked line names (``unknown workload 'w'`` when
+    the line declaring ``w`` was blanked)."""
+    try:
+        experiment, errors = parse_experiment(rest, path)
+    except LanguageErrors:
+        return []
+    if experiment is not None:
+        errors = errors + validate(experiment, path)
+    old, new = text.split("\n"), rest.split("\n")
+    blanked = " ".join(a for a, b in zip(old, new, strict=False) if a != b)
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_.-]*", blanked))
+    header = next((i + 1 for i, line in enumerate(new) if line.strip()), 1)
+    # without its own `duration` line the rest runs for the default: an action "after the
+    # end of the load" may only be after that default (the blanked line may have been it)
+    no_duration = re.search(r"^\s*duration\s", rest, re.MULTILINE) is None
+    out: list[LanguageError] = []
+    for e in errors:
+        named = set(re.findall(r"'([^']+)'", e.message))
+        after_default = no_duration and ("end of the load" in e.message
+                                         or re.search(r"\(duration \d", e.message))
+        if e.span.line <= header or named & words or after_default:
+            continue
+        out.append(e)
+    return out
 
 
 def plan_text(text: str, path: str = "<string>") -> Plan:

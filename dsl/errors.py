@@ -62,6 +62,7 @@ class LanguageErrors(Exception):
     def __init__(self, errors: Iterable[LanguageError], source: str | None = None) -> None:
         self.errors: list[LanguageError] = sorted_errors(errors)
         self.source = source
+        self.rest: str | None = None  # syntax errors: the text without their statements
         super().__init__(self.errors[0].message if self.errors else "language error")
 
     def __str__(self) -> str:

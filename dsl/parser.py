@@ -61,9 +61,12 @@ def parse_tree(text: str, path: str = "<string>") -> Tree[Token]:
         return get_parser().parse(text)
     except UnexpectedInput:
         pass
-    from dsl.syntax import syntax_errors  # only on the error path
+    from dsl.syntax import syntax_errors_and_rest  # only on the error path
 
-    raise LanguageErrors(syntax_errors(text, path), source=text) from None
+    errors, rest = syntax_errors_and_rest(text, path)
+    exc = LanguageErrors(errors, source=text)
+    exc.rest = rest  # the text without the statements in error, when it parses
+    raise exc from None
 
 
 def parse_experiment(

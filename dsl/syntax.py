@@ -743,17 +743,26 @@ def _without_line(text: str, line: int) -> str | None:
 
 def syntax_errors(text: str, path: str) -> list[LanguageError]:
     """The syntax errors of a text that does not parse (at least one)."""
+    return syntax_errors_and_rest(text, path)[0]
+
+
+def syntax_errors_and_rest(text: str, path: str) -> tuple[list[LanguageError], str | None]:
+    """The syntax errors of a text that does not parse (at least one), and the text with the
+    statements that had them blanked out when that parses (None when it does not: braces
+    unbalanced, or more errors than are reported), for the rest of the file to be checked."""
     balance = sum(1 if b.char == "{" else -1 for b in scan_braces(text))
     if balance > 0:  # a block is not closed: say which one
         unclosed = brace_error(text, path)
         if unclosed is not None:
-            return [unclosed]
+            return [unclosed], None
     parser = get_parser()
     errors: list[LanguageError] = []
     current = text
+    rest: str | None = None
     while len(errors) < MAX_SYNTAX_ERRORS:
         try:
             parser.parse(current)
+            rest = current if errors and balance == 0 else None
             break
         except UnexpectedInput as exc:
             at_end = isinstance(exc, UnexpectedToken) and exc.token.type == "$END"
@@ -774,4 +783,4 @@ def syntax_errors(text: str, path: str) -> list[LanguageError]:
             current = nxt
     if not errors:  # pragma: no cover - the caller saw this text fail
         errors.append(LanguageError(path, _end_span(text), "syntax error"))
-    return errors
+    return errors, rest

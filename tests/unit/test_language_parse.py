@@ -234,6 +234,28 @@ def test_did_you_mean_for_keywords_and_names() -> None:
     assert errors[0].hint == "did you mean 'db3'?"  # the same name but for case comes first
 
 
+def test_a_syntax_error_does_not_hide_the_other_errors_of_the_file() -> None:
+    """A misspelt keyword and a misspelt workload line are syntax errors; the rest of the file
+    is still checked (unknown node db7, 150 %), but not what only follows from the blanked
+    lines: 'w' unknown (its declaration was blanked), 'at 50s' after the default duration."""
+    errors = check_text("""experiment "multi" {
+  durattion 40s
+  topology replication { primary db1  replicas db2, db3 }
+  workloud w: probe { target db1 }
+  workload r: read_your_writes { write db1  read db2 }
+  at 5s kill db7
+  at 50s start db2
+  expect downtime(w) < 1s
+  expect stale_reads(r) < 150%
+}""")
+    assert [(e.span.line, e.message.split(" (")[0]) for e in errors] == [
+        (2, "unknown keyword 'durattion'"),
+        (4, "unknown keyword 'workloud'"),
+        (6, "unknown node 'db7'"),
+        (9, "a ratio cannot exceed 100%, not 150%"),
+    ]
+
+
 def test_every_semantic_error_is_reported_sorted() -> None:
     errors = check_text("""experiment "many" {
   topology replication { primary db1  replicas db2 }
