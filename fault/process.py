@@ -58,11 +58,7 @@ def node_action(ctx: Context, a: NodeAction) -> Detail:
         ctx.down.discard(name)
         ctx.left_down.discard(name)
         ready = round(time.monotonic() - t0, 3)
-        wrong = settings_in_force.changed(ctx.node(name), settings_in_force.file_settings(
-            opts, {})) if opts and ctx.topo.plan.topology != "mongodb_replset" else []
-        if wrong:
-            raise ActionFailed(f"{verb} {name} with: the server changed what the file gave it: "
-                               + "; ".join(wrong))
+        _options_in_force(ctx, verb, name, opts)
         out: dict[str, Any] = {"ready_seconds": ready, "options": opts}
         if replication.was_primary(ctx, name):
             out["rejoined_as_replica_of"] = replication.rejoin(ctx, name)
@@ -75,8 +71,21 @@ def node_action(ctx: Context, a: NodeAction) -> Detail:
         opts.setdefault("innodb_buffer_pool_load_at_startup", "OFF")
         t0 = time.monotonic()
         topo.start(name, opts)
-        return {"evicted_bytes": evicted, "ready_seconds": round(time.monotonic() - t0, 3)}
+        ready = round(time.monotonic() - t0, 3)
+        _options_in_force(ctx, "cold restart", name, dict(a.options))
+        return {"evicted_bytes": evicted, "ready_seconds": ready}
     return {"pid": ctx.node(name).pid()}
+
+
+def _options_in_force(ctx: Context, verb: str, name: str, opts: dict[str, str]) -> None:
+    """The settings of ``start … with`` are the server's now (``runners.settings_in_force``):
+    a value it changed fails the action."""
+    if not opts or ctx.topo.plan.topology == "mongodb_replset":
+        return
+    wrong = settings_in_force.changed(ctx.node(name), settings_in_force.file_settings(opts, {}))
+    if wrong:
+        raise ActionFailed(f"{verb} {name} with: the server changed what the file gave it: "
+                           + "; ".join(wrong))
 
 
 def heal_paused(ctx: Context) -> list[str]:

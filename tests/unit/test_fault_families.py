@@ -138,6 +138,25 @@ def test_cold_restart_stops_evicts_and_starts(tmp_path: Path) -> None:
     assert nem.down == set()
 
 
+def test_a_start_with_a_value_the_server_changed_fails(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``restart db2 with max_connections = 5``: the server runs 10 (MariaDB's minimum), the
+    action fails naming it; ``cold restart … with`` the same."""
+    from runners import settings_in_force
+
+    running = {"max_connections": 10, "innodb_buffer_pool_load_at_startup": "OFF"}
+    monkeypatch.setattr(settings_in_force, "read", lambda node, name: running[name])
+    nem, history = nemesis(FakeTopology(tmp_path))
+    with pytest.raises(ActionFailed, match="restart db2 with: .*db2: max_connections = 5 runs "
+                                           "as 10"):
+        nem.apply(NodeAction(verb="restart", node=ref("db2"), options={"max_connections": "5"}))
+    assert history[-1].type == "fail"
+    nem.apply(NodeAction(verb="restart", node=ref("db2"), options={"max_connections": "10"}))
+    with pytest.raises(ActionFailed, match="cold restart db3 with"):
+        nem.apply(NodeAction(verb="cold_restart", node=ref("db3"),
+                             options={"max_connections": "7"}))
+
+
 # --- replication ---------------------------------------------------------------------------------
 
 def test_stopped_replication_is_started_when_healing(tmp_path: Path, sql: list[Any]) -> None:
