@@ -343,10 +343,21 @@ def is_left(a: Action) -> bool:
     return bool(getattr(a, "left", False))
 
 
+FAMILY_WORDS = ("network", "disk", "io", "cpu", "memory")  # `network partition db2` ...
+
+
 def label(a: Action) -> str:
-    """``kill db2``, ``stop db3`` (a stopped replication), ``promote db2``: the short label of
-    the live view."""
-    verb = getattr(a, "verb", None) or a.action
+    """``kill db2``, ``stop replication db3``, ``network partition db2``, ``set global
+    max_connections = 10``: the short label of the live view, as the language writes it."""
+    if isinstance(a, SetGlobal):
+        return f"set global {a.name} = {a.value}"
+    verb = getattr(a, "verb", None)
+    if verb is None:
+        return f"{a.action.replace('_', ' ')} {target(a) or ''}".strip()
+    if a.action == "replication":
+        verb = f"{verb} replication"
+    elif a.action in FAMILY_WORDS:
+        verb = f"{a.action} {verb}"
     return f"{verb} {target(a) or ''}".strip()
 
 

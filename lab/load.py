@@ -252,7 +252,7 @@ class Load:
                 slip = timeline_slip(ta.at, started - paused, action_label(ta))
                 if slip:
                     self.slips.append(slip)
-                detail = self.apply(ta.action, f"at {ta.at:g}s: {action_label(ta)}")
+                detail = self.apply(ta.action, f"at {round(ta.at, 2):g}s: {action_label(ta)}")
                 in_force = time.monotonic() - t_start  # the action's call has returned
                 done_labels.append(f"{ta.at:g}s {action_label(ta)}")
                 ends = undo_of(ta, in_force - paused, detail)

@@ -85,3 +85,14 @@ def test_the_resolution_of_each_kind_of_figure() -> None:
     assert figure_resolution(_metric("stalls", "paced", stat="max"), cell, results) == \
         "1 s (a per-second series)"
     assert figure_resolution(_metric("latency", "paced"), cell, results) is None
+
+
+def test_the_live_view_labels_an_action_as_the_language_writes_it() -> None:
+    """``stop replication db2`` was shown as ``stop db2`` (a server stopped?)."""
+    from dsl.actions import label
+
+    assert [label(parse_action(t, SOURCE, "x.exp")) for t in (
+        "stop replication db2", "network partition db3 on replication", "disk full db1",
+        "kill db2", "set global max_connections = 10 on db1", "drop caches",
+    )] == ["stop replication db2", "network partition db3", "disk full db1", "kill db2",
+           "set global max_connections = 10", "drop caches"]
