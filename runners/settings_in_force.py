@@ -91,6 +91,8 @@ def server_says(log: Path | None, name: str) -> str:
     for line in reversed(lines):
         if "adjusted to" in line and any(f"'{s}'" in line for s in spelled):
             return line.split("] ", 1)[-1].strip()
+        if "Changed limits" in line and any(f"{s}:" in line for s in spelled):
+            return line.split("] ", 1)[-1].strip()  # lowered to fit the open-files limit
     return ""
 
 

@@ -94,4 +94,8 @@ def test_the_log_line_is_found_under_either_spelling(tmp_path: Path) -> None:
     assert server_says(log, "innodb_io_capacity") == \
         "option 'innodb-io-capacity': unsigned value 50 adjusted to 100"
     assert server_says(log, "max_connections") == "" and server_says(None, "x") == ""
+    log.write_text("[Warning] Changed limits: max_open_files: 1024  max_connections: 214  "
+                   "(requested 1000)\n")
+    assert server_says(log, "max_connections") == \
+        "Changed limits: max_open_files: 1024  max_connections: 214  (requested 1000)"
     assert server_says(tmp_path / "none.log", "x") == ""
