@@ -155,6 +155,21 @@ def _ppid(pid: int) -> int | None:
 
 
 SLEEP_TIME = "0.1"  # seconds between the sandbox scripts' polls (dbdeployer's SLEEP_TIME)
+START_POLLS = 1800  # the start script's TIMEOUT, in polls: 180 s at SLEEP_TIME, as dbdeployer's
+
+
+def keep_start_timeout(sandbox_dir: Path) -> None:
+    """dbdeployer's ``start`` gives up after ``TIMEOUT=180`` polls, 180 s at its 1 s
+    ``SLEEP_TIME``; at the lab's 0.1 s that would be 18 s, and a server recovering a busy redo
+    log (or starting on a throttled disk) may take longer before it writes its pid file. The
+    script in the run's sandbox gets as many polls as keep its 180 s."""
+    start = sandbox_dir / "start"
+    try:
+        text = start.read_text()
+    except OSError:
+        return
+    if "\nTIMEOUT=180\n" in text:
+        start.write_text(text.replace("\nTIMEOUT=180\n", f"\nTIMEOUT={START_POLLS}\n", 1))
 
 
 class SandboxNode(Node):
@@ -165,6 +180,7 @@ class SandboxNode(Node):
         datadir = sandbox_dir / "data"
         super().__init__(run, name, role, index, port, datadir, datadir / "msandbox.err", admin)
         self.sandbox_dir = sandbox_dir
+        keep_start_timeout(sandbox_dir)  # its scripts poll every SLEEP_TIME (script_env)
         self.env = dict(env)  # its own copy: one node's environment may differ (libfaketime)
         self.pid_file = datadir / f"mysql_sandbox{port}.pid"
         self._safe_pid: int | None = None
