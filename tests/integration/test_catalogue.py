@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -275,12 +276,31 @@ MORE_CHECKS = {"quickstart.exp": _quickstart, "router-writer-outage.exp": _route
                "io-stall.exp": _io_stall}
 
 
-def _run(argv: list[str], env: dict[str, str], where: str,
-         lab: list[str] = LAB) -> subprocess.CompletedProcess[str]:
-    out = subprocess.run([*lab, *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=600)
-    verdicts = [ln for ln in out.stdout.splitlines() if "FAIL" in ln or "UNKNOWN" in ln]
-    assert out.returncode == 0, (where, out.returncode, verdicts[:20], out.stderr[-3000:])
+EXIT_EXPECTATION = 1  # lab run: an expectation does not hold
+
+
+def _verdicts(out: subprocess.CompletedProcess[str]) -> list[str]:
+    return [ln for ln in out.stdout.splitlines() if "FAIL" in ln or "UNKNOWN" in ln][:20]
+
+
+def _run(argv: list[str], env: dict[str, str], where: str, lab: list[str] = LAB,
+         again: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run one command of a lesson. ``again``: a lesson's ``lab run`` whose expectations did
+    not hold runs once more, with a warning that shows what failed. The lessons run two at a
+    time on a 2-core machine, and their timing figures (a router's switch, a client's
+    timeout) are a demonstration's, measured on an idle one; the calibrations, whose figures
+    are the lab's claims (docs/validity.md), run alone and never twice. A broken system fails
+    both runs."""
+    def once() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*lab, *argv[1:]], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=600)
+
+    out = once()
+    if again and out.returncode == EXIT_EXPECTATION:
+        warnings.warn(f"{where}: an expectation did not hold, run once more: {_verdicts(out)}",
+                      stacklevel=2)
+        out = once()
+    assert out.returncode == 0, (where, out.returncode, _verdicts(out), out.stderr[-3000:])
     return out
 
 
@@ -303,7 +323,7 @@ def test_lesson_runs_as_written(lesson: Path, tmp_path: Path) -> None:
                 skipped.append(f"{cmd.text}: {reason}")
                 run_id = None
                 continue
-            _run(cmd.argv, env, where, lab)
+            _run(cmd.argv, env, where, lab, again=True)
             summary = _last_run(home)
             assert summary["source"] and Path(summary["source"]).name == path.name, where
             _assert_every_expectation_holds(summary, where)
