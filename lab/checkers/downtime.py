@@ -192,26 +192,11 @@ def summarize(windows: Sequence[Window], t0: int) -> dict[str, Any]:
     }
 
 
-def outage_spans(history: Sequence[Op], ctx: CheckContext) -> dict[str, list[tuple[int, int]]]:
-    """Per workload, the spans (ns) in which one of its endpoints was down, as ``check``
-    finds them (the union over its endpoints: a second inside one is no steady load)."""
+def windows_by_endpoint(history: Sequence[Op], ctx: CheckContext
+                        ) -> dict[str, dict[str, list[Window]]]:
+    """Per workload and endpoint, its outage windows (one pass over the completions)."""
     paired = ctx.paired(history)
     _, load_end = ctx.bounds(history)
-    trackers: dict[tuple[str, str], _Tracker] = {}
-    for c in paired.ops:
-        k = (c.workload, c.endpoint)
-        if k not in trackers:
-            trackers[k] = _Tracker(c.start)
-        trackers[k].add(c, load_end)
-    out: dict[str, list[tuple[int, int]]] = {}
-    for (workload, _endpoint), tr in trackers.items():
-        out.setdefault(workload, []).extend((w.start, w.end) for w in tr.finish(load_end))
-    return out
-
-
-def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
-    paired = ctx.paired(history)
-    t0, load_end = ctx.bounds(history)
     trackers: dict[tuple[str, str], _Tracker] = {}
     get = trackers.get
     for c in paired.ops:  # completion order
@@ -223,6 +208,19 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     by_workload: dict[str, dict[str, list[Window]]] = {}
     for (workload, endpoint), tr in trackers.items():
         by_workload.setdefault(workload, {})[endpoint] = tr.finish(load_end)
+    return by_workload
+
+
+def outage_spans(history: Sequence[Op], ctx: CheckContext) -> dict[str, list[tuple[int, int]]]:
+    """Per workload, the spans (ns) in which one of its endpoints was down, as ``check``
+    finds them (the union over its endpoints: a second inside one is no steady load)."""
+    return {w: [(win.start, win.end) for ws in eps.values() for win in ws]
+            for w, eps in windows_by_endpoint(history, ctx).items()}
+
+
+def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
+    t0, _ = ctx.bounds(history)
+    by_workload = windows_by_endpoint(history, ctx)
 
     subjects: dict[str, dict[str, Any]] = {}
     overall: list[dict[str, Any]] = []
