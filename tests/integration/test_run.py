@@ -77,19 +77,25 @@ def test_a_primary_restart_is_a_reconnect_not_a_replication_error(tmp_path: Path
     assert not our_processes()
 
 
+def _stopped_run(tmp_path: Path, name: str, topology: str) -> str:
+    """``lab run`` of a 5 s probe on two primaries with these topology lines, which must not
+    pass; its output on one line (the tables wrap)."""
+    require("mariadbd")
+    exp = tmp_path / f"{name}.exp"
+    exp.write_text(f'experiment "{name}" {{\n  duration 5s\n  topology primary_primary {{\n'
+                   f'{topology}  }}\n  workload w: probe {{ target a }}\n}}\n')
+    proc = subprocess.run([*LAB, "run", str(exp)], cwd=ROOT, env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=120)
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode != 0, out[-2000:]
+    return out
+
+
 def test_a_setting_the_server_adjusted_stops_the_run(tmp_path: Path) -> None:
     """``max_connections = 5`` runs as 10 on MariaDB (its log says so, no client is told): the
     run stops once the servers are up, naming the node, the setting and both values."""
-    require("mariadbd")
-    exp = tmp_path / "clamped.exp"
-    exp.write_text('experiment "clamped" {\n  duration 5s\n'
-                   '  topology primary_primary {\n    nodes a, b\n'
-                   '    config { max_connections = 5  innodb_io_capacity = 400 }\n  }\n'
-                   '  workload w: probe { target a }\n}\n')
-    proc = subprocess.run([*LAB, "run", str(exp)], cwd=ROOT, env=_env(tmp_path),
-                          capture_output=True, text=True, timeout=120)
-    out = " ".join((proc.stdout + proc.stderr).split())  # the table wraps lines
-    assert proc.returncode != 0, out[-2000:]
+    out = _stopped_run(tmp_path, "clamped", "    nodes a, b\n"
+                       "    config { max_connections = 5  innodb_io_capacity = 400 }\n")
     assert "a: max_connections = 5 runs as 10" in out, out[-2000:]
     assert "b: max_connections = 5 runs as 10" in out, out[-2000:]
     assert "adjusted to 10" in out and "innodb_io_capacity" not in out, out[-2000:]
@@ -99,15 +105,7 @@ def test_a_setting_the_server_adjusted_stops_the_run(tmp_path: Path) -> None:
 def test_a_server_that_is_not_the_files_engine_stops_the_run(tmp_path: Path) -> None:
     """``engine mariadb 11.4`` on two primaries (this machine's mariadbd is 10.11): the run
     stops once the servers are up, naming each node and what it runs, and leaves nothing."""
-    require("mariadbd")
-    exp = tmp_path / "wrong-engine.exp"
-    exp.write_text('experiment "wrong-engine" {\n  duration 5s\n'
-                   '  topology primary_primary {\n    engine mariadb 11.4\n'
-                   '    nodes a, b\n  }\n  workload w: probe { target a }\n}\n')
-    proc = subprocess.run([*LAB, "run", str(exp)], cwd=ROOT, env=_env(tmp_path),
-                          capture_output=True, text=True, timeout=120)
-    out = " ".join((proc.stdout + proc.stderr).split())  # the table wraps lines
-    assert proc.returncode != 0, out[-2000:]
+    out = _stopped_run(tmp_path, "wrong-engine", "    engine mariadb 11.4\n    nodes a, b\n")
     assert "asks for engine mariadb 11.4" in out, out[-2000:]
     assert "a runs mariadb 10.11" in out and "b runs mariadb 10.11" in out, out[-2000:]
     assert not our_processes()
