@@ -5,6 +5,13 @@ VENV := .venv
 LAB := $(VENV)/bin/lab
 PYTEST := $(VENV)/bin/python -m pytest
 
+# ProxySQL: a build of it beside the project (../shared/bin/proxysql) is found through the lab's
+# search path, so its integration tests run instead of skipping. Nothing is copied here.
+SHARED_BIN := $(abspath ../shared/bin)
+ifneq ($(wildcard $(SHARED_BIN)/proxysql),)
+export LAB_BIN_PATH := $(if $(LAB_BIN_PATH),$(LAB_BIN_PATH):)$(SHARED_BIN)
+endif
+
 bootstrap:
 	@bash tools/bootstrap.sh
 
