@@ -17,6 +17,7 @@ from typing import Any, Literal, cast
 from lark import Token, Transformer, Tree, v_args
 from lark.tree import Meta
 
+from dsl import router_settings
 from dsl.actions import describe, undo
 from dsl.errors import LanguageError
 from dsl.models import (
@@ -657,7 +658,10 @@ class Builder(Transformer[Token, Any]):
     def router(self, meta: Meta, children: list[Any]) -> Stmt:
         kind = str(children[0])
         header = join(meta_span(meta), token_span(children[0]))
-        one = self.singles([c for c in children[1:] if c is not None], "this router", frozenset())
+        stmts = [c for c in children[1:] if c is not None]
+        sets = [c for c in stmts if c.kind == "router_set"]
+        one = self.singles([c for c in stmts if c.kind != "router_set"], "this router",
+                           frozenset())
         span = meta_span(meta)
         if "writers" not in one:
             self.error(header, f"the {kind} router does not say where writes go", "add: writer db1")
@@ -678,10 +682,34 @@ class Builder(Transformer[Token, Any]):
                 "readers": readers,
                 "check_interval": check,
                 "image": image,
+                "settings": self.router_settings(kind, sets),
                 "span": span,
             }
         )
         return Stmt("router", span, router)
+
+    def router_settings(self, kind: str, sets: list[Stmt]) -> dict[str, str]:
+        """``set NAME = VALUE`` of a proxysql router: its own variables, checked here; a
+        repeat or an unsafe one is reported and left out."""
+        out: dict[str, str] = {}
+        for st in sets:
+            s: Setting = st.value
+            name, value = s.key.value, s.value.value
+            if kind != "proxysql":
+                self.error(s.key.span, f"the {kind} router takes no settings",
+                           "`set` is for router proxysql (its mysql-... variables)")
+            elif name in out:
+                self.error(s.key.span, f"{name} is set twice in this router", "set it once")
+            elif (problem := router_settings.name_problem(name)) is not None:
+                self.error(s.key.span, problem, "set mysql-monitor_read_only_interval = 500")
+            elif (problem := router_settings.value_problem(name, value)) is not None:
+                self.error(s.value.span, problem, f"set {name} = 500")
+            else:
+                out[name] = value
+        return out
+
+    def router_set(self, meta: Meta, children: list[Text]) -> Stmt:
+        return self.stmt(meta, "router_set", Setting(children[0], children[1]))
 
     def writers(self, meta: Meta, children: list[list[NodeRef]]) -> Stmt:
         return self.stmt(meta, "writers", children[0])

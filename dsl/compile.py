@@ -506,6 +506,7 @@ def _router(exp: Experiment, base_port: int) -> PlannedRouter | None:
         writer_port=base_port + ROUTER_WRITER_OFFSET,
         reader_port=base_port + ROUTER_READER_OFFSET,
         image=r.image.ref if r.image is not None else None,
+        settings=dict(r.settings),
     )
 
 

@@ -154,6 +154,9 @@ class Router(Frozen):
     readers: list[NodeRef] = Field(default_factory=list)
     check_interval: float = 0.5
     image: ImageSpec | None = None  # its container's image (backend containers)
+    # proxysql: its own variables (``set mysql-monitor_read_only_interval = 500``); a value
+    # ``$name`` is a ``vary name in ...`` sweep's value in each cell
+    settings: dict[str, str] = Field(default_factory=dict)
     span: Span = NO_SPAN
 
 

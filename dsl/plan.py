@@ -92,6 +92,9 @@ class PlannedRouter(Frozen):
     writer_port: int
     reader_port: int
     image: str | None = None  # its container's image (``image``; None: the lab's default)
+    # proxysql: its own variables; a value ``$name`` is the cell's sweep value
+    # (``dsl.router_settings.resolve``)
+    settings: dict[str, str] = Field(default_factory=dict)
 
 
 class PlannedWorkload(Frozen):

@@ -402,6 +402,30 @@ class _Validator:
                     self.error(ref.span, f"'{ref.name}' is listed twice")
                 seen.add(ref.name)
 
+    def check_router_params(self, params: dict[str, list[str]]) -> set[str]:
+        """``set mysql-... = $name`` in a proxysql router: ``$name`` is a ``vary``, and each of
+        its values is one ProxySQL takes. Returns the parameters used there."""
+        from dsl import router_settings
+
+        r = self.exp.router
+        used: set[str] = set()
+        for key, value in (r.settings if r is not None else {}).items():
+            if not router_settings.PARAM.match(value):
+                continue
+            name = value[1:]
+            if name not in params:
+                known = ", ".join(f"${p}" for p in params) or "none"
+                self.error(r.span if r is not None else self.exp.span,
+                           f"{key} = ${name}: unknown parameter (known: {known})",
+                           f"add: vary {name} in 500, 1000")
+                continue
+            used.add(name)
+            for v in params[name]:
+                problem = router_settings.value_problem(key, v, params=False)
+                if problem:
+                    self.error(r.span if r is not None else self.exp.span, problem)
+        return used
+
     def check_images(self) -> None:
         """``image``: known nodes, one image per node, and only where containers run."""
         images = list(self.exp.topology.images)
@@ -612,8 +636,10 @@ class _Validator:
                     )
                     continue
                 used.setdefault(ref.name, []).append(field)
+        router_used = self.check_router_params(params)
         for s in self.exp.sweeps:
-            if s.target != "param" or seen.get(s.name) != s.span.line:
+            if s.target != "param" or seen.get(s.name) != s.span.line or (
+                    s.name in router_used and s.name not in used):
                 continue
             if s.name not in used:
                 self.error(

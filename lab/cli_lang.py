@@ -493,6 +493,10 @@ def render_plan(plan: Plan, console: Console) -> None:
             f"{r.reader_port} (+{r.reader_port_offset})" if r.readers else "-",
         )
         console.print(table)
+        for key, value in r.settings.items():  # proxysql's own variables, set by the file
+            console.print(Text(f"  {r.kind}: {key} = {value}"
+                               + (" (per cell: the sweep's value)" if value.startswith("$")
+                                  else "")))
     if first is not None and first.workloads:
         table = _table(
             "Workloads" + (" (cell 1)" if len(plan.cells) > 1 else ""),

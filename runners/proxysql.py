@@ -9,7 +9,11 @@ over TCP on the admin port):
 * ``mysql_servers``: writer hostgroup 10, reader hostgroup 20;
 * ``mysql_users``: the application user, ``default_hostgroup`` 10;
 * ``global_variables``: the monitor user and the monitor intervals (``check_interval``);
-* who is the writer: ``mysql_replication_hostgroups`` (replication: ``read_only`` decides),
+* who is the writer: ``mysql_replication_hostgroups`` (replication: ``read_only`` decides,
+  between the writer hostgroup 10 and a hostgroup of the monitor's own, 21, that holds the
+  writer candidates that are read-only now; the reader hostgroup 20 is the declared readers and
+  no ``read_only`` check moves them, so a reader that is promoted keeps serving reads, as
+  behind HAProxy),
   ``mysql_galera_hostgroups`` (Galera: ProxySQL's Galera health check decides, one writer,
   backup writers in hostgroup 30, offline nodes in hostgroup 40), or the lab alone
   (``static``, two primaries: only the first declared writer takes writes until ``move_writer``);
@@ -38,6 +42,7 @@ from typing import Any, Literal
 import MySQLdb
 import MySQLdb.cursors
 
+from dsl import router_settings
 from runners.components import require
 from runners.errors import ComponentError
 from runners.haproxy import Backend
@@ -49,6 +54,7 @@ WRITER_HG = 10
 READER_HG = 20
 BACKUP_WRITER_HG = 30  # Galera: writable nodes beyond max_writers
 OFFLINE_HG = 40  # Galera: nodes failing the health check
+STANDBY_HG = 21  # replication: writer candidates that are read-only now (the monitor's own)
 HOST = "127.0.0.1"
 # Ports inside the run's block of 100 (runners.runtime.PortLayout): the admin port is B+92
 # (``proxysql_admin``); ProxySQL 3.x also opens PostgreSQL listeners, kept on loopback too.
@@ -63,8 +69,6 @@ MODES: tuple[str, ...] = ("replication", "galera", "static")
 SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 BACKEND_NAMES = {"writer": WRITER_HG, "reader": READER_HG}
-
-
 def _safe(value: str, what: str, pattern: re.Pattern[str] = SAFE_VALUE) -> str:
     if not pattern.match(value):
         raise ValueError(f"{what} {value!r}: only letters, digits, '_', '.' and '-' are allowed")
@@ -149,6 +153,7 @@ class Routing:
     monitor: Credentials
     interval_ms: int
     reader_port: int
+    settings: tuple[tuple[str, str], ...] = ()  # ProxySQL variables from the router block
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -168,6 +173,11 @@ class Routing:
         if self.app.user == self.monitor.user:
             raise ValueError("the application and monitor users must differ")
         _port(self.reader_port)
+        for name, value in self.settings:
+            problem = (router_settings.name_problem(name)
+                       or router_settings.value_problem(name, value, params=False))
+            if problem:
+                raise ValueError(problem)
 
     def port_of(self, name: str) -> int:
         return next(s.port for s in self.servers if s.name == name)
@@ -206,12 +216,13 @@ def _variables(r: Routing) -> list[tuple[str, str | int]]:
         ("mysql-monitor_read_only_timeout", ms),
     ]
     if r.mode == "replication":
-        also = any(n in r.current_writers for n in r.readers)
-        out.append(("mysql-monitor_writer_is_also_reader", "true" if also else "false"))
+        # a writer is not copied into the monitor's standby hostgroup (the declared readers
+        # are hostgroup 20, which no read_only check touches)
+        out.append(("mysql-monitor_writer_is_also_reader", "false"))
     if r.mode == "galera":
         out += [("mysql-monitor_galera_healthcheck_interval", ms),
                 ("mysql-monitor_galera_healthcheck_timeout", ms)]
-    return out
+    return out + list(r.settings)  # the experiment's own, after the lab's: they win
 
 
 def _server_rows(r: Routing) -> list[str]:
@@ -228,6 +239,10 @@ def _server_rows(r: Routing) -> list[str]:
         writers = writers[:1]
     for name in writers:
         rows.append(_server_row(WRITER_HG, by_name[name], weights[name]))
+    if r.mode == "replication":  # read-only now: the monitor moves it to 10 once writable
+        for name in r.writers:
+            if name not in writers:
+                rows.append(_server_row(STANDBY_HG, by_name[name], weights[name]))
     for name in r.readers:
         rows.append(_server_row(READER_HG, by_name[name], 1))
     return rows
@@ -236,7 +251,7 @@ def _server_rows(r: Routing) -> list[str]:
 def _hostgroup_rows(r: Routing) -> list[str]:
     if r.mode == "replication":
         return ["INSERT INTO mysql_replication_hostgroups (writer_hostgroup, reader_hostgroup, "
-                f"comment) VALUES ({WRITER_HG}, {READER_HG}, 'lab')"]
+                f"comment) VALUES ({WRITER_HG}, {STANDBY_HG}, 'lab')"]
     if r.mode == "galera":
         # writer_is_also_reader: 1 = writer and backup writers read; 2 = only backup writers.
         also = 1 if any(n in r.writers for n in r.readers) else 2
@@ -359,8 +374,10 @@ class ProxySQL:
     def __init__(self, run: Run, backends: list[Backend], writers: list[str], readers: list[str],
                  check_interval: float, writer_port: int, reader_port: int,
                  app: Credentials, monitor: Credentials, mode: Mode = "replication",
-                 admin_port: int | None = None) -> None:
+                 admin_port: int | None = None,
+                 settings: Mapping[str, str] | None = None) -> None:
         self.run = run
+        self.settings = tuple((settings or {}).items())
         self.backends = backends
         self.writers = writers
         self.readers = readers
@@ -399,7 +416,8 @@ class ProxySQL:
             mode=self.mode, servers=self.servers(),
             writers=tuple(self.writers), readers=tuple(self.readers),
             current_writers=tuple(current_writers), app=self.app, monitor=self.monitor,
-            interval_ms=self.interval_ms, reader_port=self.reader_port)
+            interval_ms=self.interval_ms, reader_port=self.reader_port,
+            settings=self.settings)
 
     @property
     def names(self) -> dict[tuple[str, int], str]:

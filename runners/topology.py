@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+from dsl import router_settings
 from dsl.actions import describe
 from dsl.compile import root_needs
 from dsl.models import NetworkFault, Promote
@@ -504,7 +505,9 @@ class NativeTopology(NodePrimitives):
                 execute_all(node.addr, self.admin, monitor_user_setup(self.monitor, flavor))
             self.router = ProxySQL(self.run, backends, writers, r.readers, r.check_interval,
                                    ports.router_writer, ports.router_reader, app=self.app,
-                                   monitor=self.monitor, mode=mode_for(self.plan.topology))
+                                   monitor=self.monitor, mode=mode_for(self.plan.topology),
+                                   settings=router_settings.resolve(r.settings,
+                                                                    self.cell.sweep))
         else:
             self.router = HAProxy(self.run, backends, writers, r.readers, r.check_interval,
                                   ports.router_writer, ports.router_reader)

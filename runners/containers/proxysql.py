@@ -16,7 +16,7 @@ Not exercised on the machine this project is built on: no ProxySQL image can be 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +39,10 @@ class ContainerProxySQL(ContainerPart, ProxySQL):
     def __init__(self, run: Run, backends: list[Backend], writers: list[str], readers: list[str],
                  check_interval: float, writer_port: int, reader_port: int, app: Credentials,
                  monitor: Credentials, mode: Mode, *, eng: engines.Engine, image: str,
-                 network: Any, via: dict[str, tuple[str, int]] | None = None) -> None:
+                 network: Any, via: dict[str, tuple[str, int]] | None = None,
+                 settings: Mapping[str, str] | None = None) -> None:
         super().__init__(run, backends, writers, readers, check_interval, writer_port,
-                         reader_port, app, monitor, mode)
+                         reader_port, app, monitor, mode, settings=settings)
         self.engine = eng
         self.image = image
         self.network = network

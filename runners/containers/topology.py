@@ -45,6 +45,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from dsl import router_settings
 from dsl.actions import describe
 from dsl.backends import CONTAINER_TOPOLOGIES, needs_local_engine, uses_links
 from dsl.models import Promote
@@ -450,7 +451,8 @@ class ContainerTopology(NodePrimitives):
             self.run, backends, writers, list(r.readers), r.check_interval,
             self.run.ports.router_writer, self.run.ports.router_reader, self.app,
             self.monitor, mode_for(self.plan.topology), eng=self.engine, image=image,
-            network=self.network, via=via)
+            network=self.network, via=via,
+            settings=router_settings.resolve(r.settings, self.cell.sweep))
         self.router = router
         router.start(self._writable, lambda name: True)
 

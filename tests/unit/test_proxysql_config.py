@@ -17,6 +17,7 @@ from runners.proxysql import (
     BACKUP_WRITER_HG,
     OFFLINE_HG,
     READER_HG,
+    STANDBY_HG,
     WRITER_HG,
     ProxySQL,
     Routing,
@@ -39,10 +40,11 @@ SERVERS = (Server("db1", 23001), Server("db2", 23002), Server("db3", 23003))
 
 def routing(mode: str = "replication", writers: tuple[str, ...] = ("db1", "db2", "db3"),
             readers: tuple[str, ...] = ("db2", "db3"),
-            current: tuple[str, ...] = ("db1",), ms: int = 500) -> Routing:
+            current: tuple[str, ...] = ("db1",), ms: int = 500,
+            settings: tuple[tuple[str, str], ...] = ()) -> Routing:
     return Routing(mode=mode, servers=SERVERS, writers=writers, readers=readers,  # type: ignore[arg-type]
                    current_writers=current, app=APP, monitor=MON, interval_ms=ms,
-                   reader_port=23091)
+                   reader_port=23091, settings=settings)
 
 
 def fake_run(tmp_path: Path) -> Any:
@@ -133,15 +135,18 @@ def test_replication_statements() -> None:
     assert v["mysql-monitor_password"] == "MonPw456"
     for name in ("connect_interval", "ping_interval", "read_only_interval", "read_only_timeout"):
         assert v[f"mysql-monitor_{name}"] == "500"
-    assert v["mysql-monitor_writer_is_also_reader"] == "false"  # db1 is not a declared reader
+    assert v["mysql-monitor_writer_is_also_reader"] == "false"
     assert "mysql-monitor_galera_healthcheck_interval" not in v
-    # the writable candidate in the writer hostgroup, the declared readers in the reader one
-    assert server_rows(stmts) == [(WRITER_HG, 23001, 1000), (READER_HG, 23002, 1),
+    # the writable candidate in the writer hostgroup, the read-only candidates in the monitor's
+    # standby hostgroup (read_only moves them), the declared readers in the reader one, which
+    # no read_only check touches
+    assert server_rows(stmts) == [(WRITER_HG, 23001, 1000), (STANDBY_HG, 23002, 999),
+                                  (STANDBY_HG, 23003, 998), (READER_HG, 23002, 1),
                                   (READER_HG, 23003, 1)]
     assert ("INSERT INTO mysql_users (username, password, active, default_hostgroup) "
             "VALUES ('lab_app', 'AppPw123', 1, 10)") in stmts
     assert ("INSERT INTO mysql_replication_hostgroups (writer_hostgroup, reader_hostgroup, "
-            "comment) VALUES (10, 20, 'lab')") in stmts
+            "comment) VALUES (10, 21, 'lab')") in stmts
     assert not any(s.startswith("INSERT INTO mysql_galera_hostgroups") for s in stmts)
     assert ("INSERT INTO mysql_query_rules (rule_id, active, proxy_port, destination_hostgroup, "
             "apply) VALUES (1, 1, 23091, 20, 1)") in stmts
@@ -152,14 +157,39 @@ def test_replication_statements() -> None:
     assert stmts[-2] == "LOAD MYSQL SERVERS TO RUNTIME"  # servers last: everything is in place
 
 
-def test_writer_is_also_reader_when_the_writer_is_a_declared_reader() -> None:
+def test_a_declared_reader_that_is_the_writer_stays_a_reader() -> None:
+    # the issue-22 run: replication 1+1, db2 promoted, the reader endpoint lost db2 because
+    # the read_only monitor moved it out of the reader hostgroup. Now the reader hostgroup is
+    # not the monitor's: db1, writable and a declared reader, is in both 10 and 20.
     stmts = admin_statements(routing(readers=("db1", "db2")))
-    assert variables(stmts)["mysql-monitor_writer_is_also_reader"] == "true"
+    rows = server_rows(stmts)
+    assert (WRITER_HG, 23001, 1000) in rows and (READER_HG, 23001, 1) in rows
+    assert (STANDBY_HG, 23001, 1000) not in rows  # writable now: the writer hostgroup's
+    assert f"VALUES ({WRITER_HG}, {STANDBY_HG}, 'lab')" in " ".join(stmts)
+
+
+def test_the_experiments_settings_come_after_the_labs_and_win() -> None:
+    stmts = admin_statements(routing(settings=(("mysql-monitor_read_only_interval", "2000"),
+                                               ("mysql-shun_on_failures", "3"))))
+    names = [s.split("WHERE variable_name=")[1] for s in stmts if "WHERE variable_name=" in s]
+    assert names.count("'mysql-monitor_read_only_interval'") == 2
+    assert names[-2:] == ["'mysql-monitor_read_only_interval'", "'mysql-shun_on_failures'"]
+    assert variables(stmts)["mysql-monitor_read_only_interval"] == "2000"
+
+
+@pytest.mark.parametrize("setting", [("mysql-interfaces", "127.0.0.1:1"),
+                                     ("admin-admin_credentials", "a:b"),
+                                     ("mysql-monitor_username", "root"),
+                                     ("mysql-monitor_read_only_interval", "1;DROP"),
+                                     ("mysql-monitor_read_only_interval", "$interval")])
+def test_unsafe_or_reserved_settings_are_refused(setting: tuple[str, str]) -> None:
+    with pytest.raises(ValueError):
+        routing(settings=(setting,))
 
 
 def test_no_writable_candidate_leaves_the_writer_hostgroup_empty() -> None:
     rows = server_rows(admin_statements(routing(current=())))
-    assert all(hg == READER_HG for hg, _, _ in rows)
+    assert {hg for hg, _, _ in rows} == {STANDBY_HG, READER_HG}  # the monitor decides
 
 
 def test_galera_statements() -> None:
