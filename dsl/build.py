@@ -43,6 +43,7 @@ from dsl.models import (
     MongoReplSetTopology,
     NetworkFault,
     NodeAction,
+    NodeGroupAction,
     NodeRef,
     NodeVerb,
     ParamRef,
@@ -77,6 +78,7 @@ LIMITS: dict[str, tuple[int, int]] = {
     "repeat": (1, 1000),
     "code": (1, 65535),
     "operations": PARAM_LIMITS["ops"],
+    "keys": PARAM_LIMITS["key_count"],
     **PARAM_LIMITS,
 }
 DEFAULT_DURATION = 30.0
@@ -86,6 +88,8 @@ WORDS = {
     "replication_mode": "replication",
     "leave_faults": "leave faults",
     "start_after": "start after",
+    "key_count": "keys N",
+    "for_update": "for update",
     "step_before": "before load",
 }
 
@@ -208,6 +212,15 @@ WORKLOAD_STATEMENTS: dict[str, frozenset[str]] = {
     "read_your_writes": frozenset(_ANY_WORKLOAD | {"write", "read", "rate", "operations"}),
     "unique_insert": frozenset(_ANY_WORKLOAD | {"target", "rate", "keys", "rows"}),
     "connect": frozenset(_ANY_WORKLOAD | {"target", "rate", "every", "operations"}),
+    "list_append": frozenset(_ANY_WORKLOAD | {"target", "rate", "operations", "key_count",
+                                              "txn_length", "read_fraction", "distribution",
+                                              "isolation"}),
+    "read_modify_write": frozenset(_ANY_WORKLOAD | {"target", "rate", "operations",
+                                                    "key_count", "distribution", "isolation",
+                                                    "for_update"}),
+    "bank": frozenset(_ANY_WORKLOAD | {"target", "rate", "operations", "key_count",
+                                       "read_fraction", "distribution", "isolation",
+                                       "for_update"}),
     "sysbench": frozenset(
         {
             "target",
@@ -228,6 +241,17 @@ WORKLOAD_HINTS = {
     "read": "only read_your_writes has write/read; other workloads use target",
     "clients": "sysbench counts its clients as threads: threads 4",
     "timeout": "sysbench manages its own timeouts",
+    "key_count": "'keys N' sets how many keys a transactional workload (list_append, "
+    "read_modify_write, bank) uses; other workloads take keys sequential, auto_increment or "
+    "random (unique_insert)",
+    "keys": "keys sequential, auto_increment or random is unique_insert's; the transactional "
+    "workloads take a number: keys 10",
+    "txn_length": "only list_append has transactions of several micro-operations",
+    "read_fraction": "only list_append and bank mix reads into their transactions",
+    "isolation": "only the transactional workloads (list_append, read_modify_write, bank) set "
+    "an isolation level; a server default goes in config: transaction_isolation = ...",
+    "for_update": "only read_modify_write and bank lock what they read",
+    "distribution": "only the transactional workloads draw keys from a distribution",
 }
 
 @v_args(meta=True)
@@ -455,7 +479,7 @@ class Builder(Transformer[Token, Any]):
 
     topology_kind = flavor = mode = router_kind = workload_kind = router_end = _token
     op_kind = key_order = repl_threads = link_kind = condition = metric_name = _token
-    backend_kind = io_op_kind = _token
+    backend_kind = io_op_kind = key_distribution = _token
 
     # --- topology -------------------------------------------------------------------------
 
@@ -815,7 +839,32 @@ class Builder(Transformer[Token, Any]):
         return self.stmt(meta, "operation", str(children[0]))
 
     def keys(self, meta: Meta, children: list[Token]) -> Stmt:
-        return self.stmt(meta, "keys", str(children[0]))
+        tok = children[0]
+        if tok.type in ("QUANTITY", "PARAM"):  # keys 10: a transactional workload's key space
+            return self.stmt(meta, "key_count", self.int_or_param(tok, "keys"))
+        return self.stmt(meta, "keys", str(tok))
+
+    def txn_length(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self._counted(meta, children, "txn_length")
+
+    def read_fraction(self, meta: Meta, children: list[Token]) -> Stmt:
+        value = self.measure(children[0], ("percent",), "read_fraction", allow_zero=True)
+        if value is not None and value > 1:
+            self.error(token_span(children[0]), "'read_fraction' is at most 100%")
+            value = None
+        return self.stmt(meta, "read_fraction", value)
+
+    def distribution(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "distribution", str(children[0]))
+
+    def isolation(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "isolation", children[0])
+
+    def isolation_level(self, meta: Meta, children: list[Token]) -> str:
+        return " ".join(str(t) for t in children)
+
+    def for_update(self, meta: Meta, children: list[Token]) -> Stmt:
+        return self.stmt(meta, "for_update", True)
 
     def start_after(self, meta: Meta, children: list[Token]) -> Stmt:
         return self.stmt(meta, "start_after", text_of(children[0]))
@@ -944,7 +993,44 @@ class Builder(Transformer[Token, Any]):
         )
 
     def kill(self, meta: Meta, children: list[Any]) -> NodeAction:
-        return self._node_action(meta, "kill", children)
+        return NodeAction(verb="kill", node=self._node(children[0]),
+                          lose_unsynced=bool(children[1]), span=meta_span(meta))
+
+    def losing_unsynced(self, meta: Meta, children: list[Any]) -> bool:
+        return True
+
+    def kill_nodes(self, meta: Meta, children: list[Any]) -> NodeGroupAction | None:
+        """``kill g1, g2, g3 [within 2s] [losing unsynced writes]``."""
+        *names, within_tok, losing = children
+        nodes = self._group_nodes(names)
+        within = 0.0
+        if within_tok is not None:
+            got = self.measure(within_tok, ("duration",), "within", allow_zero=True)
+            if got is None:
+                return None
+            within = got
+        return NodeGroupAction(
+            verb="kill", nodes=nodes, within=within, lose_unsynced=bool(losing),
+            within_span=token_span(within_tok) if within_tok is not None else NO_SPAN,
+            span=meta_span(meta))
+
+    def start_nodes(self, meta: Meta, children: list[Token]) -> NodeGroupAction:
+        """``start g1, g2, g3``."""
+        return NodeGroupAction(verb="start", nodes=self._group_nodes(children),
+                               span=meta_span(meta))
+
+    def _group_nodes(self, names: list[Token]) -> list[NodeRef]:
+        """The nodes of a group action; a node named twice is an error at its second place."""
+        seen: set[str] = set()
+        out: list[NodeRef] = []
+        for tok in names:
+            if str(tok) in seen:
+                self.error(token_span(tok), f"'{tok}' is named twice in this action",
+                           "name each node once")
+                continue
+            seen.add(str(tok))
+            out.append(self._node(tok))
+        return out
 
     def pause(self, meta: Meta, children: list[Any]) -> NodeAction:
         return self._node_action(meta, "pause", children)

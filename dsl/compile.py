@@ -79,6 +79,13 @@ from dsl.validate import NodeInfo, topology_nodes, validate
 NODE_PORT_STRIDE = 1
 
 DEFAULT_PROBE_EVERY = 0.01  # seconds between two operations of one probe client
+# transactional workloads (docs/language.md, "Transactional workloads"): keys, micro-operations
+# per transaction (1 to N), share of reads
+TXN_DEFAULTS: dict[str, tuple[int, int | None, float | None]] = {
+    "list_append": (10, 4, 0.5),
+    "read_modify_write": (4, None, None),
+    "bank": (5, None, 0.5),
+}
 DEFAULT_SYSBENCH_THREADS = 1
 DEFAULT_SYSBENCH_TABLES = 1
 DEFAULT_SYSBENCH_TABLE_SIZE = 10000
@@ -417,6 +424,13 @@ def _planned_workload(w: Workload, params: Mapping[str, str], duration: float) -
         every = DEFAULT_PROBE_EVERY
     rows, ops = _resolve(w.rows, params), _resolve(w.ops, params)
     bounded = rows is not None or ops is not None or w.duration is not None
+    key_count, txn_length, read_fraction = (
+        _resolve(w.key_count, params), _resolve(w.txn_length, params), w.read_fraction)
+    if w.kind in TXN_DEFAULTS:
+        dk, dl, dr = TXN_DEFAULTS[w.kind]
+        key_count = key_count or dk
+        txn_length = txn_length or dl
+        read_fraction = dr if read_fraction is None and dr is not None else read_fraction
     return PlannedWorkload(
         name=w.name,
         kind=w.kind,
@@ -436,6 +450,12 @@ def _planned_workload(w: Workload, params: Mapping[str, str], duration: float) -
         ops=ops,
         timeout=w.timeout,
         start_after=w.start_after,
+        key_count=key_count,
+        txn_length=txn_length,
+        read_fraction=read_fraction,
+        distribution=w.distribution,
+        isolation=w.isolation,
+        for_update=w.for_update,
     )
 
 

@@ -254,6 +254,32 @@ METRICS: dict[str, MetricSpec] = {
         workload_kinds=WRITE_WORKLOADS | {"sysbench"},
         on=True,
     ),
+    "lost_updates": MetricSpec(
+        "workload",
+        {"count": ("count", "count"), "total": ("count", "count"),
+         "ratio": ("ratio", "percent"),
+         **_same("count", "acknowledged", "unknown", "same_read", "growth", "phantom",
+                 "at_least", "at_most")},
+        "count",
+        "read_modify_write: acknowledged increments the counters do not show at the end "
+        "(acknowledged − growth; a bound when some increments have an unknown outcome; "
+        "same_read: acknowledged increments that read a value another one had read); "
+        "list_append: the anomaly checker's lost-update (P4) count",
+        "_lost_updates",
+        workload_kinds=frozenset({"read_modify_write", "list_append"}),
+        open_label="some increments of unknown outcome",
+    ),
+    "wrong_totals": MetricSpec(
+        "workload",
+        {"count": ("count", "count"), "total": ("count", "count"),
+         **_same("count", "reads", "negative", "created", "final_total", "expected_total")},
+        "count",
+        "bank: acknowledged reads of every balance whose total was not accounts × 100 "
+        "(negative: reads with a negative balance; created: the final total minus the "
+        "expected one, on the authoritative node)",
+        "_wrong_totals",
+        workload_kinds=frozenset({"bank"}),
+    ),
 }
 
 

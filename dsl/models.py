@@ -184,8 +184,12 @@ class Endpoint(Frozen):
 
 
 WorkloadKind = Literal[
-    "probe", "unique_writes", "read_your_writes", "unique_insert", "connect", "sysbench"
+    "probe", "unique_writes", "read_your_writes", "unique_insert", "connect", "sysbench",
+    "list_append", "read_modify_write", "bank",
 ]
+TXN_WORKLOADS = frozenset({"list_append", "read_modify_write", "bank"})
+IsolationLevel = Literal["read uncommitted", "read committed", "repeatable read", "serializable"]
+KeyDistribution = Literal["uniform", "exponential"]
 
 
 class Workload(Frozen):
@@ -207,6 +211,13 @@ class Workload(Frozen):
     ops: IntOrParam | None = None  # bounded by a number of operations
     timeout: float = 1.0  # per operation: connect and read timeouts
     start_after: str | None = None  # start when this workload has finished
+    # transactional workloads (list_append, read_modify_write, bank)
+    key_count: IntOrParam | None = None  # keys N: active keys, counters or accounts
+    txn_length: IntOrParam | None = None  # list_append: 1..N micro-operations a transaction
+    read_fraction: float | None = None  # list_append, bank: the share of reads
+    distribution: KeyDistribution = "uniform"  # how keys are drawn
+    isolation: IsolationLevel | None = None  # None: the server's default
+    for_update: bool = False  # read_modify_write, bank: SELECT ... FOR UPDATE
     start_after_span: Span = NO_SPAN
     script_span: Span = NO_SPAN
     span: Span = NO_SPAN
@@ -223,6 +234,26 @@ class NodeAction(Frozen):
     node: NodeRef
     options: dict[str, str] = Field(default_factory=dict)  # start/restart ... with k = v
     left: bool = False  # ``for good``: never undone, not even when the run ends
+    # ``kill NODE losing unsynced writes``: after the kill, lab-iofs throws away every write
+    # the server had not synced (``fault.iofs.drop_unsynced``)
+    lose_unsynced: bool = False
+    span: Span = NO_SPAN
+
+
+class NodeGroupAction(Frozen):
+    """``kill g1, g2, g3 within 2s [losing unsynced writes]``: each node killed at its own
+    moment of the window, spread from the run's seed (``dsl.actions.spread``; ``within 0s`` or
+    no window: at once). ``start g1, g2, g3``: the nodes started together; a Galera cluster
+    none of whose nodes runs is recovered the way a DBA does it (``runners.galera_recovery``).
+    Timeline only (``at ...``)."""
+
+    action: Literal["node_group"] = "node_group"
+    verb: Literal["kill", "start"]
+    nodes: list[NodeRef]
+    within: float = 0.0  # seconds: the window the kills are spread over
+    within_span: Span = NO_SPAN
+    lose_unsynced: bool = False
+    left: bool = False  # ``for good``
     span: Span = NO_SPAN
 
 
@@ -373,6 +404,7 @@ class RunSql(Frozen):
 
 Action = Annotated[
     NodeAction
+    | NodeGroupAction
     | DropCaches
     | Promote
     | ReplicationControl
@@ -459,6 +491,9 @@ MetricName = Literal[
     "split_brain",
     "errant_gtids",
     "divergence",
+    "lost_updates",
+    "wrong_totals",
+    "anomalies",
 ]
 
 

@@ -116,6 +116,13 @@ class PlannedWorkload(Frozen):
     ops: int | None = None
     timeout: float = 1.0
     start_after: str | None = None
+    # transactional workloads: the compiler writes every default in (nothing implicit)
+    key_count: int | None = None
+    txn_length: int | None = None
+    read_fraction: float | None = None
+    distribution: Literal["uniform", "exponential"] = "uniform"
+    isolation: str | None = None  # None: the server's default (tx_isolation)
+    for_update: bool = False
 
 
 class Cell(Frozen):

@@ -39,6 +39,7 @@ from dsl.models import (
     MongoReplSetTopology,
     NetworkFault,
     NodeAction,
+    NodeGroupAction,
     NodeRef,
     ParamRef,
     PrimaryPrimaryTopology,
@@ -144,8 +145,11 @@ PARAM_LIMITS: dict[str, tuple[int, int]] = {
     "table_size": (1, 10**9),
     "rows": (1, 10**9),
     "ops": (1, 10**12),
+    "key_count": (1, 100_000),
+    "txn_length": (1, 100),
 }
 MAX_CELLS = 10000
+MAX_CRASH_WINDOW = 600.0  # seconds: `kill g1, g2 within D`
 MAX_NODES = 9  # a run's block of 100 ports holds nodes 1..9 (docs/topologies.md)
 
 SYSBENCH_SCRIPTS = (
@@ -704,6 +708,16 @@ class _Validator:
                     f"at {timed.at:g}s is after the end of the load (duration {duration:g}s)",
                     "move the action earlier or lengthen the experiment: duration ...",
                 )
+            elif isinstance(timed.action, NodeGroupAction) and \
+                    timed.at + timed.action.within > duration:
+                a = timed.action
+                self.error(
+                    a.within_span,
+                    f"the kills of this action run until {timed.at + a.within:g}s (at "
+                    f"{timed.at:g}s within {a.within:g}s), after the end of the load "
+                    f"(duration {duration:g}s)",
+                    "shorten the window, move the action earlier or lengthen the experiment",
+                )
             elif timed.lasts is not None and timed.at + timed.lasts > duration:
                 ends = timed.at + timed.lasts
                 self.error(
@@ -816,6 +830,36 @@ class _Validator:
     def check_node_action(self, a: NodeAction) -> None:
         self.target(a)
         self.check_settings(a.options, a.span, "option")
+        if a.lose_unsynced:
+            self.check_unsynced(a.span, [a.node.name])
+
+    def check_node_group(self, a: NodeGroupAction) -> None:
+        """``kill g1, g2 within 2s``, ``start g1, g2``: known nodes (named once: the builder),
+        a window of at most ``MAX_CRASH_WINDOW``."""
+        for ref in a.nodes:
+            self.node(ref)
+        if a.within > MAX_CRASH_WINDOW:
+            self.error(a.within_span, f"a window of {a.within:g}s is more than "
+                       f"{MAX_CRASH_WINDOW:g}s", "a coordinated crash spreads its kills over "
+                       "seconds: within 2s")
+        if a.lose_unsynced:
+            self.check_unsynced(a.span, [r.name for r in a.nodes])
+
+    def check_unsynced(self, span: Span, names: list[str]) -> None:
+        """``losing unsynced writes``: lab-iofs keeps the unsynced writes of a MySQL-family
+        server's data directory; not with a full disk (a tmpfs) on the same node."""
+        if self.kind == "mongodb_replset":
+            self.error(span, "'losing unsynced writes' puts a MySQL-family server's data "
+                       "directory on lab-iofs; this topology runs MongoDB")
+        if self.exp.backend == "containers":
+            self.error(span, "'losing unsynced writes' needs lab-iofs under the data directory, "
+                       "which the native back-end mounts; not with backend containers")
+        actions = self._all_actions()
+        for name in names:
+            if any(isinstance(x, DiskFault) and x.verb == "full" and x.node.name == name
+                   for x in actions):
+                self.error(span, f"'{name}' has both 'losing unsynced writes' (lab-iofs, FUSE) "
+                           "and 'disk full' (a tmpfs): one data directory cannot be on both")
 
     def check_drop_caches(self, a: DropCaches) -> None:
         self.node(a.node)
@@ -1191,6 +1235,7 @@ class _Validator:
 # What validation checks of each action (``Sleep`` has nothing to check).
 ACTION_CHECKS: dict[type, Callable[[_Validator, Any], None]] = {
     NodeAction: _Validator.check_node_action,
+    NodeGroupAction: _Validator.check_node_group,
     DropCaches: _Validator.check_drop_caches,
     Promote: _Validator.check_promote,
     ReplicationControl: _Validator.check_replication_control,

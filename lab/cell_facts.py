@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from dsl.models import Action, NodeAction, Promote
+from dsl.models import Action, NodeAction, NodeGroupAction, Promote
 from dsl.plan import Plan, PlannedWorkload
 from fault.process import COMES_UP, GOES_DOWN
 from runners import divergence, replication
@@ -26,6 +26,7 @@ from runners.errors import ComponentError
 from runners.gtid import HEARTBEAT_DOMAIN, behind, parse_gtid
 from runners.mysql import connect, wait_until
 from runners.topology import Topology
+from runners.txn_workloads import final_value
 from runners.workloads import SCHEMA, table_ddl, table_name
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,10 @@ class CellFacts:
                 mine = replication.gtid(topo.nodes[a.node.name], "gtid_current_pos")
                 self.facts.setdefault("missing_at_promote", {})[a.node.name] = behind(
                     self.facts.get("primary_gtid_last") or {}, mine)
+        if isinstance(a, NodeGroupAction):  # each node as its own kill or start would
+            for ref in a.nodes:
+                self.before_action(NodeAction(verb=a.verb, node=ref))
+            return
         if not isinstance(a, NodeAction):
             return
         name = a.node.name
@@ -109,6 +114,10 @@ class CellFacts:
 
     def after_action(self, a: Action) -> None:
         topo = self._topo()
+        if isinstance(a, NodeGroupAction):
+            for ref in a.nodes:
+                self.after_action(NodeAction(verb=a.verb, node=ref))
+            return
         if isinstance(a, NodeAction) and a.verb in COMES_UP and a.node.name != topo.primary:
             entry = self.facts["relay_log_bytes"].setdefault(a.node.name, {})
             entry["after"] = relay_log_bytes(topo.nodes[a.node.name].datadir)
@@ -288,7 +297,8 @@ class CellFacts:
                     try:
                         cur = conn.cursor()
                         cur.execute(f"SELECT k, v FROM {table_name(spec.name)}")
-                        per_node[name] = {int(k): int(v) for k, v in cur.fetchall()}
+                        per_node[name] = {int(k): final_value(spec.kind, v)
+                                          for k, v in cur.fetchall()}
                         cur.close()
                     finally:
                         conn.close()

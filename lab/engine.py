@@ -305,7 +305,7 @@ class CellRunner:
         load_start, load_end = self._load_bounds()
         ctx = CheckContext(
             workloads={
-                w.name: WorkloadInfo(w.kind, tuple(w.targets), tuple(w.reads))
+                w.name: WorkloadInfo(w.kind, tuple(w.targets), tuple(w.reads), w.key_count)
                 for w in self.cell.workloads
             },
             load_start=load_start,

@@ -942,6 +942,55 @@ READERS: dict[str, Callable[[Inputs], Measured]] = {
 _COMPATIBLE: set[tuple[UnitKind, UnitKind]] = {("count", "duration")}  # stall seconds
 
 
+def _lost_updates(inp: Inputs) -> Measured:
+    """read_modify_write: the lost_updates checker's count, a bound when some increments have
+    an unknown outcome; list_append: the anomaly checker's lost-update (P4) count."""
+    m = inp.metric
+    stat, path, unit = _stat(inp)
+    if m.subject is not None and inp.ctx.kind(m.subject) == "list_append":
+        if path != "count":
+            raise Unmeasurable(f"a list_append workload's lost updates have only a count "
+                               f"(Elle's lost-update anomalies), not '.{stat}'")
+        r = _result(inp, "anomalies")
+        subj = _subjects(r).get(m.subject)
+        if subj is None or subj.get("lost_update") is None:
+            first = (r.details or "no committed transaction to check").splitlines()[0]
+            raise Unmeasurable(f"the anomaly checker could not decide for '{m.subject}': "
+                               f"{first}")
+        return Measured(_number(subj.get("lost_update"), "no lost-update count"), unit, stat)
+    r = _result(inp, "lost_updates")
+    _, subj = _subject(inp, r, "read-modify-write transactions", single_default=True)
+    raw = _get(subj, path)
+    if path == "count" and raw is None:
+        lo, hi = subj.get("at_least"), subj.get("at_most")
+        if lo is None or hi is None:
+            first = (r.details or "no final state").splitlines()[0]
+            raise Unmeasurable(f"lost updates cannot be counted: {first}")
+        return Measured(float(lo), unit, stat, lower_bound=True,
+                        note=f"{subj.get('unknown')} increments of unknown outcome",
+                        upper=float(hi))
+    if raw is None:
+        raise Unmeasurable(f"lost_updates .{stat} is not known for '{m.subject}' "
+                           "(no final state, or nothing acknowledged)")
+    return Measured(_number(raw, f"no lost_updates .{stat}"), unit, stat)
+
+
+def _wrong_totals(inp: Inputs) -> Measured:
+    """bank: reads whose total was wrong, negative balances, money created at the end."""
+    r = _result(inp, "bank")
+    stat, path, unit = _stat(inp)
+    _, subj = _subject(inp, r, "bank reads", single_default=True)
+    raw = _get(subj, path)
+    if raw is None:
+        first = (r.details or "no final state was read").splitlines()[0]
+        raise Unmeasurable(f"wrong_totals .{stat} is not known: {first}")
+    return Measured(_number(raw, f"no wrong_totals .{stat}"), unit, stat)
+
+
+READERS.update({f.__name__: f for f in (_lost_updates, _wrong_totals)})
+
+
+
 def measure(
     metric: Metric,
     quantity: Quantity,

@@ -36,6 +36,7 @@ from runners.replication import HeartbeatWriter, LagSampler
 from runners.replication_watch import ReplicationWatcher
 from runners.sysbench import SysbenchWorkload
 from runners.topology import Topology
+from runners.txn_workloads import TXN_KINDS
 from runners.workloads import (
     KINDS,
     SCHEMA,
@@ -187,7 +188,8 @@ class Load:
                 sb.prepare(on=topo.primary if read_only else None)
                 self.workloads[spec.name] = sb
             else:
-                wl = KINDS[spec.kind](spec, env, first_process, self.plan.duration)
+                kind = KINDS.get(spec.kind) or TXN_KINDS[spec.kind]
+                wl = kind(spec, env, first_process, self.plan.duration)
                 wl.duration = self._workload_duration(spec)
                 self.workloads[spec.name] = wl
                 first_process += 100_000

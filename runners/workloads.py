@@ -25,6 +25,7 @@ from typing import Any
 
 import MySQLdb
 
+from dsl.models import TXN_WORKLOADS
 from dsl.plan import PlannedWorkload
 from runners.mysql import (
     Address,
@@ -49,6 +50,10 @@ def table_name(workload: str) -> str:
 
 def table_ddl(w: PlannedWorkload) -> list[str]:
     t = table_name(w.name)
+    if w.kind in TXN_WORKLOADS:
+        from runners.txn_workloads import txn_table_ddl  # it builds on this module
+
+        return txn_table_ddl(w)
     if w.kind == "unique_insert" and w.keys == "auto_increment":
         return [f"CREATE TABLE IF NOT EXISTS {t} (k BIGINT AUTO_INCREMENT PRIMARY KEY, "
                 "v BIGINT NOT NULL, c INT NOT NULL) ENGINE=InnoDB"]
@@ -88,6 +93,7 @@ class Client:
         self.timeout = timeout
         self.conn: Any = None
         self.node: str | None = None
+        self.session_sql: tuple[str, ...] = ()  # run on every new connection (isolation level)
 
     def _ensure(self) -> Any:
         if self.conn is None:
@@ -99,6 +105,13 @@ class Client:
                 with contextlib.suppress(Exception):
                     conn.close()
                 raise
+            for stmt in self.session_sql:
+                try:
+                    run_within(conn, stmt, timeout=self.timeout)
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        conn.close()
+                    raise
             self.conn = conn
             rows = got.rows
             self.node = self.env.node_by_server_id(int(rows[0][0])) if rows else None
@@ -121,17 +134,46 @@ class Client:
         error: ``fail`` (nothing was applied); the connection lost or the timeout passed after
         the statement was sent: ``info`` for a write (it may have been applied), ``fail`` for a
         read."""
+
+        def work(conn: Any, _txn: Txn) -> tuple[Any, int | None]:
+            got = run_within(conn, sql, args, self.timeout)
+            out = result(got.rows) if result else value
+            return out, (got.insert_id if key_from_insert else key)  # auto-increment: the server's
+
+        return self.call(f, work, key=key, value=value, is_write=is_write)
+
+    def txn(self, f: str, body: Callable[[Txn], Any], value: Any = None,
+            key: int | None = None) -> Op:
+        """One transaction: ``START TRANSACTION``, ``body(txn)`` (its statements through
+        ``txn.run``; it returns the completed value), ``COMMIT``. Outcomes: any error or timeout
+        before ``COMMIT`` was sent is ``fail`` (the connection is closed, so the server rolls
+        back: nothing was applied); a server error answering ``COMMIT`` (a Galera certification
+        failure, 1213) is ``fail``; a lost connection or the timeout after ``COMMIT`` was sent
+        is ``info``: it may have committed."""
+
+        def work(conn: Any, txn: Txn) -> tuple[Any, int | None]:
+            txn.run("START TRANSACTION")
+            out = body(txn)
+            txn.committing = True
+            txn.run("COMMIT")
+            return out, key
+
+        return self.call(f, work, key=key, value=value, is_write=True, transaction=True)
+
+    def call(self, f: str, work: Callable[[Any, Txn], tuple[Any, int | None]],
+             key: int | None = None, value: Any = None, is_write: bool = True,
+             transaction: bool = False) -> Op:
+        """Record ``invoke``, run ``work(conn, txn)`` on the (re)opened connection, record the
+        outcome (see ``op`` and ``txn``)."""
         rec = self.env.record
         rec(Op("invoke", f, self.process, time.monotonic_ns(), self.workload, self.endpoint,
                self.node, key, value))
         sent = False
+        txn = Txn(self)
         try:
             conn = self._ensure()
             sent = True
-            got = run_within(conn, sql, args, self.timeout)
-            out = result(got.rows) if result else value
-            if key_from_insert:  # the server picked the key (auto-increment)
-                key = got.insert_id
+            out, key = work(conn, txn)
             return rec(Op("ok", f, self.process, time.monotonic_ns(), self.workload,
                           self.endpoint, self.node, key, out))
         except LabTimeout as e:
@@ -139,9 +181,12 @@ class Client:
             self.close()
             self.node = node  # the node that did not answer, in the completion
             was_sent = sent and e.sent  # a timeout while opening the connection sent nothing
-            typ: OpType = "info" if is_write and was_sent else "fail"
+            may_apply = is_write and was_sent and (not transaction or txn.committing)
+            typ: OpType = "info" if may_apply else "fail"
             code = None if was_sent else CONNECT_TIMEOUT
             msg = str(e) if was_sent else NOT_SENT_PREFIX + str(e)
+            if transaction and was_sent:
+                msg = f"{'COMMIT' if txn.committing else 'before COMMIT'}: {msg}"
             op = rec(Op(typ, f, self.process, time.monotonic_ns(), self.workload,
                         self.endpoint, self.node, key, value, code, msg))
             self.node = None
@@ -153,19 +198,36 @@ class Client:
                 code = None
             never_sent = not sent or code in CONNECT_ERRORS
             outcome: OpType = "fail"
-            if is_write and not never_sent and (code in UNKNOWN_OUTCOME or code is None):
+            unknown = code in UNKNOWN_OUTCOME or code is None
+            if is_write and not never_sent and unknown and (
+                    not transaction or txn.committing):
                 outcome = "info"
             node = self.node
-            if code in UNKNOWN_OUTCOME or never_sent or code is None:
+            # a transaction that failed leaves the connection in it: close it (rolled back)
+            if unknown or never_sent or transaction:
                 self.close()
                 self.node = node
             if never_sent:
                 msg = NOT_SENT_PREFIX + msg
+            elif transaction:
+                msg = f"{'COMMIT' if txn.committing else 'before COMMIT'}: {msg}"
             op = rec(Op(outcome, f, self.process, time.monotonic_ns(), self.workload,
                         self.endpoint, self.node, key, value, code, msg[:200]))
             if self.conn is None:
                 self.node = None  # the next connection may reach another node
             return op
+
+
+class Txn:
+    """The statements of one transaction on a client's connection (see ``Client.txn``)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.committing = False  # COMMIT was sent: from here an unknown outcome is ``info``
+
+    def run(self, sql: str, args: tuple[Any, ...] = ()) -> Any:
+        """The rows of one statement (None for a statement without a result set)."""
+        return run_within(self.client.conn, sql, args, self.client.timeout).rows
 
 
 class Workload:

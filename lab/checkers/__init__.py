@@ -21,6 +21,7 @@ from lab.checkers import (
     split_brain,
     stale_reads,
     throughput,
+    txn_state,
     warmup,
 )
 from lab.checkers.base import (
@@ -52,6 +53,8 @@ ALL_CHECKERS: dict[str, Checker] = {
     "split_brain": split_brain.check,
     "errant_gtids": errant_gtids.check,
     "divergence": divergence.check,
+    "lost_updates": txn_state.check_lost_updates,
+    "bank": txn_state.check_bank,
 }
 
 __all__ = [

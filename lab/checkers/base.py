@@ -36,6 +36,7 @@ class WorkloadInfo:
     kind: str  # probe, unique_writes, read_your_writes, unique_insert, connect, sysbench, ""
     targets: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()
+    key_count: int | None = None  # transactional workloads: keys, counters or accounts
 
 
 @dataclass(slots=True)

@@ -88,7 +88,7 @@ CASES: dict[str, tuple[str, list[tuple[int, int, str]]]] = {
             (
                 4,
                 15,
-                "expected 'connect', 'probe', 'read_your_writes', 'sysbench', 'unique_insert' or 'unique_writes' after 'x:', not 'prob'",
+                "expected 'bank', 'connect', 'list_append', 'probe', 'read_modify_write', 'read_your_writes', 'sysbench', 'unique_insert' or ... after 'x:', not 'prob'",
             )
         ],
     ),
