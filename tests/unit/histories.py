@@ -61,6 +61,30 @@ def op(process: int, f: str, t0: float, t1: float, type: OpType = "ok", **kw: An
     return [_op("invoke", process, f, t0, **inv_kw), _op(type, process, f, t1, **kw)]
 
 
+def txn(
+    process: int,
+    t0: float,
+    t1: float,
+    mops: list[list[Any]],
+    type: OpType = "ok",
+    *,
+    workload: str = "la",
+    node: str | None = "db1",
+    error: int | None = None,
+) -> list[Op]:
+    """A list_append transaction (``f = "txn"``): ``mops`` as the completion shows them
+    (``[["r", key, [1, 2]], ["append", key, 3]]``). The invoke carries every read as None, and
+    so does a fail or info completion (the invoked value)."""
+    invoked = [[f, k, None if f == "r" else v] for f, k, v in mops]
+    done = [list(m) for m in mops] if type == "ok" else invoked
+    return [
+        _op("invoke", process, "txn", t0, workload=workload, endpoint=node or "db1",
+            value=invoked),
+        _op(type, process, "txn", t1, workload=workload, endpoint=node or "db1", node=node,
+            value=done, error=error),
+    ]  # fmt: skip
+
+
 def fault(name: str, start: float, end: float | None, node: str | None = None) -> list[Op]:
     out = [Op("invoke", name, NEMESIS, ns(start), node=node)]
     if end is not None:
