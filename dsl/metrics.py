@@ -23,6 +23,9 @@ SPLIT_BRAIN_UNDEFINED = {
     "mongodb_replset": "not measured on MongoDB replica sets",
 }
 _PERCENTILES = ("p50", "p90", "p95", "p99", "max", "mean")
+# the anomalies checker's kinds (lab.checkers.anomalies.KINDS), each a statistic of its own
+ANOMALY_KINDS = ("g0", "g1a", "g1b", "g1c", "g_single", "g2_item", "lost_update", "internal",
+                 "future_read", "duplicate", "garbage", "incompatible_order", "stale_read")
 
 
 @dataclass(frozen=True)
@@ -279,6 +282,19 @@ METRICS: dict[str, MetricSpec] = {
         "expected one, on the authoritative node)",
         "_wrong_totals",
         workload_kinds=frozenset({"bank"}),
+    ),
+    "anomalies": MetricSpec(
+        "workload",
+        {"count": ("count", "count"), "total": ("count", "count"),
+         **_same("count", *ANOMALY_KINDS)},
+        "count",
+        "transactional anomalies of a list_append workload, found as Elle finds them (count: "
+        "all kinds; g0, g1a, g1b, g1c, g_single, g2_item: Adya's, cycles counted once per "
+        "strongly connected component; lost_update, internal, future_read, duplicate, garbage, "
+        "incompatible_order; stale_read: cycles that need a realtime edge); unknown when no "
+        "committed transaction read a key",
+        "_anomalies",
+        workload_kinds=frozenset({"list_append"}),
     ),
 }
 

@@ -987,7 +987,36 @@ def _wrong_totals(inp: Inputs) -> Measured:
     return Measured(_number(raw, f"no wrong_totals .{stat}"), unit, stat)
 
 
-READERS.update({f.__name__: f for f in (_lost_updates, _wrong_totals)})
+def _anomalies(inp: Inputs) -> Measured:
+    """list_append: the anomaly checker's counts (Elle's kinds); unknown where it could not
+    decide (no committed transaction read a key, appends not unique)."""
+    r = _result(inp, "anomalies")
+    stat, path, unit = _stat(inp)
+    m = inp.metric
+    if m.subject is None:
+        if r.metrics.get(path) is None:
+            first = (r.details or "no list_append workload").splitlines()[0]
+            raise Unmeasurable(f"anomalies cannot be counted: {first}")
+        return _count_metric(inp, r, stat, path, unit, absent_is_zero=False)
+    subj = _subjects(r).get(m.subject)
+    if subj is None:
+        err = _no_such_workload(inp, r, m.subject)
+        if err is not None:
+            raise err
+        raise Unmeasurable(f"workload '{m.subject}' is not a list_append workload: the anomaly "
+                           "checker did not check it")
+    if not subj.get("decided"):
+        raise Unmeasurable(f"the anomaly checker could not decide for '{m.subject}': "
+                           f"{subj.get('reason') or 'unknown'}")
+    got = _count_metric(inp, r, stat, path, unit, absent_is_zero=False)
+    if subj.get("search_incomplete") and path in ("count", "g0", "g1c", "g_single", "g2_item",
+                                                  "stale_read"):
+        return Measured(got.value, unit, stat, lower_bound=True,
+                        note="the cycle search ran out of budget in a component")
+    return got
+
+
+READERS.update({f.__name__: f for f in (_lost_updates, _wrong_totals, _anomalies)})
 
 
 

@@ -7,6 +7,7 @@ yields ``valid=None`` with the error in ``details`` instead of stopping the othe
 from __future__ import annotations
 
 from lab.checkers import (
+    anomalies,
     divergence,
     downtime,
     duplicate_keys,
@@ -55,6 +56,7 @@ ALL_CHECKERS: dict[str, Checker] = {
     "divergence": divergence.check,
     "lost_updates": txn_state.check_lost_updates,
     "bank": txn_state.check_bank,
+    "anomalies": anomalies.check,
 }
 
 __all__ = [
