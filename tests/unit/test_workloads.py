@@ -638,3 +638,67 @@ def test_the_live_view_counts_operations_as_throughput_does() -> None:
         "ryw": object.__new__(wl.ReadYourWritesWorkload), "p": object.__new__(wl.ProbeWorkload)})
     out = Load._stats(fake, {}, 1.0)  # type: ignore[arg-type]
     assert out == {"ryw": {"ops": 1.0, "errors": 1.0}, "p": {"ops": 1.0, "errors": 0.0}}
+
+
+# --- Client.txn: where in the transaction the error came decides fail or info ---------------
+
+
+class ScriptedTxn(Scripted):
+    """Raises ``statement_error`` only at the statement that starts with ``fail_at``."""
+
+    fail_at = ""
+
+    def run_within(self, conn: FakeConn, sql: str, args: Any = (),
+                   timeout: float = 1.0) -> Result:
+        if self.statement_error is not None and sql.startswith(self.fail_at):
+            conn.statements.append((sql, tuple(args)))
+            raise self.statement_error
+        err, self.statement_error = self.statement_error, None
+        try:
+            return super().run_within(conn, sql, args, timeout)
+        finally:
+            self.statement_error = err
+
+
+TXN_CASES = [
+    # name, failing statement, error, type, connection dropped
+    ("deadlock in the body", "UPDATE",
+     MySQLdb.OperationalError(1213, "Deadlock found"), "fail"),
+    ("timeout in the body", "UPDATE", LabTimeout("statement", 0.1, sent=True), "fail"),
+    ("lost in the body", "SELECT", LOST, "fail"),
+    ("certification failure at COMMIT", "COMMIT",
+     MySQLdb.OperationalError(1213, "Deadlock: wsrep aborted transaction"), "fail"),
+    ("COMMIT's answer lost", "COMMIT", LOST, "info"),
+    ("COMMIT timed out", "COMMIT", LabTimeout("statement", 0.1, sent=True), "info"),
+]
+
+
+@pytest.mark.parametrize(("name", "at", "error", "typ"), TXN_CASES,
+                         ids=[c[0] for c in TXN_CASES])
+def test_client_txn_outcomes(monkeypatch: pytest.MonkeyPatch, name: str, at: str,
+                             error: BaseException, typ: str) -> None:
+    """A transaction that failed before COMMIT was sent never committed (``fail``: the
+    connection is closed, so the server rolls it back); a server error answering COMMIT is an
+    abort (``fail``); only a COMMIT whose answer was lost is ``info``."""
+    s = ScriptedTxn()
+    s.fail_at = at
+    patch_cluster(monkeypatch, s)
+    hist = History()
+    c = wl.Client(make_env(hist), "w", 3, "db1", 0.1)
+
+    def body(txn: wl.Txn) -> list[int]:
+        rows = txn.run("SELECT v FROM t WHERE k = %s", (1,))
+        txn.run("UPDATE t SET v = %s WHERE k = %s", (rows[0][0] + 1, 1))
+        return [rows[0][0], rows[0][0] + 1]
+
+    assert c.txn("rmw", body, key=1).type == "ok"
+    assert [q for q, _ in s.conns[0].statements] == [
+        "START TRANSACTION", "SELECT v FROM t WHERE k = %s", "UPDATE t SET v = %s WHERE k = %s",
+        "COMMIT"]
+    s.statement_error = error
+    done = c.txn("rmw", body, key=1)
+    assert done.type == typ
+    assert done.error_msg is not None and done.error_msg.startswith(
+        "COMMIT" if at == "COMMIT" else "before COMMIT")
+    assert s.conns[0].closed.is_set() and c.conn is None  # rolled back with the connection
+    assert "COMMIT" not in [q for q, _ in s.conns[0].statements[4:]] or at == "COMMIT"

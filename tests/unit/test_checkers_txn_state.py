@@ -1,0 +1,116 @@
+"""lost_updates (read_modify_write) and bank (the accounts' total): planted histories of known
+size, and the expectation readers' verdicts, bounds and unknowns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsl.models import Metric, Quantity
+from lab.checkers import txn_state
+from lab.checkers.base import CheckContext, CheckResult, WorkloadInfo
+from lab.expectations import Measured, Unmeasurable, measure
+from lab.history import Op
+
+from histories import history, ns, op
+
+
+def rmw(process: int, t0: float, t1: float, key: int, read: int, type: str = "ok",
+        **kw: Any) -> list[Op]:
+    value = [read, read + 1] if type == "ok" else None
+    return op(process, "rmw", t0, t1, type, workload="c", key=key, value=value, **kw)  # type: ignore[arg-type]
+
+
+def rmw_ctx(final: dict[int, int] | None, **facts: Any) -> CheckContext:
+    return CheckContext(
+        workloads={"c": WorkloadInfo("read_modify_write", ("db1",), (), 1)},
+        load_start=ns(0), load_end=ns(10),
+        final_state={} if final is None else {"c": {"db1": final}},
+        facts={"authority": "db1", **facts})
+
+
+def test_serial_increments_lose_nothing_exactly() -> None:
+    h = history(*(rmw(1, i, i + 0.5, 0, i) for i in range(5)))
+    r = txn_state.check_lost_updates(h, rmw_ctx({0: 5}))
+    s = r.metrics["subjects"]["c"]
+    assert (r.valid, s["count"], s["acknowledged"], s["growth"], s["same_read"]) == (
+        True, 0, 5, 5, 0)
+
+
+def test_two_increments_that_read_the_same_value_lose_one() -> None:
+    # T1 and T2 both read 3 and both write 4: the counter grew by 4 for 5 acknowledged
+    h = history(rmw(1, 0, 1, 0, 0), rmw(1, 1, 2, 0, 1), rmw(1, 2, 3, 0, 2),
+                rmw(1, 3, 4, 0, 3), rmw(2, 3.1, 4.1, 0, 3))
+    r = txn_state.check_lost_updates(h, rmw_ctx({0: 4}))
+    s = r.metrics["subjects"]["c"]
+    assert (r.valid, s["count"], s["same_read"], s["ratio"]) == (False, 1, 1, 0.2)
+    pair = s["examples"][0]
+    assert [t["process"] for t in pair] == [1, 2]
+    assert [t["value"] for t in pair] == [[3, 4], [3, 4]]
+
+
+def test_unknown_outcomes_make_the_count_a_bound() -> None:
+    # 3 acknowledged, 1 unknown, final 3: lost between 0 (the unknown failed) and 1
+    h = history(rmw(1, 0, 1, 0, 0), rmw(1, 1, 2, 0, 1), rmw(1, 2, 3, 0, 2),
+                rmw(2, 2.5, 3.5, 0, 0, type="info"))
+    r = txn_state.check_lost_updates(h, rmw_ctx({0: 3}))
+    s = r.metrics["subjects"]["c"]
+    assert (r.valid, s["count"], s["at_least"], s["at_most"]) == (None, None, 0, 1)
+    got = measure(Metric(name="lost_updates", subject="c"), Quantity(value=0, kind="count",
+                  text="0"), {"lost_updates": r}, rmw_ctx({0: 3}))
+    assert got == Measured(0.0, "count", "count", True, "1 increments of unknown outcome", 1.0)
+
+
+def test_no_final_state_is_unknown_never_zero() -> None:
+    h = history(rmw(1, 0, 1, 0, 0))
+    r = txn_state.check_lost_updates(h, rmw_ctx(None))
+    assert r.valid is None and r.metrics["subjects"]["c"]["count"] is None
+    try:
+        measure(Metric(name="lost_updates", subject="c"), Quantity(value=0, kind="count",
+                text="0"), {"lost_updates": r}, rmw_ctx(None))
+    except Unmeasurable as e:
+        assert "cannot be counted" in str(e)
+    else:
+        raise AssertionError("an unread final state gave a figure")
+
+
+def test_growth_beyond_every_attempt_is_a_phantom() -> None:
+    h = history(rmw(1, 0, 1, 0, 0))
+    r = txn_state.check_lost_updates(h, rmw_ctx({0: 3}))
+    assert (r.valid, r.metrics["subjects"]["c"]["phantom"]) == (False, 2)
+
+
+def bank_ctx(final: dict[int, int] | None) -> CheckContext:
+    return CheckContext(
+        workloads={"b": WorkloadInfo("bank", ("db1",), (), 3)},
+        load_start=ns(0), load_end=ns(10),
+        final_state={} if final is None else {"b": {"db1": final}},
+        facts={"authority": "db1"})
+
+
+def read(process: int, t0: float, t1: float, balances: list[int]) -> list[Op]:
+    return op(process, "balances", t0, t1, workload="b",
+              value=[[k, v] for k, v in enumerate(balances)])
+
+
+def test_bank_totals_hold_and_break() -> None:
+    good = history(read(1, 0, 1, [100, 100, 100]), read(1, 1, 2, [95, 105, 100]))
+    r = txn_state.check_bank(good, bank_ctx({0: 95, 1: 105, 2: 100}))
+    assert (r.valid, r.metrics["subjects"]["b"]["count"]) == (True, 0)
+    bad = history(read(1, 0, 1, [100, 100, 100]), read(2, 1, 2, [95, 100, 100]),
+                  read(1, 2, 3, [-5, 205, 100]))
+    r = txn_state.check_bank(bad, bank_ctx({0: 95, 1: 110, 2: 100}))
+    s = r.metrics["subjects"]["b"]
+    assert (r.valid, s["count"], s["negative"], s["created"]) == (False, 1, 1, 5)
+    assert [e["process"] for e in s["examples"]] == [2, 1]
+    assert s["examples"][0]["total"] == 295
+
+
+def test_wrong_totals_reader() -> None:
+    bad = history(read(2, 1, 2, [95, 100, 100]))
+    r: CheckResult = txn_state.check_bank(bad, bank_ctx({0: 100, 1: 100, 2: 100}))
+    got = measure(Metric(name="wrong_totals", subject="b"), Quantity(value=0, kind="count",
+                  text="0"), {"bank": r}, bank_ctx(None))
+    assert got.value == 1.0
+    got = measure(Metric(name="wrong_totals", subject="b", stat="created"),
+                  Quantity(value=0, kind="count", text="0"), {"bank": r}, bank_ctx(None))
+    assert got.value == 0.0
