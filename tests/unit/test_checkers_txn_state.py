@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from histories import history, ns, op
+
 from dsl.models import Metric, Quantity
 from lab.checkers import txn_state
 from lab.checkers.base import CheckContext, CheckResult, WorkloadInfo
 from lab.expectations import Measured, Unmeasurable, measure
 from lab.history import Op
-
-from histories import history, ns, op
 
 
 def rmw(process: int, t0: float, t1: float, key: int, read: int, type: str = "ok",
