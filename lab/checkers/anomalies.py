@@ -355,7 +355,7 @@ class _Workload:
         self.largest_scc = 0
         self.incomplete = 0
         self.edges: dict[tuple[int, int], int] = {}  # data and realtime edges, as bit masks
-        self.adj: dict[int, list[int]] = {}
+        self.succ: Any = {}  # the graph's successors: node -> {successor: ...}
         self.duplicate_appends: list[tuple[Any, int]] = []
 
     # -- bookkeeping
@@ -609,23 +609,17 @@ class _Workload:
             if j >= 0:
                 edges[(-1 - j, t.id)] = RT
         self.edges = edges
-        adj = self.adj
-        for u, v in edges:
-            lst = adj.get(u)
-            if lst is None:
-                adj[u] = [v]
-            else:
-                lst.append(v)
         g = nx.DiGraph()
         g.add_edges_from(edges)
+        self.succ = g.succ
         for comp in nx.strongly_connected_components(g):
             if len(comp) > 1:
                 self._component(comp)
 
     def _component(self, comp: set[int]) -> None:
         edges = self.edges
-        adj = self.adj
-        inner = {(u, v): edges[(u, v)] for u in comp for v in adj.get(u, ()) if v in comp}
+        succ = self.succ
+        inner = {(u, v): edges[(u, v)] for u in comp for v in succ[u] if v in comp}
         data = {e: m & DATA for e, m in inner.items() if m & DATA}
         data_types: set[str] = set()
         if data:
