@@ -336,6 +336,7 @@ def test_discover_finds_every_bench_script_but_not_the_harness() -> None:
         "bench_recorder",
         "bench_topology",
         "bench_workload",
+        "bench_anomalies",
     } <= names
     assert "harness" not in names and "run_all" not in names
 
