@@ -12,6 +12,7 @@ all read it.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, get_args
@@ -27,6 +28,7 @@ from dsl.models import (
     MemoryLimit,
     NetworkFault,
     NodeAction,
+    NodeGroupAction,
     NodeRef,
     Promote,
     ReplicationControl,
@@ -73,10 +75,30 @@ def _nodes(refs: Iterable[object]) -> str:
 ROUTER_WRITER = "router.writer"  # as an action's target: the router's writer when it fires
 
 
+UNSYNCED_WORDS = "losing unsynced writes"
+
+
 def _node_words(a: NodeAction) -> str:
     verb = "cold restart" if a.verb == "cold_restart" else a.verb
     opts = ", ".join(f"{k} = {v}" for k, v in a.options.items())
-    return f"{verb} {a.node.name}" + (f" with {opts}" if opts else "")
+    lose = f" {UNSYNCED_WORDS}" if a.lose_unsynced else ""
+    return f"{verb} {a.node.name}" + (f" with {opts}" if opts else "") + lose
+
+
+def _group_words(a: NodeGroupAction) -> str:
+    out = f"{a.verb} {_nodes(a.nodes)}"
+    if a.verb == "kill" and a.within:
+        out += f" within {seconds(a.within)}"
+    return out + (f" {UNSYNCED_WORDS}" if a.lose_unsynced else "")
+
+
+def spread(seed: int, nodes: list[str], within: float) -> list[tuple[str, float]]:
+    """``kill g1, g2, g3 within 2s``: when each node is killed, seconds after the action
+    fires, in firing order: each drawn uniformly over the window from the run's seed (the same
+    seed, nodes and window give the same moments; ``within 0s``: all at 0, at once)."""
+    rng = random.Random(f"{seed}:{','.join(nodes)}:{within!r}")
+    moments = [(n, round(rng.uniform(0.0, within), 3) if within > 0 else 0.0) for n in nodes]
+    return sorted(moments, key=lambda m: m[1])
 
 
 def _disk_words(a: DiskFault) -> str:
@@ -105,6 +127,10 @@ def _wait_words(a: WaitUntil) -> str:
 def _undo_node(a: NodeAction) -> Action | None:
     verb = {"kill": "start", "stop": "start", "pause": "resume"}.get(a.verb)
     return None if verb is None else NodeAction(verb=verb, node=a.node, span=a.span)  # type: ignore[arg-type]
+
+
+def _undo_group(a: NodeGroupAction) -> Action | None:
+    return NodeGroupAction(verb="start", nodes=a.nodes, span=a.span) if a.verb == "kill" else None
 
 
 def _undo_network(a: NetworkFault) -> Action | None:
@@ -179,6 +205,13 @@ def _root_iofs(a: IoFault, topology: str) -> str | None:
             "starts")
 
 
+def _root_unsynced(a: NodeAction | NodeGroupAction, topology: str) -> str | None:
+    if not a.lose_unsynced:
+        return None
+    names = a.node.name if isinstance(a, NodeAction) else _nodes(a.nodes)
+    return f"mounting lab-iofs (FUSE) at {names}'s data directory when the topology starts"
+
+
 def _root_network(a: NetworkFault, topology: str) -> str | None:
     """``fault.network``: the group link (and a Galera partition of all links) is cut with
     iptables rules; the other links are toxiproxy's, which needs no privilege."""
@@ -224,8 +257,11 @@ def _never(a: Any) -> bool:
 
 ACTIONS: dict[type, ActionInfo] = {
     NodeAction: ActionInfo(_verb, _node_words, lambda a: a.verb not in ("start", "resume"),
-                           undo=_undo_node,
+                           undo=_undo_node, needs_root=_root_unsynced,
                            routed=lambda a: a.verb not in ("start", "resume")),
+    NodeGroupAction: ActionInfo(lambda a: f"{a.verb}_nodes", _group_words,
+                                lambda a: a.verb == "kill", undo=_undo_group,
+                                needs_root=_root_unsynced),
     DropCaches: ActionInfo(
         _kind, lambda a: "drop caches" + (f" on {a.node.name}" if a.node else " (whole OS)"),
         _always, needs_root=_root_drop_caches),
@@ -351,6 +387,8 @@ def label(a: Action) -> str:
     max_connections = 10``: the short label of the live view, as the language writes it."""
     if isinstance(a, SetGlobal):
         return f"set global {a.name} = {a.value}"
+    if isinstance(a, NodeGroupAction):
+        return f"{a.verb} {_nodes(a.nodes)}"
     verb = getattr(a, "verb", None)
     if verb is None:
         return f"{a.action.replace('_', ' ')} {target(a) or ''}".strip()
@@ -376,6 +414,8 @@ ROOT_FORMS: tuple[tuple[str, Action], ...] = (
     ("cpu limit NODE", CpuLimit(verb="limit", node=ANY_NODE, share=0.5)),
     ("memory limit NODE", MemoryLimit(verb="limit", node=ANY_NODE, limit=256 * 1024**2)),
     ("io delay NODE, io fail NODE", IoFault(verb="delay", node=ANY_NODE, delay=0.05)),
+    ("kill NODE losing unsynced writes",
+     NodeAction(verb="kill", node=ANY_NODE, lose_unsynced=True)),
     ("network FAULT NODE on group", NetworkFault(verb="partition", node=ANY_NODE, link="group")),
     ("network partition NODE", NetworkFault(verb="partition", node=ANY_NODE)),
 )

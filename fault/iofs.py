@@ -88,4 +88,9 @@ def heal(ctx: Context) -> list[str]:
     return done
 
 
+def drop_unsynced(ctx: Context, name: str) -> dict[str, object]:
+    """``kill NODE losing unsynced writes``, after the kill: what lab-iofs threw away."""
+    raise ActionFailed(f"{name}: losing unsynced writes is not implemented yet")
+
+
 HANDLERS: dict[type, Handler] = {IoFault: io_fault}

@@ -30,6 +30,7 @@ from dsl.models import (
     MemoryLimit,
     NetworkFault,
     NodeAction,
+    NodeGroupAction,
     ReplicationControl,
 )
 from fault import HANDLERS, HEALERS
@@ -208,6 +209,8 @@ def leave_in_place(ctx: Context, action: Action, detail: dict[str, Any]) -> None
             st = ctx.state(ProcessState)
             st.paused.discard(name)
             st.left_paused.add(name)
+    elif isinstance(action, NodeGroupAction) and action.verb == "kill":
+        ctx.left_down.update(r.name for r in action.nodes)
     elif isinstance(action, NetworkFault):
         net = ctx.state(NetworkState)
         net.damaged_links -= set(detail.get("links") or [])

@@ -9,14 +9,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsl.models import NodeAction
+from dsl.actions import spread
+from dsl.models import NodeAction, NodeGroupAction, NodeRef
 from fault import replication
 from fault.cache import evict_files
 from fault.context import ActionFailed, Context, Detail, Handler
 from runners import settings_in_force
+from runners.galera_recovery import recover_cluster
+from runners.node import ProcessNode
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +43,8 @@ def node_action(ctx: Context, a: NodeAction) -> Detail:
     if verb == "kill":
         topo.kill(name)
         ctx.down.add(name)
+        if a.lose_unsynced:
+            return {"pid": None, "unsynced": drop_unsynced(ctx, name)}
     elif verb == "pause":
         topo.pause(name)
         paused.add(name)
@@ -49,6 +55,8 @@ def node_action(ctx: Context, a: NodeAction) -> Detail:
     elif verb == "stop":
         topo.stop(name)
         ctx.down.add(name)
+    elif verb == "start" and galera_all_down(ctx):
+        return recover_galera(ctx, [name])
     elif verb in ("start", "restart"):
         t0 = time.monotonic()
         if verb == "start":
@@ -77,6 +85,86 @@ def node_action(ctx: Context, a: NodeAction) -> Detail:
     return {"pid": ctx.node(name).pid()}
 
 
+def drop_unsynced(ctx: Context, name: str) -> dict[str, Any]:
+    """``kill NODE losing unsynced writes``: lab-iofs throws away what the killed server had
+    written and not synced (``fault.iofs.drop_unsynced``)."""
+    from fault import iofs
+
+    return dict(iofs.drop_unsynced(ctx, name))
+
+
+def galera_all_down(ctx: Context) -> bool:
+    """A Galera cluster none of whose nodes runs: starting a node means recovering the
+    cluster (``runners.galera_recovery``), not joining a primary component."""
+    plan = getattr(ctx.topo, "plan", None)
+    if getattr(plan, "topology", None) != "galera":
+        return False
+    return not any(n.is_running() for n in ctx.topo.nodes.values())
+
+
+def recover_galera(ctx: Context, names: list[str]) -> dict[str, Any]:
+    """Positions recovered, the most advanced of ``names`` bootstrapped, the others joined;
+    each phase a fault of its own in the history (``runners.galera_recovery``)."""
+    nodes = [ctx.node(n) for n in names]
+    bare = [n for n in nodes if isinstance(n, ProcessNode)]
+    if len(bare) != len(nodes):
+        raise ActionFailed("recovering a whole Galera cluster (--wsrep-recover, bootstrap) "
+                           "runs on the native back-end only")
+    detail = recover_cluster(bare, ctx.fault)
+    for n in names:
+        ctx.down.discard(n)
+        ctx.left_down.discard(n)
+    return detail
+
+
+def group_action(ctx: Context, a: NodeGroupAction) -> Detail:
+    """``kill g1, g2, g3 within 2s [losing unsynced writes]``: each node killed at its moment
+    of the window (``dsl.actions.spread`` from the run's seed; nodes of one moment at once,
+    side by side), each kill a fault of its own in the history. ``start g1, g2, g3``: a
+    Galera cluster none of whose nodes runs is recovered (``recover_galera``); otherwise each
+    node starts in turn (a replication topology's primary first), each start in the history."""
+    names = [r.name for r in a.nodes]
+    if a.verb == "start":
+        if galera_all_down(ctx):
+            return recover_galera(ctx, names)
+        primary = ctx.topo.primary
+        order = sorted(names, key=lambda n: n != primary)
+        starts: dict[str, Any] = {}
+        for name in order:
+            with ctx.fault("start", name) as d:
+                d.update(node_action(ctx, NodeAction(verb="start", node=NodeRef(name=name)))
+                         or {})
+                starts[name] = d.get("ready_seconds")
+        return {"nodes": order, "ready_seconds": starts}
+    seed = int(getattr(getattr(ctx.topo, "plan", None), "seed", 0) or 0)
+    moments = spread(seed, names, a.within)
+    t0 = time.monotonic()
+    unsynced: dict[str, Any] = {}
+
+    def kill_one(name: str) -> None:
+        with ctx.fault("kill", name) as d:
+            ctx.topo.kill(name)
+            ctx.down.add(name)
+            if a.lose_unsynced:
+                d["unsynced"] = unsynced[name] = drop_unsynced(ctx, name)
+
+    batches: dict[float, list[str]] = {}
+    for name, at in moments:
+        batches.setdefault(at, []).append(name)
+    for at, batch in sorted(batches.items()):
+        wait = t0 + at - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        with ThreadPoolExecutor(len(batch)) as pool:
+            for f in [pool.submit(kill_one, n) for n in batch]:
+                f.result()
+    out: dict[str, Any] = {"nodes": names, "within": a.within,
+                           "moments": {n: at for n, at in moments}}
+    if a.lose_unsynced:
+        out["unsynced"] = unsynced
+    return out
+
+
 def _options_in_force(ctx: Context, verb: str, name: str, opts: dict[str, str]) -> None:
     """The settings of ``start … with`` are the server's now (``runners.settings_in_force``):
     a value it changed fails the action."""
@@ -103,7 +191,15 @@ def heal_paused(ctx: Context) -> list[str]:
 def heal_down(ctx: Context) -> list[str]:
     """Start every node the faults took down; a former primary rejoins as a replica."""
     done: list[str] = []
-    for name in sorted(ctx.down - ctx.left_down):  # a node down `for good` stays down
+    healing = sorted(ctx.down - ctx.left_down)  # a node down `for good` stays down
+    if healing and galera_all_down(ctx):
+        try:
+            detail = recover_galera(ctx, healing)
+            return [f"recover the Galera cluster: {detail['note']}"]
+        except Exception as e:  # noqa: BLE001
+            log.warning("could not recover the Galera cluster while healing: %s", e)
+            return [f"recover the Galera cluster: failed ({e})"]
+    for name in healing:
         try:
             ctx.topo.start(name)
             done.append(f"start {name}")
@@ -116,4 +212,4 @@ def heal_down(ctx: Context) -> list[str]:
     return done
 
 
-HANDLERS: dict[type, Handler] = {NodeAction: node_action}
+HANDLERS: dict[type, Handler] = {NodeAction: node_action, NodeGroupAction: group_action}

@@ -17,11 +17,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from dsl.actions import describe, is_left, seconds, undo
+from dsl.actions import describe, is_left, seconds, spread, undo
 from dsl.api import check_file, format_errors, load_plan
 from dsl.compile import plan_warnings, root_notes
 from dsl.errors import LanguageError, LanguageErrors
-from dsl.models import Action
+from dsl.models import Action, NodeGroupAction
 from dsl.owned import RUNTIME
 from dsl.plan import Cell, Plan, PlannedNode, PlannedWorkload
 from lab.exits import EXIT_LANGUAGE, EXIT_OK
@@ -153,6 +153,11 @@ def schedule_rows(plan: Plan) -> list[tuple[str, str]]:
         words = describe_action(timed.action)
         if timed.lasts is not None:
             words += f" for {seconds(timed.lasts)}"
+        a = timed.action
+        if isinstance(a, NodeGroupAction) and a.verb == "kill" and a.within:
+            words += " (" + ", ".join(  # the moments the run's seed gives each kill
+                f"{n} at {seconds(round(timed.at + t, 3))}"
+                for n, t in spread(plan.seed, [r.name for r in a.nodes], a.within)) + ")"
         rows.append((timed.at, i, f"at {seconds(timed.at)}", words))
         back = undo(timed.action)
         if timed.lasts is not None and back is not None:

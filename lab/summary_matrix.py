@@ -420,6 +420,8 @@ def fault_text(f: dict[str, Any]) -> str:
         text += " " + stmt.removeprefix("SET GLOBAL ")
         if isinstance(detail.get("nodes"), list):
             text += " on " + ", ".join(str(n) for n in detail["nodes"])
+    if isinstance(detail.get("note"), str):  # a Galera recovery's phases: seqno, IST/SST ...
+        text += f" ({detail['note']})"
     at, end = f.get("at"), f.get("end")
     if f.get("ok") is False:
         text += f" (failed: {f.get('error') or 'no reason recorded'})"

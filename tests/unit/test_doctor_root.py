@@ -24,6 +24,8 @@ from dsl.models import (
     LinkKind,
     MemoryLimit,
     NetworkFault,
+    NodeAction,
+    NodeGroupAction,
 )
 from lab import doctor
 from lab.doctor import render, root_line
@@ -97,6 +99,9 @@ def _every_action() -> Iterator[Action]:
         yield MemoryLimit(verb=verb, node=ANY_NODE, limit=1 << 28)  # type: ignore[arg-type]
     for verb in ("delay", "fail", "heal"):
         yield IoFault(verb=verb, node=ANY_NODE, delay=0.05)  # type: ignore[arg-type]
+    for lose in (False, True):
+        yield NodeAction(verb="kill", node=ANY_NODE, lose_unsynced=lose)
+        yield NodeGroupAction(verb="kill", nodes=[ANY_NODE], lose_unsynced=lose)
     verbs = get_args(NetworkFault.model_fields["verb"].annotation)
     for verb, link, node in product(verbs, get_args(LinkKind), (None, ANY_NODE)):
         yield NetworkFault(verb=verb, link=link, node=node, latency=0.1, bandwidth=1e6)

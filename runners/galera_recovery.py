@@ -1,0 +1,226 @@
+"""A Galera cluster none of whose nodes runs, brought back the way a DBA does it.
+
+1. **Recover positions**: each node's last committed write-set, read from its storage engine
+   by ``mariadbd --wsrep-recover`` (the server recovers InnoDB, logs ``WSREP: Recovered
+   position: UUID:SEQNO`` and exits: what ``mysqld_safe`` and ``galera_recovery`` do). After a
+   crash ``grastate.dat`` says ``seqno: -1``; it is kept in the detail, never trusted.
+2. **Bootstrap** from the most advanced node (highest seqno of the cluster's UUID; a tie goes
+   to the first named): ``safe_to_bootstrap: 1`` in its ``grastate.dat``, its
+   ``gvwstate.dat`` removed (``pc.recovery`` would otherwise wait for every member of the last
+   primary component), started with ``--wsrep-new-cluster`` and its recovered position
+   (``--wsrep_start_position``), until it is ready (``wsrep_ready = ON``, Primary): from here
+   the cluster takes writes (``writable_after_seconds``, from the start of the recovery).
+3. **Joins**: the others start with their own recovered positions and join it, by IST when
+   the bootstrap node's gcache holds what they lack, else by SST (the join's ``transfer`` says
+   which, from the node's error log), until each is Synced.
+
+Every phase is in the history as a fault of its own (``recover_position``, ``bootstrap``,
+``join``, on each node), so ``lab run`` and ``lab show`` list them with their times. Every
+process started here is recorded with the run's processes first, so Ctrl-C, the run's teardown
+and ``lab gc`` stop it (``runners.runtime``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runners.errors import ComponentError
+from runners.node import ProcessNode
+from runners.replication import galera_state, synced
+
+RECOVERED = re.compile(r"WSREP: Recovered position:?\s+([0-9a-fA-F-]{36}):(-?\d+)")
+GRASTATE_SEQNO = re.compile(r"^seqno:\s*(-?\d+)", re.M)
+RECOVER_TIMEOUT = 180.0  # seconds: InnoDB's crash recovery of a busy redo log
+READY_TIMEOUT = 120.0
+JOIN_TIMEOUT = 300.0  # an SST of the data directory
+
+
+@dataclass(frozen=True)
+class Position:
+    uuid: str
+    seqno: int
+
+    def __str__(self) -> str:
+        return f"{self.uuid}:{self.seqno}"
+
+
+def parse_recovered(log_text: str) -> Position | None:
+    """The last ``WSREP: Recovered position: UUID:SEQNO`` of a ``--wsrep-recover`` log."""
+    found = RECOVERED.findall(log_text)
+    if not found:
+        return None
+    uuid, seqno = found[-1]
+    return Position(uuid.lower(), int(seqno))
+
+
+def grastate_seqno(datadir: Path) -> int | None:
+    try:
+        m = GRASTATE_SEQNO.search((datadir / "grastate.dat").read_text())
+    except OSError:
+        return None
+    return int(m.group(1)) if m else None
+
+
+def set_safe_to_bootstrap(datadir: Path) -> None:
+    """``safe_to_bootstrap: 1`` in the node's ``grastate.dat`` (the file keeps its owner)."""
+    path = datadir / "grastate.dat"
+    text = path.read_text()
+    if re.search(r"^safe_to_bootstrap:", text, re.M):
+        text = re.sub(r"^safe_to_bootstrap:\s*\d+", "safe_to_bootstrap: 1", text, flags=re.M)
+    else:
+        text = text.rstrip("\n") + "\nsafe_to_bootstrap: 1\n"
+    path.write_text(text)
+
+
+def most_advanced(positions: dict[str, Position]) -> str:
+    """The node to bootstrap from: the highest seqno (first named on a tie). Nodes of another
+    cluster UUID than the majority's lose (they would need a full SST anyway)."""
+    uuids = [p.uuid for p in positions.values()]
+    common = max(set(uuids), key=uuids.count)
+    best = max((p.seqno, -i) for i, p in enumerate(positions.values()) if p.uuid == common)
+    return list(positions)[-best[1]]
+
+
+def recover_position(node: ProcessNode, timeout: float = RECOVER_TIMEOUT) -> Position:
+    """``mariadbd --wsrep-recover`` on the stopped node: its last committed position."""
+    log = node.node_dir / "wsrep-recover.log"
+    log.unlink(missing_ok=True)
+    args = [node.mariadbd, f"--defaults-file={node.cnf}", "--wsrep-recover",
+            f"--log-error={log}", f"--pid-file={node.node_dir / 'wsrep-recover.pid'}"]
+    with open(node.node_dir / "stdout.log", "ab") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=node.env)
+    node.run.record(proc.pid, f"mariadbd --wsrep-recover {node.name}")
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+        raise ComponentError(f"{node.component} --wsrep-recover",
+                             f"did not finish within {timeout:.0f}s", log) from None
+    finally:
+        node.run.forget(proc.pid)
+    text = log.read_text(errors="replace") if log.exists() else ""
+    pos = parse_recovered(text)
+    if pos is None:
+        raise ComponentError(f"{node.component} --wsrep-recover",
+                             f"no 'Recovered position' in its log (exit {proc.returncode})", log)
+    return pos
+
+
+def _ready(node: ProcessNode) -> bool:
+    st = galera_state(node)
+    return st.get("ready", "").upper() == "ON" and st.get("cluster_status") == "Primary"
+
+
+def _wait(node: ProcessNode, check: Callable[[ProcessNode], bool], timeout: float,
+          what: str) -> float:
+    t0 = time.monotonic()
+    proc = node.proc
+    while True:
+        with contextlib.suppress(Exception):
+            if check(node):
+                return time.monotonic() - t0
+        if proc is None or proc.poll() is not None:
+            raise ComponentError(node.component, f"exited while waiting until {what}",
+                                 node.error_log)
+        if time.monotonic() - t0 > timeout:
+            raise ComponentError(node.component, f"not {what} after {timeout:.0f}s",
+                                 node.error_log)
+        time.sleep(0.1)
+
+
+def _transfer(log: Path, since: int) -> str:
+    """How a joiner got the state: ``IST``, ``SST`` or ``none`` (from its error log)."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(since)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return "unknown"
+    if re.search(r"SST (succeeded|complete)|Proceeding with SST|State transfer required",
+                 text) and "IST received" not in text:
+        return "SST"
+    if "IST received" in text or "Receiving IST" in text:
+        return "IST"
+    return "none"
+
+
+Phase = Callable[[str, str | None], "contextlib.AbstractContextManager[dict[str, Any]]"]
+
+
+@contextlib.contextmanager
+def _no_phase(name: str, node: str | None) -> Iterator[dict[str, Any]]:
+    yield {}
+
+
+def recover_cluster(nodes: Sequence[ProcessNode], phase: Phase = _no_phase) -> dict[str, Any]:
+    """Recover positions, bootstrap the most advanced node, start the others (module doc).
+    ``phase(name, node)`` records each phase (``fault.context.Context.fault``). Returns the
+    detail: positions, the bootstrap node, ``writable_after_seconds``, the joins."""
+    t0 = time.monotonic()
+    positions: dict[str, Position] = {}
+    grastate: dict[str, int | None] = {}
+    for node in nodes:
+        with phase("recover_position", node.name) as d:
+            grastate[node.name] = grastate_seqno(node.datadir)
+            pos = positions[node.name] = recover_position(node)
+            d.update({"uuid": pos.uuid, "seqno": pos.seqno,
+                      "grastate_seqno": grastate[node.name],
+                      "note": f"seqno {pos.seqno}"})
+    first_name = most_advanced(positions)
+    first = next(n for n in nodes if n.name == first_name)
+    removed: list[str] = []
+    with phase("bootstrap", first.name) as d:
+        set_safe_to_bootstrap(first.datadir)
+        for node in nodes:
+            gv = node.datadir / "gvwstate.dat"
+            if gv.exists():
+                gv.unlink()
+                removed.append(node.name)
+        first.extra_args = ["--wsrep-new-cluster",
+                            f"--wsrep_start_position={positions[first.name]}"]
+        try:
+            first.start(wait=False)
+            _wait(first, _ready, READY_TIMEOUT, "ready in a new Primary component")
+        finally:
+            first.extra_args = []
+        writable = round(time.monotonic() - t0, 3)
+        d.update({"seqno": positions[first.name].seqno, "writable_after_seconds": writable,
+                  "note": f"seqno {positions[first.name].seqno}, most advanced"})
+    joins: dict[str, dict[str, Any]] = {}
+    others = [n for n in nodes if n is not first]
+    marks: dict[str, int] = {}
+    for node in others:
+        marks[node.name] = node.error_log.stat().st_size if node.error_log.exists() else 0
+        node.extra_args = [f"--wsrep_start_position={positions[node.name]}"]
+        try:
+            node.start(wait=False)
+        finally:
+            node.extra_args = []
+    for node in others:
+        with phase("join", node.name) as d:
+            t1 = time.monotonic()
+            _wait(node, lambda n: synced(n), JOIN_TIMEOUT, "synced with the cluster")
+            transfer = _transfer(node.error_log, marks[node.name])
+            behind = positions[first.name].seqno - positions[node.name].seqno
+            joins[node.name] = {"transfer": transfer, "behind": behind,
+                                "seconds": round(time.monotonic() - t1, 3)}
+            d.update({**joins[node.name], "note": f"{transfer}, {behind} behind"})
+    return {
+        "positions": {n: {"uuid": p.uuid, "seqno": p.seqno} for n, p in positions.items()},
+        "grastate_seqno": grastate,
+        "bootstrap": first.name,
+        "gvwstate_removed": removed,
+        "writable_after_seconds": writable,
+        "joins": joins,
+        "recovered_seconds": round(time.monotonic() - t0, 3),
+        "note": f"bootstrap {first.name}, writable after {writable:.2f} s",
+    }
