@@ -453,6 +453,12 @@ class ProxySQL:
         if self.writers:
             wait_until(lambda: bool(self.up_servers("writer")), ready_timeout,
                        "routing to a writer", COMPONENT, self.log, alive=self._alive)
+        if self.mode == "galera" and len(self.routing.servers) > 1:
+            # Until its first Galera health check, ProxySQL routes writes to every node the
+            # lab put in the writer hostgroup; the run starts once it has placed them (one
+            # writer, the others backup writers or readers).
+            wait_until(self._galera_placed, ready_timeout, "placing the Galera nodes (one "
+                       "writer)", COMPONENT, self.log, alive=self._alive)
 
     def _launch(self) -> None:
         """``proxysql`` in the foreground, a child of the lab, recorded among the run's
@@ -529,6 +535,12 @@ class ProxySQL:
         rows = self.admin_query("SELECT hostgroup, srv_host, srv_port, status "
                                 "FROM stats_mysql_connection_pool")
         return states_from_rows(rows, BACKEND_NAMES[backend], self.names)
+
+    def _galera_placed(self) -> bool:
+        rows = self.admin_query("SELECT hostgroup_id, status FROM runtime_mysql_servers")
+        online = [int(r["hostgroup_id"]) for r in rows if r["status"] == "ONLINE"]
+        return online.count(WRITER_HG) == 1 and any(
+            hg in (BACKUP_WRITER_HG, READER_HG, OFFLINE_HG) for hg in online)
 
     def up_servers(self, backend: str) -> list[str]:
         return [n for n, st in self.server_states(backend).items() if st == "ONLINE"]
