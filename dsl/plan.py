@@ -23,6 +23,8 @@ from dsl.models import (
     Expectation,
     Frozen,
     IoFault,
+    NodeAction,
+    NodeGroupAction,
     Report,
     Step,
     TimedAction,
@@ -52,13 +54,25 @@ def faketime_nodes(actions: Iterable[Action]) -> list[str]:
 
 
 def iofs_nodes(actions: Iterable[Action]) -> list[str]:
-    """The nodes an ``io delay`` or ``io fail`` action names, in first-use order: their data
-    directories are on lab-iofs, a FUSE filesystem (``runners.iofs``; the topology moves them
-    once up)."""
+    """The nodes an ``io delay`` or ``io fail`` action names, or a ``kill ... losing unsynced
+    writes``, in first-use order: their data directories are on lab-iofs, a FUSE filesystem
+    (``runners.iofs``; the topology moves them once up)."""
     out: list[str] = []
+    actions = list(actions)
     for a in actions:
         if isinstance(a, IoFault) and a.verb != "heal" and a.node.name not in out:
             out.append(a.node.name)
+    return out + [n for n in unsynced_nodes(actions) if n not in out]
+
+
+def unsynced_nodes(actions: Iterable[Action]) -> list[str]:
+    """The nodes a ``kill ... losing unsynced writes`` names: lab-iofs keeps what their files
+    held at their last sync (``--unsynced``)."""
+    out: list[str] = []
+    for a in actions:
+        if isinstance(a, (NodeAction, NodeGroupAction)) and a.lose_unsynced:
+            refs = [a.node] if isinstance(a, NodeAction) else a.nodes
+            out += [r.name for r in refs if r.name not in out]
     return out
 
 

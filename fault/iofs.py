@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from dsl.models import IoFault
 from fault.context import ActionFailed, Context, Detail, Handler
 from runners import iofs
+from runners.errors import ComponentError
 
 
 @dataclass
@@ -88,9 +89,18 @@ def heal(ctx: Context) -> list[str]:
     return done
 
 
-def drop_unsynced(ctx: Context, name: str) -> dict[str, object]:
-    """``kill NODE losing unsynced writes``, after the kill: what lab-iofs threw away."""
-    raise ActionFailed(f"{name}: losing unsynced writes is not implemented yet")
+def drop_unsynced(ctx: Context, name: str) -> dict[str, int]:
+    """``kill NODE losing unsynced writes``, once the server is dead: lab-iofs puts every file
+    of its data directory back as of its last sync (``runners.iofs.drop_unsynced``); what it
+    dropped, for the kill's value."""
+    fs = getattr(ctx.topo, "iofs", {}).get(name)
+    if fs is None:
+        raise ActionFailed(f"{name}'s data directory is not on lab-iofs: the topology mounts "
+                           f"it when the experiment has `kill {name} losing unsynced writes`")
+    try:
+        return iofs.drop_unsynced(fs)
+    except ComponentError as e:
+        raise ActionFailed(f"{name}: dropping the unsynced writes: {e}") from e
 
 
 HANDLERS: dict[type, Handler] = {IoFault: io_fault}

@@ -1,7 +1,9 @@
 """A node's data directory on ``lab-iofs``, a passthrough FUSE filesystem (C, libfuse3:
 ``runners/iofs/lab_iofs.c``, built by ``make bootstrap`` into ``.tools/bin``) that can delay
 or fail the server's reads, writes and fsyncs: ``io delay NODE 50ms on fsyncs``, ``io fail
-NODE on writes`` (EIO), ``io heal NODE``.
+NODE on writes`` (EIO), ``io heal NODE``; and, mounted with ``--unsynced`` for a ``kill NODE
+losing unsynced writes``, put every file back as of its last sync once the server is dead
+(``drop_unsynced``).
 
 Only when the experiment has an ``io delay`` or ``io fail`` (``dsl.plan.iofs_nodes``), and only
 for those nodes: once the topology is up it stops the node, renames its data directory to
@@ -19,8 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import mmap
 import os
+import signal
 import struct
 import subprocess
 import threading
@@ -179,13 +183,22 @@ def backing_dir(datadir: Path) -> Path:
     return datadir.with_name(datadir.name + BACKING_SUFFIX)
 
 
-def mount_argv(binary: str, backing: Path, control: Path, mountpoint: Path) -> list[str]:
+def mount_argv(binary: str, backing: Path, control: Path, mountpoint: Path,
+               unsynced: Path | None = None) -> list[str]:
     """The daemon's command line: in the foreground (the lab records and reaps its pid),
     multithreaded (libfuse's default: a thread per waiting request, so delayed operations
     sleep side by side), other users allowed (the server may run as ``mysql``) with the
-    kernel checking permissions."""
+    kernel checking permissions; ``--unsynced RESULT``: it keeps what each file held at its
+    last sync, puts it back on SIGUSR1 and writes what it dropped to RESULT."""
     opts = ["allow_other", "default_permissions", "fsname=lab-iofs", "subtype=lab-iofs"]
-    return [binary, str(backing), str(control), str(mountpoint), "-f", "-o", ",".join(opts)]
+    extra = ["--unsynced", str(unsynced)] if unsynced is not None else []
+    return [binary, str(backing), str(control), str(mountpoint), *extra, "-f", "-o",
+            ",".join(opts)]
+
+
+def unsynced_file(run_dir: Path, node: str) -> Path:
+    """Where the daemon of ``node`` says what it dropped (``drop_unsynced``)."""
+    return run_dir / f"iofs-{node}.unsynced.json"
 
 
 def is_fuse_mount(path: Path, mounts: str | None = None) -> bool:
@@ -213,24 +226,59 @@ class IoFs:
     control: Path
     pid: int
     log: Path
+    unsynced: Path | None = None  # the result file of --unsynced (None: not kept)
 
     def running(self) -> bool:
         return alive(self.pid)
 
 
+# The daemon's kernel-side attribute cache (its attr_timeout and entry_timeout): a size read
+# before a drop may be believed that long after it, so a server starts only once it is over.
+ATTR_TIMEOUT = 1.0
+DROP_TIMEOUT = 30.0
+
+
+def drop_unsynced(fs: IoFs, timeout: float = DROP_TIMEOUT) -> dict[str, int]:
+    """Every file of the mount put back as of its last sync (the daemon's ``--unsynced``:
+    SIGUSR1, then its result file): ``files`` tracked, ``restored_files``, ``undo_entries``,
+    ``old_bytes`` written back, ``cut_bytes`` (unsynced growth cut off), ``regrown_bytes``
+    (unsynced truncations undone), ``skipped_removed``. Call it once the server is dead; it
+    returns once the kernel's cached attributes are stale (``ATTR_TIMEOUT``)."""
+    if fs.unsynced is None:
+        raise ComponentError(BINARY, f"{fs.node}'s lab-iofs does not keep unsynced writes "
+                             "(mounted without --unsynced)", fs.log)
+    fs.unsynced.unlink(missing_ok=True)
+    os.kill(fs.pid, signal.SIGUSR1)
+    t0 = time.monotonic()
+    while not fs.unsynced.exists():
+        if not fs.running():
+            raise ComponentError(BINARY, "exited before dropping the unsynced writes", fs.log)
+        if time.monotonic() - t0 > timeout:
+            raise ComponentError(BINARY, f"did not drop the unsynced writes within "
+                                 f"{timeout:g}s", fs.log)
+        time.sleep(0.01)
+    got = json.loads(fs.unsynced.read_text())
+    left = ATTR_TIMEOUT - (time.monotonic() - t0)
+    if left > 0:
+        time.sleep(left)
+    return {str(k): int(v) for k, v in got.items()}
+
+
 def start(run: Run, node: str, binary: str, mountpoint: Path, backing: Path,
-          timeout: float = MOUNT_TIMEOUT) -> IoFs:
+          timeout: float = MOUNT_TIMEOUT, unsynced: bool = False) -> IoFs:
     """Start the daemon showing ``backing`` at ``mountpoint`` (an empty directory) and wait
-    until the kernel has the mount."""
+    until the kernel has the mount (``unsynced``: keeping what each file held at its last
+    sync, ``drop_unsynced``)."""
     control = control_file(run.dir, node)
     new_control(control)
     log = run.dir / f"iofs-{node}.log"
+    result = unsynced_file(run.dir, node) if unsynced else None
     with open(log, "ab") as out:
-        proc = subprocess.Popen(mount_argv(binary, backing, control, mountpoint),
+        proc = subprocess.Popen(mount_argv(binary, backing, control, mountpoint, result),
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                 start_new_session=True)
     run.record(proc.pid, f"{BINARY} {node}")
-    fs = IoFs(node, mountpoint, backing, control, proc.pid, log)
+    fs = IoFs(node, mountpoint, backing, control, proc.pid, log, result)
     deadline = time.monotonic() + timeout
     while not is_fuse_mount(mountpoint):
         if proc.poll() is not None:
@@ -244,7 +292,8 @@ def start(run: Run, node: str, binary: str, mountpoint: Path, backing: Path,
     return fs
 
 
-def move_onto_iofs(run: Run, node: str, binary: str, datadir: Path) -> IoFs:
+def move_onto_iofs(run: Run, node: str, binary: str, datadir: Path,
+                   unsynced: bool = False) -> IoFs:
     """Put a (stopped) server's data directory on ``lab-iofs``: its files move to the backing
     directory (a rename: same filesystem), an empty directory of the same owner and mode takes
     its place, and the daemon mounts the backing directory there."""
@@ -255,7 +304,7 @@ def move_onto_iofs(run: Run, node: str, binary: str, datadir: Path) -> IoFs:
     os.chown(datadir, st.st_uid, st.st_gid)
     os.chmod(datadir, st.st_mode & 0o7777)
     try:
-        return start(run, node, binary, datadir, backing)
+        return start(run, node, binary, datadir, backing, unsynced=unsynced)
     except BaseException:
         restore(datadir, backing)
         raise

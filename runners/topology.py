@@ -25,7 +25,7 @@ from dsl.actions import describe
 from dsl.compile import root_needs
 from dsl.models import NetworkFault, Promote
 from dsl.owned import normal_key
-from dsl.plan import Cell, Plan, PlannedNode, iofs_nodes
+from dsl.plan import Cell, Plan, PlannedNode, iofs_nodes, unsynced_nodes
 from runners import cgroups, components, faketime, iofs, replication
 from runners.bare import GaleraCluster, PrimaryPair
 from runners.disk import (
@@ -429,9 +429,12 @@ class NativeTopology(NodePrimitives):
             raise ComponentError(iofs.BINARY, "/dev/fuse is missing: the kernel's FUSE module "
                                  "is not loaded (modprobe fuse)")
 
+        unsynced = unsynced_nodes(self.plan.actions())  # `kill ... losing unsynced writes`
+
         def move(node: Node) -> None:
             self.iofs[node.name] = iofs.move_onto_iofs(self.run, node.name, binary,
-                                                       node.datadir)
+                                                       node.datadir,
+                                                       unsynced=node.name in unsynced)
 
         self._restart_each(names, "iofs", move)
 

@@ -19,6 +19,18 @@
  * so the kernel's page cache never holds them: each read or write of the server reaches this
  * daemon.
  * Created files and directories get the caller's owner (the daemon runs as root).
+ *
+ * Unsynced writes (`--unsynced RESULT`, `kill NODE losing unsynced writes`): the daemon keeps,
+ * per file, its size at its last sync and the old content of every byte range below that
+ * size that a write, a fallocate or a truncation changed since (an undo log, in memory). A
+ * fsync or fdatasync of the file, or a write through a descriptor opened with O_SYNC/O_DSYNC,
+ * forgets them: that is the file's new synced state. On SIGUSR1 (the lab sends it once the
+ * server is dead) every file is put back as of its last sync: cut (or extended with zeros)
+ * to its synced size, then the saved ranges written back newest first, so the oldest content
+ * of each byte wins; the daemon then writes what it dropped to RESULT (JSON, replaced
+ * atomically). What was never synced is lost, as after a power failure with a cache that
+ * does not survive it. Creating, renaming and removing files is kept (metadata is not
+ * tracked); a file removed since is skipped. O_DIRECT writes are not syncs.
  */
 #define FUSE_USE_VERSION 314
 #define _GNU_SOURCE
@@ -28,6 +40,8 @@
 #include <fcntl.h>
 #include <fuse.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -112,6 +126,176 @@ static int fault(int cls)
 		return -f.fail;
 	}
 	return 0;
+}
+
+/* --- unsynced writes --------------------------------------------------------------------- */
+
+struct undo {
+	off_t off;
+	size_t len;
+	char *old; /* the content before the change */
+	struct undo *next; /* the one recorded before it */
+};
+
+struct tracked {
+	dev_t dev;
+	ino_t ino;
+	int fd; /* our own descriptor (O_RDWR, no O_APPEND) to put it back */
+	off_t synced_size;
+	struct undo *undo; /* newest first */
+	size_t undo_bytes;
+	struct tracked *next;
+};
+
+static int track_unsynced; /* --unsynced given */
+static const char *result_path;
+static pthread_mutex_t track_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tracked *tracked_files;
+
+static void forget_undo(struct tracked *t)
+{
+	struct undo *u = t->undo;
+	while (u) {
+		struct undo *next = u->next;
+		free(u->old);
+		free(u);
+		u = next;
+	}
+	t->undo = NULL;
+	t->undo_bytes = 0;
+}
+
+/* The tracking of the file open as fd (made at its first change: its size then is its synced
+ * size, as it was when the lab mounted the directory or when the file was created). Called
+ * with track_lock held. */
+static struct tracked *tracking(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
+		return NULL;
+	for (struct tracked *t = tracked_files; t; t = t->next)
+		if (t->dev == st.st_dev && t->ino == st.st_ino)
+			return t;
+	char proc[64];
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	int own_fd = open(proc, O_RDWR | O_CLOEXEC);
+	if (own_fd == -1)
+		return NULL;
+	struct tracked *t = calloc(1, sizeof *t);
+	if (!t) {
+		close(own_fd);
+		return NULL;
+	}
+	t->dev = st.st_dev;
+	t->ino = st.st_ino;
+	t->fd = own_fd;
+	t->synced_size = st.st_size;
+	t->next = tracked_files;
+	tracked_files = t;
+	return t;
+}
+
+/* Save the content of [off, off+len) below the synced size before it changes. */
+static void save_range(struct tracked *t, off_t off, off_t len)
+{
+	if (!t || len <= 0 || off >= t->synced_size)
+		return;
+	if (off + len > t->synced_size)
+		len = t->synced_size - off;
+	struct undo *u = calloc(1, sizeof *u);
+	char *old = malloc((size_t)len);
+	if (!u || !old) {
+		free(u);
+		free(old);
+		return;
+	}
+	ssize_t n = pread(t->fd, old, (size_t)len, off);
+	if (n < 0)
+		n = 0;
+	if (n < len) /* beyond the current end (truncated since): zeros, as ftruncate extends */
+		memset(old + n, 0, (size_t)(len - n));
+	u->off = off;
+	u->len = (size_t)len;
+	u->old = old;
+	u->next = t->undo;
+	t->undo = u;
+	t->undo_bytes += (size_t)len;
+}
+
+/* The file's current content is its synced state (fsync, fdatasync, an O_SYNC write). */
+static void synced(int fd)
+{
+	pthread_mutex_lock(&track_lock);
+	struct tracked *t = tracking(fd);
+	if (t) {
+		struct stat st;
+		forget_undo(t);
+		if (fstat(t->fd, &st) == 0)
+			t->synced_size = st.st_size;
+	}
+	pthread_mutex_unlock(&track_lock);
+}
+
+/* Put every file back as of its last sync; what was dropped, as JSON, into result_path. */
+static void drop_unsynced(void)
+{
+	unsigned long files = 0, restored = 0, entries = 0, skipped = 0;
+	unsigned long long old_bytes = 0, cut_bytes = 0, grown_bytes = 0;
+	pthread_mutex_lock(&track_lock);
+	for (struct tracked *t = tracked_files; t; t = t->next) {
+		struct stat st;
+		if (fstat(t->fd, &st) == -1 || st.st_nlink == 0) {
+			skipped++;
+			forget_undo(t);
+			continue;
+		}
+		files++;
+		int changed = t->undo != NULL || st.st_size != t->synced_size;
+		if (st.st_size > t->synced_size)
+			cut_bytes += (unsigned long long)(st.st_size - t->synced_size);
+		else if (st.st_size < t->synced_size)
+			grown_bytes += (unsigned long long)(t->synced_size - st.st_size);
+		if (st.st_size != t->synced_size && ftruncate(t->fd, t->synced_size) == -1)
+			fprintf(stderr, "lab-iofs: restoring the size of inode %lu: %s\n",
+				(unsigned long)t->ino, strerror(errno));
+		for (struct undo *u = t->undo; u; u = u->next) { /* newest first: the oldest wins */
+			if (pwrite(t->fd, u->old, u->len, u->off) != (ssize_t)u->len)
+				fprintf(stderr, "lab-iofs: restoring inode %lu: %s\n",
+					(unsigned long)t->ino, strerror(errno));
+			entries++;
+			old_bytes += u->len;
+		}
+		forget_undo(t);
+		if (changed) {
+			restored++;
+			if (fsync(t->fd) == -1) { /* the restored state is what the backing disk has */
+			}
+		}
+	}
+	pthread_mutex_unlock(&track_lock);
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof tmp, "%s.tmp", result_path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return;
+	fprintf(f,
+		"{\"files\": %lu, \"restored_files\": %lu, \"undo_entries\": %lu, "
+		"\"old_bytes\": %llu, \"cut_bytes\": %llu, \"regrown_bytes\": %llu, "
+		"\"skipped_removed\": %lu}\n",
+		files, restored, entries, old_bytes, cut_bytes, grown_bytes, skipped);
+	fclose(f);
+	rename(tmp, result_path);
+}
+
+static void *drop_thread(void *arg)
+{
+	sigset_t *set = arg;
+	for (;;) {
+		int sig;
+		if (sigwait(set, &sig) == 0 && sig == SIGUSR1)
+			drop_unsynced();
+	}
+	return NULL;
 }
 
 /* A path of the mount as a path relative to the backing directory. */
@@ -266,14 +450,29 @@ static int iofs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_i
 	return r == -1 ? -errno : 0;
 }
 
+/* ftruncate, saving what a cut below the synced size removes (unsynced tracking). */
+static int truncate_fd(int fd, off_t size)
+{
+	if (!track_unsynced)
+		return ftruncate(fd, size) == -1 ? -errno : 0;
+	pthread_mutex_lock(&track_lock);
+	struct tracked *t = tracking(fd);
+	struct stat st;
+	if (t && fstat(fd, &st) == 0 && size < st.st_size)
+		save_range(t, size, st.st_size - size);
+	int r = ftruncate(fd, size) == -1 ? -errno : 0;
+	pthread_mutex_unlock(&track_lock);
+	return r;
+}
+
 static int iofs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
 	if (fi)
-		return ftruncate((int)fi->fh, size) == -1 ? -errno : 0;
+		return truncate_fd((int)fi->fh, size);
 	int fd = openat(backing_fd, rel(path), O_WRONLY);
 	if (fd == -1)
 		return -errno;
-	int r = ftruncate(fd, size) == -1 ? -errno : 0;
+	int r = truncate_fd(fd, size);
 	close(fd);
 	return r;
 }
@@ -348,8 +547,24 @@ static int iofs_write(const char *path, const char *buf, size_t size, off_t off,
 	int f = fault(C_WRITE);
 	if (f)
 		return f;
+	if (!track_unsynced) {
+		ssize_t n = pwrite((int)fi->fh, buf, size, off);
+		return n == -1 ? -errno : (int)n;
+	}
+	pthread_mutex_lock(&track_lock);
+	struct tracked *t = tracking((int)fi->fh);
+	if (t && (fi->flags & O_APPEND)) { /* appends land at the end, whatever off says */
+		struct stat st;
+		if (fstat((int)fi->fh, &st) == 0)
+			off = st.st_size;
+	}
+	save_range(t, off, (off_t)size);
 	ssize_t n = pwrite((int)fi->fh, buf, size, off);
-	return n == -1 ? -errno : (int)n;
+	int e = errno;
+	pthread_mutex_unlock(&track_lock);
+	if (n != -1 && (fi->flags & O_DSYNC)) /* O_SYNC includes O_DSYNC: a synced write */
+		synced((int)fi->fh);
+	return n == -1 ? -e : (int)n;
 }
 
 static int iofs_statfs(const char *path, struct statvfs *st)
@@ -379,7 +594,11 @@ static int iofs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	if (f)
 		return f;
 	int r = datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh);
-	return r == -1 ? -errno : 0;
+	if (r == -1)
+		return -errno;
+	if (track_unsynced)
+		synced((int)fi->fh);
+	return 0;
 }
 
 static int iofs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
@@ -399,7 +618,13 @@ static int iofs_fallocate(const char *path, int mode, off_t off, off_t len,
 	int f = fault(C_WRITE);
 	if (f)
 		return f;
-	return fallocate((int)fi->fh, mode, off, len) == -1 ? -errno : 0;
+	if (!track_unsynced)
+		return fallocate((int)fi->fh, mode, off, len) == -1 ? -errno : 0;
+	pthread_mutex_lock(&track_lock);
+	save_range(tracking((int)fi->fh), off, len); /* a punched hole or zeroed range */
+	int r = fallocate((int)fi->fh, mode, off, len) == -1 ? -errno : 0;
+	pthread_mutex_unlock(&track_lock);
+	return r;
 }
 
 static int iofs_flock(const char *path, struct fuse_file_info *fi, int op)
@@ -451,9 +676,11 @@ static const struct fuse_operations ops = {
 static int usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s BACKING CONTROL MOUNTPOINT [fuse options]\n"
+		"usage: %s BACKING CONTROL MOUNTPOINT [--unsynced RESULT] [fuse options]\n"
 		"  BACKING: the directory whose files the mount shows\n"
-		"  CONTROL: the control file (128 bytes, written by the lab: runners/iofs.py)\n",
+		"  CONTROL: the control file (128 bytes, written by the lab: runners/iofs.py)\n"
+		"  --unsynced RESULT: keep what each file had at its last sync; SIGUSR1 puts\n"
+		"    every file back to it and writes what was dropped to RESULT (JSON)\n",
 		argv0);
 	return 2;
 }
@@ -495,8 +722,26 @@ int main(int argc, char *argv[])
 		return 1;
 	int fargc = 0;
 	fargv[fargc++] = argv[0];
-	for (int i = 3; i < argc; i++)
+	for (int i = 3; i < argc; i++) {
+		if (strcmp(argv[i], "--unsynced") == 0 && i + 1 < argc) {
+			track_unsynced = 1;
+			result_path = argv[++i];
+			continue;
+		}
 		fargv[fargc++] = argv[i];
+	}
+	if (track_unsynced) { /* SIGUSR1 reaches only the thread that drops: block it first */
+		static sigset_t set;
+		pthread_t th;
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+		if (pthread_create(&th, NULL, drop_thread, &set) != 0) {
+			fprintf(stderr, "lab-iofs: cannot start the thread that drops unsynced writes\n");
+			return 1;
+		}
+		pthread_detach(th);
+	}
 	umask(0);
 	return fuse_main(fargc, fargv, &ops, NULL);
 }
