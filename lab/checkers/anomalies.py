@@ -60,7 +60,7 @@ KINDS = ("g0", "g1a", "g1b", "g1c", "g_single", "g2_item", "lost_update", "inter
 MAX_EXAMPLES = 2  # per kind and workload
 MAX_LIST = 8  # elements of a list shown in an example (the last ones)
 MAX_MOPS = 8  # micro-operations of a transaction shown in an example
-SEARCH_BUDGET = 2_000_000  # node visits one cycle search may spend in one component
+SEARCH_BUDGET = 500_000  # node visits one cycle search may spend in one component
 
 WW, WR, RW, RT = 1, 2, 4, 8
 DATA = WW | WR | RW
@@ -136,9 +136,20 @@ def _pick(mask: int) -> int:
     raise ValueError(mask)
 
 
+_PROJECTIONS: dict[tuple[int, int], tuple[dict[tuple[int, int], int], Any]] = {}
+
+
 def _project(edges: dict[tuple[int, int], int], allowed: int) -> Any:
+    """The graph of the edges of ``allowed`` relations (the last few are kept: the searches
+    of one component share them; callers never modify them)."""
+    hit = _PROJECTIONS.get((id(edges), allowed))
+    if hit is not None and hit[0] is edges:
+        return hit[1]
     g = nx.DiGraph()
     g.add_edges_from(e for e, m in edges.items() if m & allowed)
+    if len(_PROJECTIONS) > 8:
+        _PROJECTIONS.clear()
+    _PROJECTIONS[(id(edges), allowed)] = (edges, g)
     return g
 
 
@@ -173,7 +184,7 @@ def _one_rw_cycle(edges: dict[tuple[int, int], int], nodes: Iterable[int], allow
                   budget: _Budget) -> Cycle | None:  # fmt: skip
     """A cycle of exactly one rw edge, the others of ``allowed`` (no rw): an rw edge u -> v with
     a path v ~> u in the graph of ``allowed`` edges (reachability over its condensation)."""
-    h = _project(edges, allowed)
+    h = _project(edges, allowed).copy()
     h.add_nodes_from(nodes)
     rws = [e for e, m in edges.items() if m & RW]
     if not rws or not budget.spend(h.number_of_nodes() + 1):
@@ -625,12 +636,16 @@ class _Workload:
         if data:
             dg = nx.DiGraph()
             dg.add_edges_from(data)
-            for dcomp in nx.strongly_connected_components(dg):
-                if len(dcomp) < 2:
-                    continue
+            dcomps = [c for c in nx.strongly_connected_components(dg) if len(c) > 1]
+            which = {n: i for i, c in enumerate(dcomps) for n in c}
+            subs: list[dict[tuple[int, int], int]] = [{} for _ in dcomps]
+            for (u, v), m in data.items():
+                i = which.get(u)
+                if i is not None and which.get(v) == i:
+                    subs[i][(u, v)] = m
+            for dcomp, sub in zip(dcomps, subs, strict=True):
                 self.sccs += 1
                 self.largest_scc = max(self.largest_scc, len(dcomp))
-                sub = {(u, v): m for (u, v), m in data.items() if u in dcomp and v in dcomp}
                 found, complete = _data_cycles(sub, dcomp)
                 self.incomplete += not complete
                 data_types |= set(found.cycles)
