@@ -72,7 +72,7 @@ def table_forms() -> list[str]:
 
 # --- the wrapper ---------------------------------------------------------------------------
 
-KIND_PREFERENCE = ("read_your_writes", "unique_insert", "unique_writes", "probe")
+KIND_PREFERENCE = ("read_your_writes", "unique_insert", "unique_writes", "probe", "list_append")
 METRIC_CALL = re.compile(r"\b([a-z_]+)(?:\(([^)]*)\))?")
 
 
