@@ -211,6 +211,20 @@ METRICS: dict[str, MetricSpec] = {
         workload_kinds=WRITE_WORKLOADS,
         open_label="still down at end",
     ),
+    "router_failover": MetricSpec(
+        "optional_workload",
+        {**_same("duration", "detected", "switched", "accepted"),
+         "duration": ("accepted", "duration")},
+        "accepted",
+        "the router moving the writes off a writer that failed, on its own (no promote): "
+        "detected (it stops routing writes to the old writer), switched (another node is its "
+        "writer), accepted (the first write through router.writer another node answered, of "
+        "the workload when one is named); in seconds from the fault on the old writer, from "
+        "the router's state sampled every 50 ms",
+        "_router_failover",
+        workload_kinds=WRITE_WORKLOADS,
+        open_label="not before the end",
+    ),
     "replication_errors": MetricSpec(
         "node",
         {**_same("count", "count", "sql_errno", "io_errno"),

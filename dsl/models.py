@@ -494,6 +494,7 @@ MetricName = Literal[
     "lost_updates",
     "wrong_totals",
     "anomalies",
+    "router_failover",
 ]
 
 

@@ -1099,6 +1099,10 @@ class _Validator:
                        if self.kind in ("replication", "mongodb_replset") else
                        f"a {self.kind} topology has no promote: downtime(w) is what the "
                        "clients saw")
+        if m.name == "router_failover" and self.exp.router is None:
+            self.error(m.span, "router_failover measures the router moving the writes, and "
+                       "this experiment has no router: the figure would be unknown",
+                       "add: router proxysql { writers db1, db2 }")
         if m.name == "split_brain" and self.kind in SPLIT_BRAIN_UNDEFINED:
             self.error(m.span, f"split_brain is unknown on {self.kind}: "
                        f"{SPLIT_BRAIN_UNDEFINED[self.kind]}",

@@ -873,6 +873,31 @@ def _split_brain(inp: Inputs) -> Measured:
     return Measured(value, unit, stat, lower, note)
 
 
+def _router_failover(inp: Inputs) -> Measured:
+    """The router moving the writes off a failed writer on its own
+    (``lab.checkers.router_failover``): ``detected``, ``switched``, ``accepted``, in seconds
+    from the fault on the old writer; ``accepted`` of one workload when one is named."""
+    r = _result(inp, "router_failover")
+    stat, key, unit = _stat(inp)
+    m = r.metrics
+    if not m.get("samples"):
+        raise Unmeasurable(r.details or "the router's state was not sampled")
+    if m.get("old_writer") is None:
+        raise Unmeasurable("no fault hit the router's writer (kill, pause, stop ... of the node "
+                           "it sent writes to)")
+    note = f"{m.get('fault')} of {m.get('old_writer')} at {m.get('fault_at')} s"
+    if m.get("new_writer"):
+        note += f"; writes moved to {m.get('new_writer')}"
+    value = m.get(key)
+    w = inp.metric.subject
+    if w is not None and key == "accepted":
+        per = m.get("workloads") or {}
+        value = per.get(w, {}).get("accepted") if isinstance(per, dict) else None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return Measured(float(value), unit, stat, note=note)
+    raise Unmeasurable(f"{key}: not before the end of the load ({note})")
+
+
 def _errant_gtids(inp: Inputs) -> Measured:
     """Errant transactions of a node (``lab.checkers.errant_gtids``)."""
     r = _result(inp, "errant_gtids")
@@ -937,6 +962,7 @@ READERS: dict[str, Callable[[Inputs], Measured]] = {
     for f in (_downtime, _stale_reads, _duplicate_keys, _lost_writes, _missing_transactions,
               _replication_lag, _throughput, _latency, _errors, _stalls, _warmup,
               _relay_log_bytes, _failover, _replication_errors, _split_brain, _errant_gtids,
+              _router_failover,
               _divergence)
 }
 _COMPATIBLE: set[tuple[UnitKind, UnitKind]] = {("count", "duration")}  # stall seconds

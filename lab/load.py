@@ -34,6 +34,7 @@ from runners.mysql import Address, connect
 from runners.ops import Op, Sample
 from runners.replication import HeartbeatWriter, LagSampler
 from runners.replication_watch import ReplicationWatcher
+from runners.router_watch import RouterWatcher
 from runners.sysbench import SysbenchWorkload
 from runners.topology import Topology
 from runners.txn_workloads import TXN_KINDS
@@ -353,6 +354,12 @@ class Load:
                                    topo.admin, self.emit, 0.2, self.stop)
             galera.start()
             self.bg.append(galera)
+        router = getattr(topo, "router", None)
+        if router is not None and len(topo.nodes) > 1:  # router_failover's evidence
+            watch = RouterWatcher(lambda: router.server_states("writer"), list(topo.nodes),
+                                  self.emit, 0.05, self.stop)
+            watch.start()
+            self.bg.append(watch)
         if topo.primary is None or len(topo.nodes) < 2:
             return
 
