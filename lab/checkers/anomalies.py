@@ -623,9 +623,12 @@ class _Workload:
         g = nx.DiGraph()
         g.add_edges_from(edges)
         self.succ = g.succ
-        for comp in nx.strongly_connected_components(g):
-            if len(comp) > 1:
-                self._component(comp)
+        try:
+            for comp in nx.strongly_connected_components(g):
+                if len(comp) > 1:
+                    self._component(comp)
+        finally:
+            _PROJECTIONS.clear()  # nothing of this run stays alive after it
 
     def _component(self, comp: set[int]) -> None:
         edges = self.edges
