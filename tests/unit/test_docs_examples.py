@@ -72,7 +72,8 @@ def table_forms() -> list[str]:
 
 # --- the wrapper ---------------------------------------------------------------------------
 
-KIND_PREFERENCE = ("read_your_writes", "unique_insert", "unique_writes", "probe", "list_append")
+KIND_PREFERENCE = ("read_your_writes", "unique_insert", "unique_writes", "probe", "list_append",
+                   "read_modify_write", "bank")
 METRIC_CALL = re.compile(r"\b([a-z_]+)(?:\(([^)]*)\))?")
 
 
