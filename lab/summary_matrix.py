@@ -488,6 +488,65 @@ def findings_lines(cell: dict[str, Any]) -> list[str]:
               if "." in t and " on " not in t and _num(f.get("rows")) and f["rows"] > 0]
     if differ:
         out.append(f"rows that differ from {dv.get('reference')}: " + ", ".join(differ))
+    return out + transaction_findings(cell)
+
+
+ANOMALY_WORDS = {"g0": "G0", "g1a": "G1a", "g1b": "G1b", "g1c": "G1c", "g_single": "G-single",
+                 "g2_item": "G2-item", "lost_update": "lost update", "internal": "internal",
+                 "future_read": "future read", "duplicate": "duplicate",
+                 "garbage": "garbage", "incompatible_order": "incompatible order",
+                 "stale_read": "stale read"}
+
+
+def _txn_text(t: dict[str, Any]) -> str:
+    when = t.get("time") if _num(t.get("time")) else t.get("start")
+    at = f" at {when:.3f} s" if _num(when) else ""
+    return (f"{t.get('name', 'T')} ({t.get('outcome') or t.get('type')}, process "
+            f"{t.get('process')} on {t.get('node') or '?'}{at}): {t.get('ops', t.get('value'))}")
+
+
+def transaction_findings(cell: dict[str, Any]) -> list[str]:
+    """Transactional anomalies, lost updates and wrong bank totals, each with the transactions
+    of its smallest example (``lab show RUN --all`` and the JSON have every figure)."""
+    out: list[str] = []
+    for w, figs in _subjects(cell, "anomalies").items():
+        n = figs.get("count")
+        if not _num(n) or n <= 0:
+            continue
+        kinds = [f"{ANOMALY_WORDS[k]} {format_count(figs[k])}" for k in ANOMALY_WORDS
+                 if _num(figs.get(k)) and figs[k] > 0]
+        nots = ", ".join(figs.get("weakest_not") or figs.get("not_models") or [])
+        out.append(f"{w}: {format_count(n)} anomalies in {format_count(figs.get('transactions'))}"
+                   f" committed transactions ({', '.join(kinds)}); not {nots or '?'}")
+        examples = figs.get("examples") if isinstance(figs.get("examples"), dict) else {}
+        for k in ANOMALY_WORDS:
+            ex = (examples or {}).get(k) or []
+            if ex and isinstance(ex[0], dict):
+                out.append(f"  {ANOMALY_WORDS[k]}: {ex[0].get('explanation', '')}")
+                out.extend(f"    {_txn_text(t)}" for t in ex[0].get("txns") or []
+                           if isinstance(t, dict))
+    for w, figs in _subjects(cell, "lost_updates").items():
+        lo, n = figs.get("at_least"), figs.get("count")
+        if not _num(lo) or lo <= 0:
+            continue
+        amount = format_count(n) if _num(n) else f"≥ {format_count(lo)}"
+        out.append(f"{w}: {amount} of {format_count(figs.get('acknowledged'))} acknowledged "
+                   f"increments lost (counters grew by {format_count(figs.get('growth'))})")
+        for pair in (figs.get("examples") or [])[:1]:
+            out.append("  two increments read the same value: " + "; ".join(
+                f"process {t.get('process')} on {t.get('node') or '?'} at "
+                f"{t.get('start')} s read {t.get('value')}" for t in pair))
+    for w, figs in _subjects(cell, "bank").items():
+        n = figs.get("count")
+        if not _num(n) or (n <= 0 and not figs.get("created") and not figs.get("negative")):
+            continue
+        out.append(f"{w}: {format_count(n)} of {format_count(figs.get('reads'))} reads saw a "
+                   f"total other than {format_count(figs.get('expected_total'))}; final total "
+                   f"{format_count(figs.get('final_total'))}")
+        for ex in (figs.get("examples") or [])[:1]:
+            out.append(f"  process {ex.get('process')} on {ex.get('node') or '?'} at "
+                       f"{ex.get('start')} s read {ex.get('value')} "
+                       f"(total {ex.get('total')})")
     return out
 
 

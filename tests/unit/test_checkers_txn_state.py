@@ -114,3 +114,20 @@ def test_wrong_totals_reader() -> None:
     got = measure(Metric(name="wrong_totals", subject="b", stat="created"),
                   Quantity(value=0, kind="count", text="0"), {"bank": r}, bank_ctx(None))
     assert got.value == 0.0
+
+
+def test_the_findings_show_the_transactions_of_each_finding() -> None:
+    """``lab run`` and ``lab show`` print each transactional finding with the transactions that
+    show it (summary_matrix.findings_lines)."""
+    from lab.summary_matrix import findings_lines
+
+    h = history(rmw(1, 0, 1, 0, 0), rmw(2, 0.1, 1.1, 0, 0))
+    lu = txn_state.check_lost_updates(h, rmw_ctx({0: 1}))
+    bad = history(read(2, 1, 2, [95, 100, 100]))
+    bank = txn_state.check_bank(bad, bank_ctx({0: 100, 1: 100, 2: 100}))
+    cell = {"measurements": {"lost_updates": lu.metrics, "bank": bank.metrics}}
+    lines = findings_lines(cell)
+    assert lines[0] == "c: 1 of 2 acknowledged increments lost (counters grew by 1)"
+    assert "process 1 on None" not in lines[1] and "read [0, 1]" in lines[1]
+    assert lines[2].startswith("b: 1 of 1 reads saw a total other than 300")
+    assert "(total 295)" in lines[3]
