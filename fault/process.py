@@ -142,11 +142,16 @@ def group_action(ctx: Context, a: NodeGroupAction) -> Detail:
     unsynced: dict[str, Any] = {}
 
     def kill_one(name: str) -> None:
-        with ctx.fault("kill", name) as d:
+        with ctx.fault("kill", name):
             ctx.topo.kill(name)
             ctx.down.add(name)
-            if a.lose_unsynced:
-                d["unsynced"] = unsynced[name] = drop_unsynced(ctx, name)
+
+    def drop_one(name: str) -> None:  # once every node is dead: a drop waits 1 s
+        with ctx.fault("drop_unsynced", name) as d:
+            d.update(drop_unsynced(ctx, name))
+            unsynced[name] = dict(d)
+            d["note"] = f"{d['restored_files']} files put back, {d['old_bytes']} bytes " \
+                        f"rewritten, {d['cut_bytes']} cut"
 
     batches: dict[float, list[str]] = {}
     for name, at in moments:
@@ -157,6 +162,10 @@ def group_action(ctx: Context, a: NodeGroupAction) -> Detail:
             time.sleep(wait)
         with ThreadPoolExecutor(len(batch)) as pool:
             for f in [pool.submit(kill_one, n) for n in batch]:
+                f.result()
+    if a.lose_unsynced:  # after the last kill, so that no drop delays a kill
+        with ThreadPoolExecutor(len(names)) as pool:
+            for f in [pool.submit(drop_one, n) for n in names]:
                 f.result()
     out: dict[str, Any] = {"nodes": names, "within": a.within,
                            "moments": {n: at for n, at in moments}}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,10 @@ def test_kill_9_during_a_recovery_then_gc_leaves_nothing(tmp_path: Path) -> None
     exp = tmp_path / "it.exp"
     exp.write_text(GALERA.format(duration="40s", flush=2, timeline=(
         "  at 5s kill g1, g2, g3\n  at 8s start g1, g2, g3\n")))
-    env = dict(os.environ, LAB_HOME=str(tmp_path / "home"))
+    # a runtime of its own (short: the servers' sockets are in it): their command lines name
+    # it, and `lab gc` looks there
+    runtime = Path(tempfile.mkdtemp(prefix="rcl-k9-", dir="/tmp"))
+    env = dict(os.environ, LAB_HOME=str(tmp_path / "home"), LAB_RUNTIME=str(runtime))
     lab = subprocess.Popen([*LAB, "run", str(exp)], cwd=ROOT, env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            start_new_session=True)
@@ -111,8 +115,8 @@ def test_kill_9_during_a_recovery_then_gc_leaves_nothing(tmp_path: Path) -> None
         seen = ""
         while time.monotonic() < deadline and lab.poll() is None:
             ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
-            seen = next((line for line in ps.splitlines() if str(tmp_path) in line and (
-                "--wsrep-recover" in line or "--wsrep-new-cluster" in line)), "")
+            seen = next((line for line in ps.splitlines() if str(runtime) in line and (
+                "--wsrep-recover" in line or "--wsrep_start_position" in line)), "")
             if seen:
                 break
             time.sleep(0.05)
@@ -125,4 +129,7 @@ def test_kill_9_during_a_recovery_then_gc_leaves_nothing(tmp_path: Path) -> None
     out = subprocess.run([*LAB, "gc"], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
+    left = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
+    assert [line for line in left.splitlines() if str(runtime) in line and "ps -eo" not in line
+            and ("mariadbd" in line or "lab.cli" in line)] == []
     assert our_processes() == []
