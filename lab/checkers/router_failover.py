@@ -51,6 +51,17 @@ def _routes_to(values: dict[str, float], node: str) -> bool:
     return f"up:{node}" in values
 
 
+def _nodes(invoke: Op, later: Sequence[Op]) -> list[str]:
+    """The nodes a nemesis operation addressed: its node, or (``set global`` on several nodes)
+    the ``nodes`` its completion lists."""
+    if invoke.node is not None:
+        return [invoke.node]
+    done = next((o for o in later if o.f == invoke.f and o.type != "invoke"), None)
+    value = done.value if done is not None and isinstance(done.value, dict) else {}
+    nodes = value.get("nodes")
+    return [str(n) for n in nodes] if isinstance(nodes, list) else []
+
+
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     samples = sorted((s for s in ctx.samples if s.series == SERIES), key=lambda s: s.time)
     samples = [s for s in samples if "unreadable" not in s.values]
@@ -60,13 +71,14 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     t0, load_end = ctx.bounds(history)
     fault: Op | None = None
     old: str | None = None
-    for op in history:
-        if (op.process != NEMESIS or op.type != "invoke" or op.node is None
-                or op.f in NOT_A_FAULT or op.f.startswith("wait")):
+    nemesis = [op for op in history if op.process == NEMESIS]
+    for i, op in enumerate(nemesis):
+        if op.type != "invoke" or op.f in NOT_A_FAULT or op.f.startswith("wait"):
             continue
         before = [s for s in samples if s.time <= op.time]
-        if before and _writer(before[-1].values) == op.node:
-            fault, old = op, op.node
+        writer = _writer(before[-1].values) if before else None
+        if writer is not None and writer in _nodes(op, nemesis[i + 1:]):
+            fault, old = op, writer
             break
     metrics: dict[str, Any] = {"samples": len(samples), "old_writer": old, "new_writer": None,
                                "fault": fault.f if fault else None, "fault_at": None,

@@ -8,7 +8,7 @@ import threading
 from histories import ctx, fault, history, ns, op
 
 from lab.checkers.router_failover import check
-from lab.history import Op
+from lab.history import NEMESIS, Op
 from runners.ops import Sample
 from runners.router_watch import SERIES, SUBJECT, RouterWatcher, sample_values
 
@@ -60,6 +60,16 @@ def test_phases_from_the_router_and_the_clients() -> None:
     assert abs(m["accepted"] - 1.202) < 1e-6  # the write at 6.2, completed 2 ms later
     assert m["workloads"] == {"w": {"accepted": m["accepted"], "node": "g2"}}
     assert m["detected"] <= m["switched"] <= m["accepted"]
+
+
+def test_set_global_on_the_writer_is_a_fault_its_nodes_from_the_completion() -> None:
+    h = history([Op("invoke", "set_global", NEMESIS, ns(5.0)),
+                 Op("ok", "set_global", NEMESIS, ns(5.01),
+                    value={"nodes": ["g1"], "statement": "SET GLOBAL wsrep_reject_queries"})],
+                writes(probe()))
+    m = check(h, ctx(0, 10, workloads={"w": "probe"}, samples=samples(10, GALERA))).metrics
+    assert (m["fault"], m["old_writer"], m["new_writer"]) == ("set_global", "g1", "g2")
+    assert abs(m["switched"] - 1.1) < 0.051
 
 
 def test_a_fault_on_another_node_is_not_the_writers() -> None:
