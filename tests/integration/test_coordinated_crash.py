@@ -7,6 +7,7 @@ by `lab gc` leaving nothing running."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -107,20 +108,20 @@ def test_kill_9_during_a_recovery_then_gc_leaves_nothing(tmp_path: Path) -> None
     # it, and `lab gc` looks there
     runtime = Path(tempfile.mkdtemp(prefix="rcl-k9-", dir="/tmp"))
     env = dict(os.environ, LAB_HOME=str(tmp_path / "home"), LAB_RUNTIME=str(runtime))
-    lab = subprocess.Popen([*LAB, "run", str(exp)], cwd=ROOT, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           start_new_session=True)
+    with open(tmp_path / "lab.out", "wb") as out:
+        lab = subprocess.Popen([*LAB, "run", str(exp)], cwd=ROOT, env=env, stdout=out,
+                               stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 180
         seen = ""
         while time.monotonic() < deadline and lab.poll() is None:
-            ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
+            ps = subprocess.run(["ps", "-ewwo", "args="], capture_output=True, text=True).stdout
             seen = next((line for line in ps.splitlines() if str(runtime) in line and (
                 "--wsrep-recover" in line or "--wsrep_start_position" in line)), "")
             if seen:
                 break
             time.sleep(0.05)
-        assert seen, "the recovery never started"
+        assert seen, (tmp_path / "lab.out").read_text()[-3000:]
         os.kill(lab.pid, signal.SIGKILL)
         lab.wait(10)
     finally:
@@ -129,7 +130,8 @@ def test_kill_9_during_a_recovery_then_gc_leaves_nothing(tmp_path: Path) -> None
     out = subprocess.run([*LAB, "gc"], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
-    left = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
-    assert [line for line in left.splitlines() if str(runtime) in line and "ps -eo" not in line
+    left = subprocess.run(["ps", "-ewwo", "args="], capture_output=True, text=True).stdout
+    assert [line for line in left.splitlines() if str(runtime) in line and "ps -ewwo" not in line
             and ("mariadbd" in line or "lab.cli" in line)] == []
     assert our_processes() == []
+    shutil.rmtree(runtime, ignore_errors=True)
