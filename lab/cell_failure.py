@@ -15,6 +15,7 @@ from dsl.plan import Plan
 from lab.expectations import ExpectationOutcome
 from lab.outcome import CellOutcome
 from lab.resolution import figure_resolution
+from lab.summary_matrix import transaction_findings
 
 INDENT = "    "
 MARKS = {True: "PASS", False: "FAIL", None: "UNKNOWN"}
@@ -66,6 +67,8 @@ def cell_failure_text(plan: Plan, outcome: CellOutcome, path: str, run_id: str |
         head += f" (run {run_id})"
     lines = [head]
     lines += expectation_lines(plan, outcome, path)
+    lines += transaction_findings(  # the transactions behind a finding
+        {"measurements": {k: r.metrics for k, r in outcome.results.items()}})
     for note in outcome.notes:
         lines.append(f"note: {note}")
     if outcome.error:

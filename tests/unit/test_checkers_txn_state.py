@@ -131,3 +131,23 @@ def test_the_findings_show_the_transactions_of_each_finding() -> None:
     assert "process 1 on None" not in lines[1] and "read [0, 1]" in lines[1]
     assert lines[2].startswith("b: 1 of 1 reads saw a total other than 300")
     assert "(total 295)" in lines[3]
+
+
+def test_a_failing_cell_s_text_names_the_transactions(tmp_path: Any) -> None:
+    """A pytest failure (``cell_failure_text``) shows the lost update with its transactions."""
+    from dsl.api import load_plan
+    from lab.cell_failure import cell_failure_text
+    from lab.outcome import CellOutcome
+
+    path = tmp_path / "lu.exp"
+    path.write_text('experiment "lu" {\n  duration 5s\n  topology single { node db1 }\n'
+                    "  workload c: read_modify_write { target db1  clients 2  keys 1 }\n"
+                    "  expect lost_updates(c) == 0\n}\n")
+    plan = load_plan(str(path))
+    h = history(rmw(1, 0, 1, 0, 0), rmw(2, 0.1, 1.1, 0, 0))
+    out = CellOutcome(plan.cells[0], status="failed",
+                      results={"lost_updates": txn_state.check_lost_updates(h, rmw_ctx({0: 1}))})
+    text = cell_failure_text(plan, out, str(path))
+    assert "c: 1 of 2 acknowledged increments lost" in text
+    assert "two increments read the same value: process 1 on ? at 0.0 s read [0, 1]; " \
+           "process 2" in text
