@@ -208,6 +208,8 @@ def cell_header(c: CellReport) -> str:
     if c.error:
         out.append(f'<p class="error">{html.escape(c.error)}</p>')
     out.extend(f'<p class="note">{html.escape(n)}</p>' for n in c.notes)
+    if c.findings:  # transactional anomalies, lost updates, wrong totals: with the transactions
+        out.append('<pre class="findings">' + html.escape("\n".join(c.findings)) + "</pre>")
     return "\n".join(out)
 
 
@@ -577,6 +579,7 @@ h3 { font-size: 15px; margin: 4px 0; }
 .status.passed { background: #2e7d32; } .status.failed { background: #c62828; }
 .status.error, .status.abandoned, .status.interrupted { background: #ef6c00; }
 .error { color: #b71c1c; font-size: 13px; } .note { color: #8d6e00; font-size: 13px; }
+pre.findings { white-space: pre-wrap; font-size: 12px; background: #fafafa; padding: 6px; }
 .none { color: #777; font-style: italic; font-size: 13px; margin: 8px 0; }
 table.expectations { border-collapse: collapse; width: 100%; font-size: 12px; }
 table.expectations th { text-align: left; color: #555; font-weight: normal;

@@ -41,6 +41,7 @@ from lab.checkers.stale_reads import KeyWrites, Look, _visibility, version
 from lab.claims import claim_lines
 from lab.history import NEMESIS, NS, READ_FS, REREAD_FS, WRITE_FS, Completed, Op, Sample, pair_ops
 from lab.store import Store
+from lab.summary_matrix import transaction_findings
 
 RYW = "read_your_writes"
 MAX_LAG_POINTS = 3000  # per replica; more are thinned keeping the highest lag of each slice
@@ -155,6 +156,7 @@ class CellReport:
     faults: list[FaultPeriod] = field(default_factory=list)
     expectations: list[dict[str, Any]] = field(default_factory=list)
     reports: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # transactional ones, with their txns
 
 
 @dataclass(slots=True)
@@ -250,6 +252,7 @@ def cell_report(
     out.errors = errors_per_second(paired, t0, t1)
     out.failovers = failover_phases(checks.get("failover"), out.load_seconds)
     out.faults = fault_periods(history, t0, t1)
+    out.findings = transaction_findings({"measurements": checks})
     return out
 
 

@@ -108,6 +108,16 @@ def test_the_claims_across_cells_are_on_the_page() -> None:
     assert "Claims across cells" in page and "ratio 1.97" in page and "× throughput" in page
 
 
+def test_the_transactional_findings_are_on_the_page_with_their_transactions() -> None:
+    cell = CellReport(1, "si_off", "passed", None, 1.0, findings=[
+        "c: 1 of 2 acknowledged increments lost (counters grew by 1)",
+        "  two increments read the same value: process 1 on g1 at 0.1 s read [0, 1]; "
+        "process 2 on g2 at 0.2 s read [0, 1]"])
+    page, _ = build_page(RunReport("r1", "e", None, "passed", 0, None, None, None, [cell]))
+    assert '<pre class="findings">' in page
+    assert "process 2 on g2 at 0.2 s read [0, 1]" in page
+
+
 def test_a_cell_without_data_says_so() -> None:
     report = RunReport("r1", "e", None, "error", 3, "boom", None, None,
                        [CellReport(1, "base", "error", "mariadbd did not start", 0.0)])
