@@ -22,6 +22,7 @@ from dsl.actions import ROUTER_WRITER, describe, takes_router_writer
 from dsl.errors import LanguageError, sorted_errors
 from dsl.metrics import METRICS, SPLIT_BRAIN_UNDEFINED, resolve_stat
 from dsl.models import (
+    TXN_WORKLOADS,
     NO_SPAN,
     Action,
     ClockSkew,
@@ -550,6 +551,10 @@ class _Validator:
             self.error(w.script_span, f"only sysbench takes a script; '{w.name}' is a {w.kind}")
         if self.kind == "mongodb_replset" and w.kind == "sysbench":
             self.error(w.span, "sysbench needs a MySQL-family server, not MongoDB")
+        if self.kind == "mongodb_replset" and w.kind in TXN_WORKLOADS:
+            self.error(w.span, f"{w.kind} runs SQL transactions on a MySQL-family server; the "
+                       "lab has no MongoDB transaction workload",
+                       "on MongoDB use probe, unique_writes or read_your_writes")
 
     def check_sysbench(self, w: Workload) -> None:
         if w.script is None:
