@@ -22,8 +22,8 @@ from dsl.actions import ROUTER_WRITER, describe, takes_router_writer
 from dsl.errors import LanguageError, sorted_errors
 from dsl.metrics import METRICS, SPLIT_BRAIN_UNDEFINED, resolve_stat
 from dsl.models import (
-    TXN_WORKLOADS,
     NO_SPAN,
+    TXN_WORKLOADS,
     Action,
     ClockSkew,
     ConvertStandalone,
