@@ -87,12 +87,23 @@ def sandbox_line(custom: str | None = None) -> str:
     return head + f"{custom}: " + (", ".join(found) or "no MySQL or Percona Server there") + tail
 
 
+# What this project's own integration tests run against (a fact about the project, like the
+# MySQL tarballs' "not exercised here"): ProxySQL is, mongod is not.
+EXERCISED_LINE = (
+    "router proxysql: exercised by this project's integration tests (ProxySQL 2.7.2 on "
+    "MariaDB 10.11: replication, Galera, two primaries, its monitor-driven failover "
+    "calibrated; Percona Server behind it: not exercised here); topology mongodb_replset "
+    "(mongod): supported, not exercised here (no mongod is obtainable on this project's "
+    "machine)")
+
+
 def render(found: list[Found], console: Console, root: bool | None = None) -> None:
     """The components, then the root line (``root``: whether the lab runs as root; None:
     look)."""
     root = is_root() if root is None else root
     if not console.is_terminal:
-        for line in [*plain_lines(found), *kernel_lines(), sandbox_line(), root_line(root)]:
+        for line in [*plain_lines(found), *kernel_lines(), sandbox_line(), EXERCISED_LINE,
+                     root_line(root)]:
             console.print(Text(line), soft_wrap=True)
         return
     table = Table(title="replica-chaos-lab components", show_lines=False)
@@ -102,7 +113,7 @@ def render(found: list[Found], console: Console, root: bool | None = None) -> No
         style = {"ok": "green", "missing": "red"}.get(f.status, "yellow")
         table.add_row(f.name, f"[{style}]{f.status}[/]", f.version or "-", f.path or "-", note(f))
     console.print(table)
-    for line in [*kernel_lines(), sandbox_line()]:
+    for line in [*kernel_lines(), sandbox_line(), EXERCISED_LINE]:
         console.print(Text(line), soft_wrap=True)
     if root:
         console.print(Text(ROOT_YES))

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from lab.cli import build_parser
-from lab.doctor import exit_status, kernel_lines, render, sandbox_line
+from lab.doctor import EXERCISED_LINE, exit_status, kernel_lines, render, sandbox_line
 from runners import components
 from runners.components import SPEC_BY_NAME, Found, MissingComponent
 
@@ -41,7 +41,9 @@ def test_doctor_fails_only_for_components_the_defaults_need() -> None:
 # A fact about the machine this project is built and tested on, not about the user's: no
 # package of ProxySQL or mongod can be installed there, so their code never ran against the real
 # binaries. The README says so; the product (lab doctor, error messages) does not.
-NOT_EXERCISED_ON_THE_BUILD_MACHINE = ("proxysql", "mongod")
+NOT_EXERCISED_ON_THE_BUILD_MACHINE = ("mongod",)
+# ProxySQL is: the suite runs it (a build of it beside the project, found through LAB_BIN_PATH).
+EXERCISED_ON_THE_BUILD_MACHINE = ("proxysql",)
 MACHINE_FACTS = ("here", "this machine", "registry", "exercised")
 
 
@@ -51,6 +53,9 @@ def test_the_readme_says_what_the_build_machine_never_ran() -> None:
         row = next(line for line in readme.splitlines() if f"`{name}" in line or
                    f"({name}" in line.lower() or f"`router {name}`" in line)
         assert "not exercised here" in row, name
+    for name in EXERCISED_ON_THE_BUILD_MACHINE:
+        row = next(line for line in readme.splitlines() if f"`router {name}`" in line)
+        assert "exercised by the integration tests" in row, name
 
 
 def test_doctor_reports_the_users_machine_not_the_build_machine() -> None:
@@ -86,9 +91,13 @@ def test_doctor_without_a_terminal_prints_one_plain_line_per_component() -> None
     lines = out.getvalue().splitlines()
     # then the kernel's lines (cgroups, /dev/fuse), the MySQL tarballs' line, then root
     kernel = len(kernel_lines())
-    assert [line.split()[0] for line in lines[:-2 - kernel]] == list(SPEC_BY_NAME)
-    assert lines[-2 - kernel:-2] == kernel_lines()
-    assert lines[-2] == sandbox_line() and "not exercised here" in lines[-2]
+    assert [line.split()[0] for line in lines[:-3 - kernel]] == list(SPEC_BY_NAME)
+    assert lines[-3 - kernel:-3] == kernel_lines()
+    assert lines[-3] == sandbox_line() and "not exercised here" in lines[-3]
+    assert lines[-2] == EXERCISED_LINE
+    proxysql, mongod = lines[-2].split("; topology mongodb_replset")
+    assert "exercised by this project's integration tests" in proxysql
+    assert "not exercised here" in mongod
     assert lines[-1].startswith("root: yes")
     assert not any(ch in out.getvalue() for ch in "┃│┏━")
     mongod = next(line for line in lines if line.startswith("mongod"))
