@@ -73,6 +73,8 @@ def _nodes(refs: Iterable[object]) -> str:
 
 
 ROUTER_WRITER = "router.writer"  # as an action's target: the router's writer when it fires
+ROUTER_PROCESS = "router"  # as a process action's target: the router's own process (proxysql)
+ROUTER_VERBS = frozenset({"kill", "pause", "resume", "stop", "start", "restart"})
 
 
 UNSYNCED_WORDS = "losing unsynced writes"

@@ -18,7 +18,7 @@ from lark import Token, Transformer, Tree, v_args
 from lark.tree import Meta
 
 from dsl import router_settings
-from dsl.actions import describe, undo
+from dsl.actions import ROUTER_PROCESS, describe, undo
 from dsl.errors import LanguageError
 from dsl.models import (
     NO_SPAN,
@@ -971,10 +971,15 @@ class Builder(Transformer[Token, Any]):
             "metric": str(metric), "node": self._node(node), "op": str(op), "value": value,
             "text": f"{metric}({node}) {op} {tok}", "span": meta_span(meta)})
 
-    def fault_target(self, meta: Meta, children: list[Token]) -> NodeRef:
+    def fault_target(self, meta: Meta, children: list[Token | NodeRef]) -> NodeRef:
         tok = children[0]
+        if isinstance(tok, NodeRef):  # the router itself
+            return tok
         name = str(tok) if tok.type == "NAME" else f"router.{tok}"
         return NodeRef(name=name, span=meta_span(meta))
+
+    def router_itself(self, meta: Meta, children: list[Token]) -> NodeRef:
+        return NodeRef(name=ROUTER_PROCESS, span=meta_span(meta))
 
     def _ref(self, tok: Token | NodeRef | None) -> NodeRef | None:
         if tok is None or isinstance(tok, NodeRef):

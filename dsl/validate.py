@@ -18,7 +18,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dsl.actions import ROUTER_WRITER, describe, takes_router_writer
+from dsl.actions import (
+    ROUTER_PROCESS,
+    ROUTER_VERBS,
+    ROUTER_WRITER,
+    describe,
+    takes_router_writer,
+)
 from dsl.errors import LanguageError, sorted_errors
 from dsl.metrics import METRICS, SPLIT_BRAIN_UNDEFINED, resolve_stat
 from dsl.models import (
@@ -833,10 +839,31 @@ class _Validator:
         return None
 
     def check_node_action(self, a: NodeAction) -> None:
+        if a.node.name == ROUTER_PROCESS:
+            self.check_router_process(a)
+            return
         self.target(a)
         self.check_settings(a.options, a.span, "option")
         if a.lose_unsynced:
             self.check_unsynced(a.span, [a.node.name])
+
+    def check_router_process(self, a: NodeAction) -> None:
+        """``kill router`` ...: the router's own process, ProxySQL's, natively."""
+        r = self.exp.router
+        if r is None:
+            self.error(a.node.span, "'router' names the router's process, and there is no router",
+                       "add: router proxysql { writer db1 }")
+        elif r.kind != "proxysql":
+            self.error(a.node.span, f"the {r.kind} router's own process cannot be faulted yet",
+                       "router proxysql: kill, pause, resume, stop, start, restart router")
+        elif self.exp.backend != "native":
+            self.error(a.node.span, "a fault of the router's process runs natively only for now",
+                       "backend native")
+        if a.verb not in ROUTER_VERBS:
+            self.error(a.span, f"'{a.verb.replace('_', ' ')} router' is not a router fault",
+                       "kill, pause, resume, stop, start or restart router")
+        if a.options or a.lose_unsynced:
+            self.error(a.span, "the router's process takes no options")
 
     def check_node_group(self, a: NodeGroupAction) -> None:
         """``kill g1, g2 within 2s``, ``start g1, g2``: known nodes (named once: the builder),

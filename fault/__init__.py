@@ -50,6 +50,7 @@ HEALERS: list[tuple[str, Healer]] = [
     ("clock: set skewed clocks back", clock.heal),
     ("io: stalled and failing I/O back to normal", iofs.heal),
     ("process: start nodes that are down", process.heal_down),
+    ("process: the router's own process back", process.heal_router),
     ("replication: start stopped replication", replication.heal),
 ]
 

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsl.actions import spread
+from dsl.actions import ROUTER_PROCESS, spread
 from dsl.models import NodeAction, NodeGroupAction, NodeRef
 from fault import replication
 from fault.cache import evict_files
@@ -34,8 +34,74 @@ class ProcessState:
     left_paused: set[str] = field(default_factory=set)  # ``pause NODE for good``
 
 
+@dataclass
+class RouterState:
+    """The router's own process, as ``kill router`` ... left it."""
+
+    paused: bool = False
+    down: bool = False
+
+
+def _router(ctx: Context) -> Any:
+    router = ctx.topo.router
+    for method in ("kill_process", "pause_process", "resume_process", "start_process"):
+        if not hasattr(router, method):
+            raise ActionFailed("this router's own process cannot be faulted (router proxysql "
+                               "can, natively)")
+    return router
+
+
+def router_action(ctx: Context, a: NodeAction) -> Detail:
+    """``kill router``, ``pause router`` ...: ProxySQL's own process (``dsl.actions.
+    ROUTER_VERBS``). A start reads the configuration it saved in its datadir."""
+    router, st = _router(ctx), ctx.state(RouterState)
+    verb = a.verb
+    if verb == "kill":
+        router.kill_process()
+        st.down, st.paused = True, False
+    elif verb == "pause":
+        router.pause_process()
+        st.paused = True
+    elif verb == "resume":
+        router.resume_process()
+        st.paused = False
+    elif verb == "stop":
+        router.stop_process()
+        st.down, st.paused = True, False
+    elif verb in ("start", "restart"):
+        if verb == "restart":
+            router.stop_process()
+        ready = router.start_process()
+        st.down, st.paused = False, False
+        ctx.left_down.discard(ROUTER_PROCESS)
+        return {"ready_seconds": round(ready, 3)}
+    else:
+        raise ActionFailed(f"{verb} router: not a router fault")
+    return {"pid": router.proc.pid if router.proc is not None else None}
+
+
+def heal_router(ctx: Context) -> list[str]:
+    """The router's process resumed, or started again (unless down ``for good``)."""
+    st = ctx.state(RouterState)
+    done: list[str] = []
+    try:
+        if st.paused and ROUTER_PROCESS not in ctx.state(ProcessState).left_paused:
+            _router(ctx).resume_process()
+            st.paused = False
+            done.append("resume router")
+        if st.down and ROUTER_PROCESS not in ctx.left_down:
+            _router(ctx).start_process()
+            st.down = False
+            done.append("start router")
+    except Exception as e:  # noqa: BLE001
+        log.warning("could not bring the router back while healing: %s", e)
+    return done
+
+
 def node_action(ctx: Context, a: NodeAction) -> Detail:
     """The topology's process primitives (``Topology.kill`` ...), remembered for healing."""
+    if a.node.name == ROUTER_PROCESS:
+        return router_action(ctx, a)
     topo, name = ctx.topo, a.node.name
     verb = a.verb
     opts = dict(a.options)

@@ -97,7 +97,7 @@ class CellFacts:
             for ref in a.nodes:
                 self.before_action(NodeAction(verb=a.verb, node=ref))
             return
-        if not isinstance(a, NodeAction):
+        if not isinstance(a, NodeAction) or a.node.name not in topo.nodes:  # `kill router`
             return
         name = a.node.name
         if name == topo.primary and a.verb in GOES_DOWN:
@@ -118,7 +118,8 @@ class CellFacts:
             for ref in a.nodes:
                 self.after_action(NodeAction(verb=a.verb, node=ref))
             return
-        if isinstance(a, NodeAction) and a.verb in COMES_UP and a.node.name != topo.primary:
+        if (isinstance(a, NodeAction) and a.verb in COMES_UP and a.node.name != topo.primary
+                and a.node.name in topo.nodes):
             entry = self.facts["relay_log_bytes"].setdefault(a.node.name, {})
             entry["after"] = relay_log_bytes(topo.nodes[a.node.name].datadir)
 

@@ -210,6 +210,16 @@ def _failover(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
                  fmt_duration(acc) if _num(acc) else "never")  # fmt: skip
 
 
+def _router_failover(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    """The router moving the writes on its own: its phases, when a fault hit its writer."""
+    if m.get("old_writer") is None:
+        return
+    for phase in ("detected", "switched", "accepted"):
+        v = m.get(phase)
+        rows.put(f"router_failover.{phase} ({m.get('fault')} of {m.get('old_writer')})", ci,
+                 fmt_duration(v) if _num(v) else "not before the end")
+
+
 def visibility_value(vis: dict[str, Any], stat: str, v: float) -> str:
     """A visibility statistic as known: ``506 ms``; with writes never seen that could change
     it, between its two ends (``2.01 s to 2.30 s``: the unseen at the time to the last read
@@ -484,6 +494,7 @@ def _facts(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
 RENDERERS: dict[str, Renderer] = {
     "downtime": _downtime,
     "failover": _failover,
+    "router_failover": _router_failover,
     "stale_reads": _stale_reads,
     "duplicate_keys": _duplicate_keys,
     "lost_writes": _lost_writes,

@@ -29,8 +29,10 @@ from values checked here; nothing reaches a shell. The monitor user must exist o
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import secrets
+import signal
 import string
 import subprocess
 import time
@@ -460,19 +462,69 @@ class ProxySQL:
             wait_until(self._galera_placed, ready_timeout, "placing the Galera nodes (one "
                        "writer)", COMPONENT, self.log, alive=self._alive)
 
-    def _launch(self) -> None:
+    def _launch(self, initial: bool = True) -> None:
         """``proxysql`` in the foreground, a child of the lab, recorded among the run's
-        processes."""
+        processes. ``initial``: from the cnf file (a first start); otherwise from the
+        configuration it saved in its datadir (a start after ``kill router``)."""
         binary = require("proxysql")
         out = open(self.log, "ab")
         try:
             self.proc = subprocess.Popen(
-                [binary, "-f", "-c", str(self.cfg), "-D", str(self.dir), "--initial"],
+                [binary, "-f", "-c", str(self.cfg), "-D", str(self.dir),
+                 *(["--initial"] if initial else [])],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True)
         finally:
             out.close()
         self.run.record(self.proc.pid, "proxysql")
+
+    # --- faults of the router's own process (``kill router`` ...) ------------------------------
+    def kill_process(self) -> None:
+        """SIGKILL: clients' connections through it break at once."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise self._fail("cannot kill: not running")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGCONT)  # a paused one dies as well
+        self.proc.kill()
+        self.proc.wait(10)
+        self.run.forget(self.proc.pid)
+
+    def pause_process(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            raise self._fail("cannot pause: not running")
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume_process(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+
+    def stop_process(self, timeout: float = 20.0) -> None:
+        """SIGTERM, as its service would: it closes its listeners and exits."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGCONT)
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.run.forget(self.proc.pid)
+
+    def start_process(self, ready_timeout: float = 15.0) -> float:
+        """Start it again from what it saved in its datadir; wait until it answers on its
+        admin port and routes writes. Returns the seconds it took."""
+        t0 = time.monotonic()
+        if self.proc is not None and self.proc.poll() is None:
+            return 0.0
+        self._launch(initial=False)
+        wait_until(self._admin_answers, ready_timeout, "answering on its admin port",
+                   COMPONENT, self.log, alive=self._alive)
+        if self.writers:
+            wait_until(lambda: bool(self.up_servers("writer")), ready_timeout,
+                       "routing to a writer", COMPONENT, self.log, alive=self._alive)
+        return time.monotonic() - t0
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -69,7 +69,8 @@ class ContainerProxySQL(ContainerPart, ProxySQL):
             out.append(Server(b.name, port, host))
         return tuple(out)
 
-    def _launch(self) -> None:
+    def _launch(self, initial: bool = True) -> None:
+        del initial  # a container starts from its cnf (`kill router` is native only for now)
         engines.testcontainers_env()
         from testcontainers.core.container import DockerContainer
 

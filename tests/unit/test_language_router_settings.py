@@ -57,3 +57,39 @@ def test_refused(settings: str, vary: str, kind: str, message: str) -> None:
 
 def test_a_sweep_used_only_by_the_router_is_used() -> None:
     plan("set mysql-monitor_ping_interval = $iv", "vary iv in 500, 1000")  # no "not used"
+
+
+# --- faults of the router's own process ----------------------------------------------------------
+
+RF = """
+experiment "router-faults" {
+  %s
+  topology replication { primary db1  replicas db2 }
+  router %s { writer db1  reader db2 }
+  workload w: probe { target router.writer }
+  %s
+}
+"""
+
+
+def test_kill_pause_restart_router_are_actions_on_its_process() -> None:
+    from dsl.models import NodeAction
+
+    p = plan_text(RF % ("", "proxysql", "at 2s kill router\n  at 3s start router\n"
+                        "  at 5s pause router for 1s\n  at 8s restart router"))
+    acts = [a for a in p.actions() if isinstance(a, NodeAction)]  # type: ignore[attr-defined]
+    assert [(a.verb, a.node.name) for a in acts] == [
+        ("kill", "router"), ("start", "router"), ("pause", "router"), ("restart", "router")]
+    assert any(ta.lasts == 1.0 and ta.action.verb == "pause"  # type: ignore[attr-defined]
+               for ta in p.timeline)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("backend", "kind", "action", "message"), [
+    ("", "haproxy", "at 2s kill router", "cannot be faulted yet"),
+    ("backend containers", "proxysql", "at 2s kill router", "natively only"),
+    ("", "proxysql", "at 2s cold restart router", "not a router fault"),
+    ("", "proxysql", "at 2s restart router with innodb_buffer_pool_size = 64M", "no options"),
+])
+def test_router_faults_refused(backend: str, kind: str, action: str, message: str) -> None:
+    with pytest.raises(LanguageErrors, match=message):
+        plan_text(RF % (backend, kind, action))
