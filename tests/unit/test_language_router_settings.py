@@ -8,6 +8,8 @@ import pytest
 from dsl import router_settings
 from dsl.api import plan_text
 from dsl.errors import LanguageErrors
+from dsl.models import NodeAction
+from dsl.plan import Plan
 
 FILE = """
 experiment "monitor-sweep" {
@@ -22,7 +24,7 @@ experiment "monitor-sweep" {
 """
 
 
-def plan(settings: str, vary: str = "", kind: str = "proxysql") -> object:
+def plan(settings: str, vary: str = "", kind: str = "proxysql") -> Plan:
     return plan_text(FILE % (kind, settings, vary))
 
 
@@ -30,11 +32,11 @@ def test_settings_reach_the_plan_and_a_sweep_is_one_cell_per_value() -> None:
     p = plan("set mysql-monitor_galera_healthcheck_interval = $iv\n"
              "    set mysql-monitor_galera_healthcheck_timeout = 300",
              "vary iv in 500, 2000")
-    assert p.router is not None  # type: ignore[attr-defined]
-    settings = p.router.settings  # type: ignore[attr-defined]
+    assert p.router is not None
+    settings = p.router.settings
     assert settings == {"mysql-monitor_galera_healthcheck_interval": "$iv",
                         "mysql-monitor_galera_healthcheck_timeout": "300"}
-    cells = p.cells  # type: ignore[attr-defined]
+    cells = p.cells
     assert [router_settings.resolve(settings, c.sweep)[
         "mysql-monitor_galera_healthcheck_interval"] for c in cells] == ["500", "2000"]
 
@@ -73,15 +75,13 @@ experiment "router-faults" {
 
 
 def test_kill_pause_restart_router_are_actions_on_its_process() -> None:
-    from dsl.models import NodeAction
-
     p = plan_text(RF % ("", "proxysql", "at 2s kill router\n  at 3s start router\n"
                         "  at 5s pause router for 1s\n  at 8s restart router"))
-    acts = [a for a in p.actions() if isinstance(a, NodeAction)]  # type: ignore[attr-defined]
+    acts = [a for a in p.actions() if isinstance(a, NodeAction)]
     assert [(a.verb, a.node.name) for a in acts] == [
         ("kill", "router"), ("start", "router"), ("pause", "router"), ("restart", "router")]
-    assert any(ta.lasts == 1.0 and ta.action.verb == "pause"  # type: ignore[attr-defined]
-               for ta in p.timeline)  # type: ignore[attr-defined]
+    assert any(ta.lasts == 1.0 and isinstance(ta.action, NodeAction)
+               and ta.action.verb == "pause" for ta in p.timeline)
 
 
 @pytest.mark.parametrize(("backend", "kind", "action", "message"), [

@@ -30,7 +30,7 @@ def samples(until: float, states_at: list[tuple[float, dict[str, str]]],
 def writes(times: list[tuple[float, str, str | None]]) -> list[Op]:
     out: list[Op] = []
     for i, (t, ty, node) in enumerate(times):
-        out += op(1, "write", t, t + 0.002, ty, workload="w",  # type: ignore[arg-type]
+        out += op(1, "write", t, t + 0.002, ty, workload="w",
                   endpoint="router.writer", node=node, key=i, value=1,
                   **({"error": 1047} if ty != "ok" else {}))
     return out
