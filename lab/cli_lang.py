@@ -289,9 +289,12 @@ def backend_text(plan: Plan) -> str:
         images.setdefault(ref or "rcl-node (the lab's node image)", []).append(n.name)
     parts = [f"{', '.join(names)}: {ref}" for ref, names in images.items()]
     if plan.router is not None and plan.router.kind == "proxysql":
+        from runners.components import which
         from runners.containers.proxysql import DEFAULT_IMAGE
 
-        parts.append(f"router: {plan.router.image or DEFAULT_IMAGE}")
+        local = plan.router.image is None and which("proxysql") is not None
+        parts.append("router: this machine's proxysql in the node image" if local
+                     else f"router: {plan.router.image or DEFAULT_IMAGE}")
     return f"{text}; images: " + "; ".join(parts)
 
 

@@ -10,17 +10,26 @@ nodes by name on their own port (``db1:3306``; through their client links,
 container on the run's port numbers, and those ports (admin, writer, reader) are published on
 the engine's address, where the lab reaches the admin interface.
 
-Not exercised on the machine this project is built on: no ProxySQL image can be pulled there.
+When the router names no image and a ``proxysql`` binary is found on this machine (PATH or
+``LAB_BIN_PATH``, as natively), the image is made here instead of pulled: the lab's node image
+(Debian 12, which has the libraries ProxySQL's release binary needs) with that binary added
+(``local_image``: ``rcl-proxysql:<binary digest>-<node image tag>``, cached by the engine). A
+file that names an image (``image "proxysql/proxysql:2.7.1"``) gets that one, pulled by the
+engine; that path is not exercised here: no registry is reachable from this project's machine.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import io
+import tarfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from runners.containers import engine as engines
+from runners.containers import image as images
 from runners.containers.part import ContainerPart
 from runners.errors import ComponentError
 from runners.haproxy import Backend
@@ -33,6 +42,47 @@ CONFIG_PATH = "/etc/lab/proxysql.cnf"
 DATADIR = "/var/lib/proxysql"
 NAME = "router"  # its alias on the run's network
 SERVER_PORT = 3306
+BINARY_IN_IMAGE = "/usr/local/bin/proxysql"
+
+
+def local_image_tag(binary: Path, base: str) -> str:
+    digest = hashlib.sha256(binary.read_bytes()).hexdigest()[:12]
+    return f"rcl-proxysql:{digest}-{base.rsplit(':', 1)[-1]}"
+
+
+def build_context(binary: Path, base: str) -> bytes:
+    """A build context (tar): ``FROM`` the node image, the binary and an empty datadir added
+    (``COPY`` only: nothing runs at build time)."""
+    dockerfile = (f"FROM {base}\nCOPY proxysql {BINARY_IN_IMAGE}\n"
+                  f"COPY datadir {DATADIR}\n").encode()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(dockerfile)
+        tar.addfile(info, io.BytesIO(dockerfile))
+        tar.add(str(binary), arcname="proxysql")
+        d = tarfile.TarInfo("datadir")
+        d.type = tarfile.DIRTYPE
+        d.mode = 0o755
+        tar.addfile(d)
+    return buf.getvalue()
+
+
+def local_image(client: Any, binary: Path, base: str) -> str:
+    """The node image ``base`` with this machine's ``proxysql`` binary: the engine's copy,
+    else built now (seconds: two layers copied). Returns its tag."""
+    tag = local_image_tag(binary, base)
+    found = images.find_image(client, tag)
+    if found is not None:
+        return str(found.tags[0]) if found.tags else tag
+    try:
+        client.images.build(fileobj=io.BytesIO(build_context(binary, base)),
+                            custom_context=True, tag=tag, rm=True)
+    except Exception as e:  # noqa: BLE001 - any failure of the engine's build
+        raise ComponentError("proxysql (container)", f"could not build {tag} from {base} and "
+                             f"{binary}: {e}") from None
+    found = images.find_image(client, tag)
+    return str(found.tags[0]) if found is not None and found.tags else tag
 
 
 class ContainerProxySQL(ContainerPart, ProxySQL):

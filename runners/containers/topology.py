@@ -51,7 +51,7 @@ from dsl.backends import CONTAINER_TOPOLOGIES, needs_local_engine, uses_links
 from dsl.models import Promote
 from dsl.owned import NODE_DIR_PATHS, RUNTIME
 from dsl.plan import Cell, Plan, PlannedNode
-from runners import disk, netcut, replication
+from runners import components, disk, netcut, replication
 from runners.containers import engine as engines
 from runners.containers import image as images
 from runners.errors import ComponentError
@@ -436,13 +436,17 @@ class ContainerTopology(NodePrimitives):
         router.start()
 
     def _start_proxysql(self, writers: list[str], via: dict[str, tuple[str, int]]) -> None:
-        from runners.containers.proxysql import DEFAULT_IMAGE, ContainerProxySQL
+        from runners.containers.proxysql import DEFAULT_IMAGE, ContainerProxySQL, local_image
         from runners.haproxy import Backend
         from runners.proxysql import mode_for, monitor_user_setup
 
         r = self.plan.router
         assert r is not None and self.engine is not None
-        image = self.user_images[r.image or DEFAULT_IMAGE]
+        binary = components.which("proxysql") if r.image is None else None
+        if binary is not None:  # this machine's ProxySQL, in the node image
+            image = local_image(self.engine.client, Path(binary), self.image)
+        else:
+            image = self.user_images[r.image or DEFAULT_IMAGE]
         for node in self.nodes.values():
             execute_all(node.addr, self.admin,
                         monitor_user_setup(self.monitor, "mariadb", ("%",)))
@@ -505,7 +509,11 @@ class ContainerTopology(NodePrimitives):
         from runners.containers.proxysql import DEFAULT_IMAGE
 
         r = self.plan.router
-        return [r.image or DEFAULT_IMAGE] if r is not None and r.kind == "proxysql" else []
+        if r is None or r.kind != "proxysql":
+            return []
+        if r.image is None and components.which("proxysql") is not None:
+            return []  # made here from this machine's binary (``_start_proxysql``)
+        return [r.image or DEFAULT_IMAGE]
 
     def _writable(self, name: str) -> bool:
         """A writer candidate that takes writes now (ProxySQL's first placement)."""

@@ -67,9 +67,11 @@ def _images(plan: Any) -> list[str]:
         return []
     refs = [n.image for c in plan.cells for n in c.nodes if n.image]
     if plan.router is not None and plan.router.kind == "proxysql":
+        from runners.components import which
         from runners.containers.proxysql import DEFAULT_IMAGE
 
-        refs.append(plan.router.image or DEFAULT_IMAGE)
+        if plan.router.image is not None or which("proxysql") is None:  # else: made here
+            refs.append(plan.router.image or DEFAULT_IMAGE)
     return list(dict.fromkeys(refs))
 
 
