@@ -73,24 +73,45 @@ def set_global(ctx: Context, a: SetGlobal) -> Detail:
 SERVER_GONE = (2006, 2013)  # the server went away / lost the connection during the query
 
 
+MAX_ROWS = 20  # rows of an ``execute``'s result kept in its detail
+
+
 def run_sql(ctx: Context, a: RunSql) -> Detail:
-    """Run the statement as the admin. The server going away during it (killed, OOM-killed:
-    error 2013 or 2006) is what some experiments are about: recorded as ``connection_lost``,
-    not a failure of the run; any other error fails the action."""
+    """Run the statement as the admin and record what it did: the node that answered, the
+    rows it changed (``affected_rows``), the first ``MAX_ROWS`` rows of its result (``rows``,
+    ``row_count``) and the server's warnings. The server going away during it (killed,
+    OOM-killed: error 2013 or 2006) is what some experiments are about: recorded as
+    ``connection_lost``, not a failure of the run; any other error fails the action."""
     conn = connect(ctx.topo.address(a.node.name), ctx.topo.admin, timeout=3600)
+    detail: dict[str, object] = {"statement": a.statement[:200]}
     try:
         cur = conn.cursor()
+        with contextlib.suppress(MySQLdb.Error):
+            cur.execute("SELECT @@server_id")
+            got = cur.fetchone()
+            detail["node"] = ctx.topo.node_by_server_id(int(got[0])) if got else None
         try:
             cur.execute(a.statement)
         except MySQLdb.OperationalError as e:
             if e.args and e.args[0] in SERVER_GONE:
-                return {"statement": a.statement[:200], "connection_lost": str(e)}
+                return {**detail, "connection_lost": str(e)}
             raise
+        detail["affected_rows"] = int(cur.rowcount) if cur.description is None else None
+        if cur.description is not None:
+            rows = cur.fetchall()
+            detail["row_count"] = len(rows)
+            detail["rows"] = [[None if v is None else str(v) for v in r]
+                              for r in rows[:MAX_ROWS]]
+        with contextlib.suppress(MySQLdb.Error):
+            cur.execute("SHOW WARNINGS")
+            warnings = [f"{w[0]} {w[1]}: {w[2]}" for w in cur.fetchall()]
+            if warnings:
+                detail["warnings"] = warnings[:MAX_ROWS]
         cur.close()
     finally:
         with contextlib.suppress(Exception):
             conn.close()
-    return {"statement": a.statement[:200]}
+    return detail
 
 
 HANDLERS: dict[type, Handler] = {SetGlobal: set_global, RunSql: run_sql}

@@ -420,6 +420,10 @@ def fault_text(f: dict[str, Any]) -> str:
         text += " " + stmt.removeprefix("SET GLOBAL ")
         if isinstance(detail.get("nodes"), list):
             text += " on " + ", ".join(str(n) for n in detail["nodes"])
+    if _num(detail.get("affected_rows")):  # what an execute did
+        text += f" ({format_count(detail['affected_rows'])} rows changed)"
+    elif _num(detail.get("row_count")):
+        text += f" ({format_count(detail['row_count'])} rows returned)"
     if isinstance(detail.get("note"), str):  # a Galera recovery's phases: seqno, IST/SST ...
         text += f" ({detail['note']})"
     at, end = f.get("at"), f.get("end")

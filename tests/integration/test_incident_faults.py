@@ -74,6 +74,9 @@ def test_a_cpu_limit_makes_a_cpu_bound_query_at_least_3x_slower(tmp_path: Path) 
     done = [o for o in ops if o.is_fault() and o.f == "sql" and o.type == "ok"]
     started = [o for o in ops if o.is_fault() and o.f == "sql" and o.type == "invoke"]
     assert len(done) == 2 and len(started) == 2
+    # execute records what it did: the node that answered and the result's rows
+    assert [(d.value["node"], d.value["row_count"], d.value["rows"]) for d in done] == [
+        ("db1", 1, [["0"]])] * 2
     free, limited = ((d.time - s.time) / 1e9 for s, d in zip(started, done, strict=True))
     assert limited >= 3 * free, (free, limited)
     limit = next(o for o in ops if o.f == "cpu_limit" and o.type == "ok")
@@ -139,6 +142,9 @@ def test_an_fsync_delay_slows_a_commit_and_heal_and_teardown_leave_nothing(
     started = [o for o in ops if o.is_fault() and o.f == "sql" and o.type == "invoke"]
     done = [o for o in ops if o.is_fault() and o.f == "sql" and o.type == "ok"]
     assert len(started) == len(done) == 3, [(o.type, o.f, o.error_msg) for o in ops]
+    # execute records what it did: the node that answered, the rows each statement changed
+    assert [(d.value["node"], d.value["affected_rows"]) for d in done] == [
+        ("db1", 0), ("db1", 1), ("db1", 1)]
     _, delayed, healed = ((d.time - s.time) / 1e9 for s, d in zip(started, done, strict=True))
     assert delayed >= 0.3, delayed  # the commit waited for at least one delayed fsync
     assert healed < 0.1, healed  # normal I/O again after the heal

@@ -234,6 +234,13 @@ def test_fault_texts() -> None:
                        "detail": {"nodes": ["db1", "db2"], "statement":
                                   "SET GLOBAL innodb_flush_log_at_trx_commit = 0"}}) \
         == "set_global innodb_flush_log_at_trx_commit = 0 on db1, db2"
+    # what an execute did
+    assert fault_text({"name": "sql", "node": "db1", "at": 2.0, "end": 2.01, "ok": True,
+                       "detail": {"statement": "DELETE FROM t", "node": "db1",
+                                  "affected_rows": 1204}}) == "sql db1 (1,204 rows changed)"
+    assert fault_text({"name": "sql", "node": "db1", "at": 2.0, "end": 2.01, "ok": True,
+                       "detail": {"statement": "SELECT 1", "row_count": 1, "rows": [["1"]],
+                                  "affected_rows": None}}) == "sql db1 (1 rows returned)"
 
 
 # --- the fault timeline in the summary --------------------------------------------------------
