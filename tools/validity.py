@@ -135,7 +135,9 @@ def _rows(s: Mapping[str, Any]) -> list[tuple[tuple[str, str], str, bool | None]
             out.append(((lab_, "the run"), f"{_cell(c['error'])} **error**", False))
         for e in c.get("expectations", []):
             verdict = {True: "holds", False: "**FAILS**", None: "**unknown**"}[e["passed"]]
-            measured = _cell(e.get("explanation", "").split(";")[0])
+            # the figure with its note, up to "; expected …" (a note has ";" inside its
+            # parenthesis: cutting at the first one left "(0 windows" unclosed)
+            measured = _cell(str(e.get("explanation", "")).split("; expected ")[0])
             out.append(((lab_, f"`{_cell(e['text'])}`"), f"{measured}: {verdict}",
                         e["passed"] is True))
         for r in c.get("reports", []):

@@ -25,7 +25,8 @@ Edges: when the first operations of an endpoint fail, the window starts at the f
 (or at the last failure's completion, if later) and flagged ``open_at_end``: the outage lasted
 at least that long. A workload's windows are the union of its endpoints' windows (time during
 which at least one endpoint was failing). Over all workloads, ``total`` is the union too (time
-during which any workload was down), never a sum. Times are seconds since the start of the load.
+during which any workload was down), never a sum, and ``count`` is the number of windows of
+that union (two workloads down at once are one window, as their total is one span). Times are seconds since the start of the load.
 """
 
 from __future__ import annotations
@@ -243,7 +244,7 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         "longest": longest["longest"] if longest else 0.0,
         "longest_open_at_end": bool(longest and longest["longest_open_at_end"]),
         "total": sum(w.end - w.start for w in union) / NS,  # the union: any workload down
-        "count": sum(s["count"] for s in overall),
+        "count": len(union),  # windows of the union, as total: two overlapping are one
         "open_at_end": any(s["open_at_end"] for s in overall),
         "subjects": subjects,
     }

@@ -94,11 +94,22 @@ def test_one_backend_alone_still_names_what_it_refused() -> None:
     ok = {"file": "experiments/calibration/split-brain.exp", "cells": [{
         "label": "#1", "error": None, "expectations": [
             {"text": "expect split_brain.count == 1", "passed": True,
-             "explanation": "split_brain.count = 1 (1 window; holds"}], "reports": []}]}
+             "explanation": "split_brain.count = 1 (1 window; read_only samples and writes)"
+                            "; expected == 1: holds"}], "reports": []}]}
     text = validity.render({"containers": [_refused(), ok]}, INFO)
     assert "| experiments/calibration/outage.exp | the run | not on containers yet |" in text
     assert "| experiments/calibration/split-brain.exp | `expect split_brain.count == 1` | " \
-        "split_brain.count = 1 (1 window: holds |" in text
+        "split_brain.count = 1 (1 window; read_only samples and writes): holds |" in text
+
+
+def test_a_note_with_a_semicolon_keeps_its_parenthesis() -> None:
+    s = {"file": "experiments/calibration/divergence.exp", "cells": [{
+        "label": "#1", "error": None, "expectations": [
+            {"text": "expect split_brain == 0s", "passed": True,
+             "explanation": "split_brain.longest = 0 s (0 windows; writes only); expected == "
+                            "0s: holds"}], "reports": []}]}
+    text = validity.render([s], INFO)
+    assert "| split_brain.longest = 0 s (0 windows; writes only): holds |" in text
 
 
 def test_an_experiment_a_backend_did_not_run_is_not_run_not_blank() -> None:
