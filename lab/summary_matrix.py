@@ -69,7 +69,8 @@ LEGEND_SYSBENCH = f"{SYSBENCH_MARK} sysbench: over its per-second p95 latency"
 LEGEND_NODES = (
     "node rows: what the workloads saw on that node (counts and throughput added up, times "
     "and percentages of the worst workload; lost writes: acknowledged writes missing there at "
-    "the end); lag: the node's own"
+    "the end); lag and replication errors: the node's own, not the workloads' (its "
+    "heartbeat's age behind the primary's, sampled every 200 ms)"
 )
 
 
@@ -409,11 +410,42 @@ def build_matrix(summary: dict[str, Any]) -> Matrix:
 TOOK_SHOWN = 0.1  # seconds: an action shorter than this is shown without its duration
 
 
+NETWORK_VERBS = frozenset({"latency", "bandwidth", "partition", "link_down", "heal"})
+WORD_NAMES = {"sleep": "wait", "sql": "execute", "drop_caches": "drop caches",
+              "convert_standalone": "convert to standalone"}
+
+
+def fault_words(name: str, node: str | None) -> str:
+    """An action of the history in the language's words (``dsl.actions``'s ``words``):
+    ``wait_caught_up`` on db2 -> ``wait until db2 caught_up``, ``sleep`` -> ``wait``,
+    ``stop_replication`` -> ``stop replication db2``, ``partition`` -> ``network partition``,
+    ``drop_caches`` on db1 -> ``drop caches on db1``."""
+    where = f" {node}" if node else ""
+    if name.startswith("wait_"):
+        return f"wait until{where} {name.removeprefix('wait_')}"
+    if name in NETWORK_VERBS:
+        return f"network {name}{where}"
+    if name in ("drop_caches", "sql") and node:
+        return f"{WORD_NAMES[name]} on {node}"
+    verb, sep, family = name.partition("_")
+    if sep and family in ("replication", "nodes"):  # stop_replication, kill_nodes
+        return f"{verb} replication{where}" if family == "replication" else f"{verb}{where}"
+    return WORD_NAMES.get(name, name.replace("_", " ")) + where
+
+
+def fault_at(at: Any) -> str:
+    """When an action began, seconds since the load started; an action of a ``before load``
+    step began before the load: ``before load`` (not ``−1.0 ms``)."""
+    if not _num(at):
+        return "?"
+    return "before load" if at < 0 else fmt_duration(at)
+
+
 def fault_text(f: dict[str, Any]) -> str:
-    """``kill db2``, ``wait_caught_up db2 (took 10.4 s)``, ``partition … (failed: why)``."""
-    text = str(f.get("name"))
-    if f.get("node"):
-        text += f" {f['node']}"
+    """``kill db2``, ``wait until db2 caught_up (took 10.4 s)``, ``network partition … (failed:
+    why)``: the language's words."""
+    text = fault_words(str(f.get("name")), f.get("node") if isinstance(f.get("node"), str)
+                       else None)
     detail = _dict(f.get("detail"))
     stmt = detail.get("statement")
     if f.get("name") == "set_global" and isinstance(stmt, str):  # which setting, to what
@@ -441,8 +473,7 @@ def fault_lines(cell: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     for f in cell.get("faults") or []:
         if isinstance(f, dict):
-            at = f.get("at")
-            out.append((fmt_duration(at) if _num(at) else "?", fault_text(f)))
+            out.append((fault_at(f.get("at")), fault_text(f)))
     return out
 
 

@@ -22,6 +22,8 @@ from lab.summary_matrix import (
     NA,
     UNKNOWN,
     build_matrix,
+    fault_at,
+    fault_lines,
     fault_text,
     render_matrix_summary,
 )
@@ -209,7 +211,7 @@ def test_the_summary_shows_faults_above_the_matrix_and_notes_under_it() -> None:
     text = render(quickstart())
     assert text.index("quickstart — run 7b0f583d6a55 — failed") < text.index("faults")
     assert text.index("10.0 s  kill db2") < text.index("downtime")
-    assert "21.1 s  wait_caught_up db3 (took 10.4 s)" in text
+    assert "21.1 s  wait until db3 caught_up (took 10.4 s)" in text
     assert text.index("lost writes") < text.index("expect lost_writes == 0")
     assert text.rindex("replication did not settle") > text.index("expect lost_writes == 0")
     assert "measurements" not in text  # the full list is `lab show RUN --all`
@@ -227,20 +229,44 @@ def test_fault_texts() -> None:
     assert fault_text({"name": "start", "node": "db2", "at": 20.0, "end": 21.04, "ok": True}) \
         == "start db2 (took 1.04 s)"
     assert fault_text({"name": "partition", "node": None, "at": 5.0, "end": None,
-                       "ok": None}) == "partition (still active at the end)"
+                       "ok": None}) == "network partition (still active at the end)"
     assert fault_text({"name": "kill", "node": "db9", "at": 5.0, "end": 5.1, "ok": False,
                        "error": "no such node"}) == "kill db9 (failed: no such node)"
     assert fault_text({"name": "set_global", "node": None, "at": 10.0, "end": 10.01, "ok": True,
                        "detail": {"nodes": ["db1", "db2"], "statement":
                                   "SET GLOBAL innodb_flush_log_at_trx_commit = 0"}}) \
-        == "set_global innodb_flush_log_at_trx_commit = 0 on db1, db2"
+        == "set global innodb_flush_log_at_trx_commit = 0 on db1, db2"
     # what an execute did
     assert fault_text({"name": "sql", "node": "db1", "at": 2.0, "end": 2.01, "ok": True,
                        "detail": {"statement": "DELETE FROM t", "node": "db1",
-                                  "affected_rows": 1204}}) == "sql db1 (1,204 rows changed)"
+                                  "affected_rows": 1204}}) \
+        == "execute on db1 (1,204 rows changed)"
     assert fault_text({"name": "sql", "node": "db1", "at": 2.0, "end": 2.01, "ok": True,
                        "detail": {"statement": "SELECT 1", "row_count": 1, "rows": [["1"]],
-                                  "affected_rows": None}}) == "sql db1 (1 rows returned)"
+                                  "affected_rows": None}}) \
+        == "execute on db1 (1 rows returned)"
+
+
+def test_the_timeline_speaks_the_language_not_the_history() -> None:
+    """Internal names (wait_downloaded, sleep, wait_synced, stop_replication) were shown as
+    they are in the history; an action of a `before load` step was at "−1.0 ms"."""
+    def line(name: str, node: str | None, at: float = 3.0, end: float = 3.01) -> str:
+        f = {"name": name, "node": node, "at": at, "end": end, "ok": True}
+        return dict(fault_lines({"faults": [f]}))[fault_at(at)]
+
+    assert line("wait_downloaded", "r1") == "wait until r1 downloaded"
+    assert line("wait_synced", "g2", end=4.5) == "wait until g2 synced (took 1.50 s)"
+    assert line("sleep", None, end=4.0) == "wait (took 1.00 s)"
+    assert line("stop_replication", "r1") == "stop replication r1"
+    assert line("start_replication", "r1") == "start replication r1"
+    assert line("drop_caches", None) == "drop caches"
+    assert line("drop_caches", "db1") == "drop caches on db1"
+    assert line("disk_full", "db1") == "disk full db1"
+    assert line("kill_nodes", None) == "kill"
+    assert line("link_down", "db2") == "network link_down db2"
+    assert fault_lines({"faults": [{"name": "stop_replication", "node": "r1", "at": -0.001,
+                                    "end": 0.0, "ok": True}]}) \
+        == [("before load", "stop replication r1")]
 
 
 # --- the fault timeline in the summary --------------------------------------------------------
