@@ -361,8 +361,9 @@ class CellFacts:
         return out
 
     def read_divergence(self, workloads: list[PlannedWorkload]) -> None:
-        """Every table of the workloads, and every other table of the lab's schema but the
-        heartbeat, compared on every running node with the reference node."""
+        """Every table of the workloads, and every other base table of every schema but the
+        server's own (``SYSTEM_SCHEMAS``) and the lab's heartbeat, compared on every running
+        node with the reference node."""
         if self.plan.topology == "mongodb_replset":
             return
         topo = self._topo()
@@ -393,12 +394,13 @@ class CellFacts:
                     "error": f"the reference node {reference} could not be read", "tables": {}}
                 return
             tables = {t for ts in by_workload.values() for t in ts}
-            with contextlib.suppress(Exception):
-                for (t,) in queries[reference](
-                        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
-                        "%s AND TABLE_TYPE = 'BASE TABLE'", (SCHEMA,)):
-                    if str(t) != "heartbeat":
-                        tables.add(f"{SCHEMA}.{t}")
+            with contextlib.suppress(Exception):  # and every user table: an execute's too
+                for sch, t in queries[reference](
+                        "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
+                        "TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN "
+                        "(%s, %s, %s, %s)", SYSTEM_SCHEMAS):
+                    if (str(sch), str(t)) != (SCHEMA, "heartbeat"):
+                        tables.add(f"{sch}.{t}")
             result: dict[str, Any] = {}
             for full in sorted(tables):
                 schema, table = full.split(".", 1)
@@ -414,6 +416,9 @@ class CellFacts:
             for conn in conns.values():
                 with contextlib.suppress(Exception):
                     conn.close()
+
+
+SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 
 
 def _query(conn: Any, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:

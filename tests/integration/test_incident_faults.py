@@ -178,3 +178,20 @@ def test_a_primary_on_lab_iofs_ships_its_binary_log_intact(tmp_path: Path) -> No
     failed = [e["explanation"] for e in cell["expectations"] if e["passed"] is not True]
     assert not failed, failed
     assert not lab_iofs_left()
+
+
+def test_divergence_compares_a_table_an_execute_made_in_another_schema(tmp_path: Path) -> None:
+    """A table of the user's (here in dbdeployer's `test` schema) that a replica changed on its
+    own is compared too: the divergence checker looked only at the lab's schema before."""
+    require("mariadbd", "dbdeployer")
+    cell, ops = run_lab(tmp_path, """experiment "dv-it" {
+  duration 4s
+  topology replication { primary db1  replicas db2 }
+  at 0s execute "CREATE TABLE test.own (id INT PRIMARY KEY) ENGINE=InnoDB" on db1
+  at 1s execute "INSERT INTO test.own VALUES (1), (2), (3)" on db1
+  at 2s execute "DELETE FROM test.own WHERE id = 2" on db2
+}
+""")
+    tables = cell["measurements"]["divergence"]["subjects"]
+    assert tables["test.own"]["rows"] == 1 and tables["test.own"]["missing"] == 1, tables
+    assert not our_processes()
