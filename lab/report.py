@@ -311,11 +311,16 @@ def _replication_lag(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> 
             continue
         samples = int(figs.get("samples") or 0)
         unreadable = int(figs.get("unreadable") or 0)
+        if figs.get("no_heartbeat"):  # it answered: up, without a beat
+            why = "unknown (up, but the primary's heartbeat never reached it)"
+        elif unreadable:
+            why = f"unknown (unreadable: {_plural(unreadable, 'sample')})"
+        else:
+            why = "unknown (never read)"
         for stat in ("max", "p99"):
             v = figs.get(stat)
             rows.put(f"replication_lag({node}).{stat}", ci,
-                     fmt_duration(v) + _resolution(figs) if _num(v)
-                     else "unknown (never read)")  # fmt: skip
+                     fmt_duration(v) + _resolution(figs) if _num(v) else why)  # fmt: skip
         total = samples + unreadable
         if total:
             rows.put(f"replication_lag({node}).unknown (replica unreadable)", ci,
@@ -481,7 +486,8 @@ def _facts(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
         if "applied_since_restart" in figs:
             rows.put(f"facts({node}).applied_since_restart", ci,
                      fmt_count(figs["applied_since_restart"]))  # fmt: skip
-        relay = figs.get("relay_log_bytes")
+        # a Galera node has no relay log: its 0 B → 0 B means nothing
+        relay = figs.get("relay_log_bytes") if info.topology != "galera" else None
         if isinstance(relay, dict) and (relay.get("before") is not None
                                         or relay.get("after") is not None):
             rows.put(f"facts({node}).relay_log_bytes (before → after the replica's start)", ci,

@@ -245,9 +245,14 @@ def lag_text(figs: dict[str, Any], repl_errors: dict[str, Any] | None) -> str:
     unknown = f"{format_count(unreadable)} of {format_count(total)} samples unreadable"
     if _num(figs.get("max")):
         text = fmt_duration(figs["max"]) + (f" ({unknown})" if unreadable else "")
+    elif figs.get("no_heartbeat"):  # it answered: up, but no beat ever reached it
+        text = f"unknown ({NO_BEAT})" + (f"; {unknown}" if unreadable else "")
     else:
         text = f"unknown ({unknown})" if unreadable else "unknown (never read)"
     return text + _replication_stops(repl_errors)
+
+
+NO_BEAT = "up, but the primary's heartbeat never reached it"
 
 
 def _replication_stops(figs: dict[str, Any] | None) -> str:

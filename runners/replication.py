@@ -442,6 +442,12 @@ def lag_seconds(replica_ts: int, latest_ts: int) -> float:
     return max(0.0, (latest_ts - replica_ts) / 1e6)
 
 
+# a lag sample of a replica that answered but has no heartbeat yet (its replication never
+# brought one): not "unreadable", and no lag either
+NO_HEARTBEAT: dict[str, float] = {"lag": float("nan"), "no_heartbeat": 1.0}
+NO_HEARTBEAT_ERRNOS = frozenset({1146, 1049})  # no such table, no such database
+
+
 class LagSampler:
     """Reads the heartbeat on every replica every ``interval`` seconds and emits
     ``("lag", replica, time_ns, {"lag": seconds})`` (NaN: unreadable): how much older the
@@ -482,7 +488,15 @@ class LagSampler:
                     if row and int(row[0]) > 0 and latest > 0:
                         lag = lag_seconds(int(row[0]), latest)
                         self.emit("lag", name, time.monotonic_ns(), {"lag": lag})
-                except Exception:  # noqa: BLE001 - an unreadable replica: unknown, not a gap
+                    elif latest > 0:  # it answered, but no beat has reached it yet
+                        self.emit("lag", name, time.monotonic_ns(), NO_HEARTBEAT)
+                except Exception as e:  # noqa: BLE001 - an unreadable replica: unknown, not a gap
+                    if e.args and isinstance(e.args[0], int) and \
+                            e.args[0] in NO_HEARTBEAT_ERRNOS:
+                        # up and answering: the heartbeat's schema or table has not been
+                        # replicated to it (its replication stopped before the load)
+                        self.emit("lag", name, time.monotonic_ns(), NO_HEARTBEAT)
+                        continue
                     self.emit("lag", name, time.monotonic_ns(), {"lag": float("nan")})
                     c = conns.pop(name, None)
                     with contextlib.suppress(Exception):

@@ -3,7 +3,9 @@ each replica): per replica the max, mean, p50, p95, p99, and the series over tim
 
 Sample contract: ``Sample(series="lag", subject=<replica node>, time=<ns>,
 values={"lag": <seconds>})``. A sample without a finite ``lag`` (the replica could not be read,
-replication stopped) is counted in ``unreadable`` and left out of the figures. The series is
+replication stopped) is counted in ``unreadable`` and left out of the figures; one of a replica
+that answered but had no heartbeat row yet (``no_heartbeat``: its replication never brought
+one) is counted in ``no_heartbeat``, not as unreadable: the replica was up. The series is
 downsampled to at most ``MAX_POINTS`` points per replica, keeping the highest lag of each slice
 of time so that peaks stay visible.
 """
@@ -47,8 +49,12 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     t0, _ = ctx.bounds(history)
     points: dict[str, list[tuple[float, float]]] = defaultdict(list)
     unreadable: dict[str, int] = defaultdict(int)
+    no_beat: dict[str, int] = defaultdict(int)
     for s in ctx.samples:
         if s.series != SERIES:
+            continue
+        if s.values.get("no_heartbeat"):
+            no_beat[s.subject] += 1
             continue
         lag = s.values.get("lag")
         if lag is None or not isinstance(lag, int | float) or not math.isfinite(lag):
@@ -57,13 +63,13 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         points[s.subject].append(((s.time - t0) / NS, float(lag)))
 
     subjects: dict[str, dict[str, Any]] = {}
-    for node in sorted(set(points) | set(unreadable)):
+    for node in sorted(set(points) | set(unreadable) | set(no_beat)):
         pts = sorted(points.get(node, []))
         st = summary(v for _, v in pts)
         subj: dict[str, Any] = {
             "max": st["max"], "mean": st["mean"], "p50": st["p50"], "p95": st["p95"],
             "p99": st["p99"], "samples": st["count"], "unreadable": unreadable.get(node, 0),
-            "series": downsample(pts),
+            "no_heartbeat": no_beat.get(node, 0), "series": downsample(pts),
         }  # fmt: skip
         subjects[node] = subj
     maxes = [s["max"] for s in subjects.values() if s["max"] is not None]

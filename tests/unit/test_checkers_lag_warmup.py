@@ -29,6 +29,15 @@ def test_lag_per_replica() -> None:
     assert s["db2"]["series"][0] == [0.0, 0.0]
 
 
+def test_a_replica_that_answered_without_a_heartbeat_is_not_unreadable() -> None:
+    """r1's replication was stopped before the load: it answered every sample, but the
+    heartbeat never reached it. It was counted unreadable ("never read") though it was up."""
+    from runners.replication import NO_HEARTBEAT
+    samples = [Sample("lag", "r1", ns(i / 10), dict(NO_HEARTBEAT)) for i in range(20)]
+    s = replication_lag.check([], ctx(0, 2, samples=samples)).metrics["subjects"]["r1"]
+    assert (s["no_heartbeat"], s["unreadable"], s["max"]) == (20, 0, None)
+
+
 def test_lag_without_samples() -> None:
     r = replication_lag.check([], ctx(0, 10))
     assert r.metrics["subjects"] == {} and r.metrics["max"] is None

@@ -346,6 +346,24 @@ def test_no_missing_transactions_on_galera() -> None:
     assert not any("missing_transactions" in k for k in rows(g))
 
 
+def test_no_relay_log_figures_on_galera() -> None:
+    s = canned_summary()
+    s["topology"] = "galera"
+    assert not any("relay_log_bytes" in k for k in rows(s))  # 0 B → 0 B meant nothing
+
+
+def test_lag_of_a_replica_that_was_up_is_not_never_read() -> None:
+    s = canned_summary()
+    s["cells"][0]["measurements"]["replication_lag"]["subjects"]["r1"] = {
+        "max": None, "p99": None, "samples": 0, "unreadable": 0, "no_heartbeat": 40}
+    r = rows(s)
+    assert r["replication_lag(r1).max"] == \
+        ["unknown (up, but the primary's heartbeat never reached it)"]
+    s["cells"][0]["measurements"]["replication_lag"]["subjects"]["r1"] = {
+        "max": None, "p99": None, "samples": 0, "unreadable": 12}
+    assert rows(s)["replication_lag(r1).max"] == ["unknown (unreadable: 12 samples)"]
+
+
 def test_labels_say_what_was_measured() -> None:
     r = rows(canned_summary())
     assert r["latency(sb).max of per-second p95"] == ["62.3 ms"]

@@ -18,6 +18,7 @@ from lab.history import NEMESIS, FaultWindow, Op, fault_windows
 from lab.store import Store
 from lab.summary import fault_timeline
 from lab.summary_matrix import (
+    LEGEND_NODES,
     LEGEND_SYSBENCH,
     NA,
     UNKNOWN,
@@ -25,6 +26,7 @@ from lab.summary_matrix import (
     fault_at,
     fault_lines,
     fault_text,
+    lag_text,
     render_matrix_summary,
 )
 
@@ -245,6 +247,18 @@ def test_fault_texts() -> None:
                        "detail": {"statement": "SELECT 1", "row_count": 1, "rows": [["1"]],
                                   "affected_rows": None}}) \
         == "execute on db1 (1 rows returned)"
+
+
+def test_lag_of_a_replica_that_answered_without_a_heartbeat() -> None:
+    assert lag_text({"max": None, "samples": 0, "unreadable": 0, "no_heartbeat": 40}, None) \
+        == "unknown (up, but the primary's heartbeat never reached it)"
+    assert lag_text({"max": None, "samples": 0, "unreadable": 3}, None) \
+        == "unknown (3 of 3 samples unreadable)"
+
+
+def test_the_footnote_is_a_whole_sentence() -> None:
+    assert not LEGEND_NODES.endswith("the node's own")
+    assert LEGEND_NODES.endswith(")")
 
 
 def test_the_timeline_speaks_the_language_not_the_history() -> None:
