@@ -26,7 +26,8 @@ Edges: when the first operations of an endpoint fail, the window starts at the f
 at least that long. A workload's windows are the union of its endpoints' windows (time during
 which at least one endpoint was failing). Over all workloads, ``total`` is the union too (time
 during which any workload was down), never a sum, and ``count`` is the number of windows of
-that union (two workloads down at once are one window, as their total is one span). Times are seconds since the start of the load.
+that union (two workloads down at once are one window, as their total is one span). Times
+are seconds since the start of the load.
 """
 
 from __future__ import annotations
