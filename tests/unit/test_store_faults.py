@@ -576,7 +576,12 @@ def test_ctrl_c_mid_load_keeps_the_cell_in_the_run_s_summary(
     it measured, and the run's summary (what ``lab run``, ``lab show`` and ``lab compare``
     print) has that cell, not "no cell with results"."""
     import _thread
+    import signal
 
+    # Ctrl-C is simulated with interrupt_main(), which does nothing while SIGINT is ignored (a
+    # background job, nohup): install the handler a terminal's Ctrl-C meets (the autouse
+    # fixture puts back what was there)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.5, _thread.interrupt_main)
     timer.start()
     try:
