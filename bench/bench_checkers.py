@@ -4,9 +4,11 @@ Builds a synthetic run (default: 1,000,000 client operations, i.e. 2,000,000 his
 of invoke + completion, over a 600 s load) with every workload kind, outages, stale reads,
 duplicate keys, lost writes, a cache drop, lag and sysbench samples, then times
 ``run_checkers`` (every checker together) and the expectations, over ``--rounds`` rounds
-(else $BENCH_ROUNDS, at least 3): the figure is the median with its min–max. Target: < 10 s.
-Then one pass per checker alone, printed as an indication (not a figure). Exit status 1 when
-the target is missed.
+(else $BENCH_ROUNDS, at least 3): the figure is the median with its min–max. Targets (issue
+25): < 1 s, and < 1 GiB peak memory taken by the checkers (the process's peak resident set
+during ``run_checkers``, the kernel's high-water mark reset before it, over what the process held
+before: the history itself is the caller's). Then one pass per checker alone, printed as an
+indication (not a figure). Exit status 1 when a target is missed.
 
     .venv/bin/python bench/bench_checkers.py [--ops 1000000] [--rounds 3]
 """
@@ -198,7 +200,27 @@ def expectations() -> list[Expectation]:
     ]
 
 
-TARGET_S = 10.0
+# issue 25's goals, never lowered to what is measured: a miss is printed as one
+TARGET_S = 1.0
+TARGET_MEM_MIB = 1024.0
+
+
+def _status_kib(field: str) -> float:
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return float(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def reset_peak() -> float:
+    """Reset the kernel's peak-RSS mark of this process; the resident KiB now."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return _status_kib("VmRSS")
+
+
+def peak_kib() -> float:
+    return _status_kib("VmHWM")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,16 +238,20 @@ def main(argv: list[str] | None = None) -> int:
 
     def one_round() -> dict[str, float]:
         ctx.cache.clear()
+        gc.collect()
+        before = reset_peak()
         t = time.perf_counter()
         results = run_checkers(history, ctx)
         t_check = time.perf_counter() - t
+        mem = (peak_kib() - before) / 1024
         t = time.perf_counter()
         outcomes = evaluate_all(expectations(), results, ctx)
         t_exp = time.perf_counter() - t
         last.update(results=results, outcomes=outcomes)
-        print(f"  run_checkers ({len(ALL_CHECKERS)} checkers): {t_check:.2f} s; "
-              f"{len(outcomes)} expectations: {t_exp:.3f} s")  # fmt: skip
-        return {"checkers": t_check, "expectations": t_exp}
+        print(f"  run_checkers ({len(ALL_CHECKERS)} checkers): {t_check:.2f} s, peak "
+              f"+{mem:.0f} MiB over {before / 1024:.0f} MiB; {len(outcomes)} expectations: "
+              f"{t_exp:.3f} s")  # fmt: skip
+        return {"checkers": t_check, "expectations": t_exp, "memory": mem}
 
     s = run_rounds(n_rounds, [("checkers + expectations", one_round)])
     results, outcomes = last["results"], last["outcomes"]
@@ -260,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
         "s",
         target=Target("<", TARGET_S, text=f"< {TARGET_S:g} s"),
     )
+    b.figure(f"peak memory of all {len(ALL_CHECKERS)} checkers over the same history (above "
+             "the history held)", s["memory"], "MiB",
+             target=Target("<", TARGET_MEM_MIB, text="< 1 GiB"))
     b.figure(f"{len(outcomes)} expectations evaluated", s["expectations"], "s")
     return b.finish()
 

@@ -3,7 +3,8 @@
 Each round builds the parser afresh (its one-off construction, as in a new process, is a figure
 for information) and times ``--runs`` parse + validate + compile passes with the parser built, as
 in a long-lived process; the round's sample is their median. The figure is the median of the
-rounds (``--rounds``, else $BENCH_ROUNDS, at least 3) with its min–max; target < 200 ms.
+rounds (``--rounds``, else $BENCH_ROUNDS, at least 3) with its min–max; target (issue 25)
+< 20 ms.
 Exit status 1 when a target is missed.
 
     .venv/bin/python bench/bench_parse.py [--lines 500] [--runs 5] [--rounds 3]
@@ -24,7 +25,7 @@ from harness import Bench, Target, rounds, run_rounds  # noqa: E402
 from dsl.api import check_text, plan_text  # noqa: E402
 from dsl.parser import get_parser  # noqa: E402
 
-TARGET_MS = 200.0
+TARGET_MS = 20.0  # issue 25's goal, never lowered to what is measured
 
 
 def generate(lines: int) -> str:

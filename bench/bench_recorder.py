@@ -6,9 +6,10 @@
 2. A simulated workload: C client threads, each operation waits ``--io-us`` microseconds
    (releasing the GIL, as a network round trip does) and is recorded as invoke + completion
    the way runners/workloads.py does; throughput streaming to SQLite, in-memory only, and with
-   no recording at all (the peer), interleaved round by round. The issue's target: recording
-   keeps >= 90 % of the throughput measured with recording off, in the same round.
-   1 ms is about a durable write's round trip to a local server; 200 µs is a read's.
+   no recording at all (the peer), interleaved round by round. Target (issue 25): recording
+   keeps >= 95 % of the throughput measured with recording off, in the same round, at 27 k
+   ops/s (8 clients, 200 µs a round trip: ~28 k ops/s unrecorded on this machine kind), and
+   at the slower 1 ms (about a durable write's round trip to a local server; 200 µs is a read's).
 
 Every figure is the median of ``--rounds`` rounds (else $BENCH_ROUNDS, at least 3) with its
 min–max. Exit status 1 when a target is missed.
@@ -120,7 +121,7 @@ def workload(mode: str, clients: int, seconds: float, io_us: float, tmp: Path) -
 
 
 WRITER_CPU: dict[str, float] = {}
-TARGET_KEEP = 0.9
+TARGET_KEEP = 0.95  # issue 25's goal, never lowered to what is measured
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             b.figure(f"throughput recording to SQLite ({what})", s["sqlite"], "ops/s",
                      peer="no recording", peer_samples=s["none"],
                      target=Target(">=", TARGET_KEEP, on="ratio",
-                                   text="ratio >= 0.9 (keeps >= 90 %)"))  # fmt: skip
+                                   text=f"ratio >= {TARGET_KEEP:g} (keeps >= "
+                                        f"{TARGET_KEEP * 100:g} %)"))  # fmt: skip
             b.figure(f"throughput recording in memory only ({what})", s["memory"], "ops/s",
                      peer="no recording", peer_samples=s["none"])  # fmt: skip
             if len(cpu) >= n_rounds:

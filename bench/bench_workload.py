@@ -1,11 +1,14 @@
 """The lab's unique-key write workload against `sysbench oltp_insert` at the same client count
-on the same node, measured in the same round (target: ratio >= 0.5), and the same workload with
-the history streamed to SQLite against recording in memory only (target: ratio >= 0.9).
+on the same node, measured in the same round, at 4 and at 16 clients (target, issue 25: ratio
+>= 1.0, with every operation recorded: the history streamed to SQLite, and every operation of
+the history in the database at the end, or the script fails), and the same workload streaming
+to SQLite against recording in memory only (target: ratio >= 0.9).
 
-Each round runs the lab workload streaming to SQLite, then in memory only, then sysbench; every
-figure is the median of the rounds (``--rounds``, else $BENCH_ROUNDS, at least 3) with its
-min–max, and the ratios are taken round by round. $BENCH_CLIENTS (4) and $BENCH_SECONDS (10)
-set the load. Exit status 1 when a target is missed. Starts a server.
+Each round runs, for each client count, the lab workload streaming to SQLite, then in memory
+only, then sysbench; every figure is the median of the rounds (``--rounds``, else
+$BENCH_ROUNDS, at least 3) with its min–max, and the ratios are taken round by round.
+$BENCH_CLIENTS ("4,16") and $BENCH_SECONDS (10) set the load. Exit status 1 when a target is
+missed. Starts a server.
 
     .venv/bin/python bench/bench_workload.py [--rounds 3]
 """
@@ -20,6 +23,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -35,12 +40,12 @@ from runners.runtime import Run  # noqa: E402
 from runners.topology import Topology  # noqa: E402
 from runners.workloads import ClientEnv, UniqueWritesWorkload, table_ddl  # noqa: E402
 
-CLIENTS = int(os.environ.get("BENCH_CLIENTS", "4"))
+CLIENT_COUNTS = [int(c) for c in os.environ.get("BENCH_CLIENTS", "4,16").split(",") if c.strip()]
 SECONDS = float(os.environ.get("BENCH_SECONDS", "10"))
 
 
-def lab_writes(topo: Topology, name: str, db_path: str | None) -> float:
-    spec = PlannedWorkload(name=name, kind="unique_writes", targets=["db1"], clients=CLIENTS,
+def lab_writes(topo: Topology, name: str, db_path: str | None, clients: int) -> float:
+    spec = PlannedWorkload(name=name, kind="unique_writes", targets=["db1"], clients=clients,
                            duration=SECONDS)
     execute_all(topo.nodes["db1"].addr, topo.admin,
                 ["CREATE DATABASE IF NOT EXISTS lab", *table_ddl(spec)])
@@ -53,17 +58,20 @@ def lab_writes(topo: Topology, name: str, db_path: str | None) -> float:
     wl.join()
     took = time.monotonic() - t0
     rec.close()
+    if db_path is not None and rec.written_ops != len(rec.history):
+        raise RuntimeError(f"{name}: {rec.written_ops} of {len(rec.history)} operations reached "
+                           "the database: not every operation was recorded")
     ok = sum(1 for op in rec.history if op.type == "ok")
     return ok / took
 
 
-def sysbench_insert(topo: Topology) -> float:
+def sysbench_insert(topo: Topology, clients: int) -> float:
     a = topo.nodes["db1"].addr
     execute_all(a, topo.admin, ["CREATE DATABASE IF NOT EXISTS sbtest"])
     base = [require("sysbench"), "oltp_insert", "--db-driver=mysql", f"--mysql-host={a.host}",
             f"--mysql-port={a.port}", f"--mysql-user={topo.app.user}",
             f"--mysql-password={topo.app.password}", "--mysql-db=sbtest", "--tables=1",
-            "--table-size=1000", f"--threads={CLIENTS}"]
+            "--table-size=1000", f"--threads={clients}"]
     subprocess.run([*base, "cleanup"], capture_output=True)
     subprocess.run([*base, "prepare"], capture_output=True, check=True)
     out = subprocess.run([*base, f"--time={int(SECONDS)}", "run"], capture_output=True,
@@ -73,7 +81,8 @@ def sysbench_insert(topo: Topology) -> float:
     return float(m.group(1))
 
 
-TARGET_VS_SYSBENCH = 0.5
+# issue 25's goal, never lowered to what is measured: a miss is printed as one
+TARGET_VS_SYSBENCH = 1.0
 TARGET_KEEP = 0.9
 
 
@@ -85,49 +94,54 @@ def main(argv: list[str] | None = None) -> int:
     nodes = [PlannedNode(name="db1", role="single", index=1, server_id=1, port_offset=1, port=1)]
     plan = Plan(name="bench", duration=SECONDS, topology="single", engine=Engine(),
                 cells=[Cell(index=1, label="b", nodes=nodes, workloads=[])])
-    print(f"{CLIENTS} clients, {SECONDS:g} s per measure; {n} rounds of: lab unique_writes "
-          "streaming to SQLite, the same in memory only, sysbench oltp_insert")
+    counts = " and ".join(str(c) for c in CLIENT_COUNTS)
+    print(f"{counts} clients, {SECONDS:g} s per measure; {n} rounds of, for each: lab "
+          "unique_writes streaming to SQLite, the same in memory only, sysbench oltp_insert")
     with Run(experiment="bench") as run, tempfile.TemporaryDirectory() as tmp:
         topo = Topology.deploy(plan, plan.cells[0], run)
         try:
             done = {"sqlite": 0, "memory": 0}  # each measure writes to a table of its own
 
-            def lab(mode: str) -> float:
+            def lab(mode: str, clients: int) -> float:
                 k = done[mode] = done[mode] + 1
                 if mode == "sqlite":
-                    return lab_writes(topo, f"w{k}", str(Path(tmp) / f"r{k}.db"))
-                return lab_writes(topo, f"m{k}", None)
+                    return lab_writes(topo, f"w{k}", str(Path(tmp) / f"r{k}.db"), clients)
+                return lab_writes(topo, f"m{k}", None, clients)
 
-            s = run_rounds(n, [("lab sqlite", lambda: lab("sqlite")),
-                               ("lab memory", lambda: lab("memory")),
-                               ("sysbench", lambda: sysbench_insert(topo))])  # fmt: skip
+            steps: list[tuple[str, Callable[[], float]]] = []
+            for c in CLIENT_COUNTS:
+                steps += [(f"lab sqlite {c}", partial(lab, "sqlite", c)),
+                          (f"lab memory {c}", partial(lab, "memory", c)),
+                          (f"sysbench {c}", partial(sysbench_insert, topo, c))]  # fmt: skip
+            s = run_rounds(n, steps)
         finally:
             topo.teardown()
     b = Bench("bench_workload")
-    b.figure(
-        f"lab unique_writes, SQLite streaming ({CLIENTS} clients)",
-        s["lab sqlite"],
-        "ops/s",
-        peer="sysbench oltp_insert",
-        peer_samples=s["sysbench"],
-        peer_unit="tx/s",
-        target=Target(
-            ">=",
-            TARGET_VS_SYSBENCH,
-            on="ratio",
-            text=f"ratio >= {TARGET_VS_SYSBENCH:g} (>= 50 % of sysbench)",
-        ),
-    )
-    b.figure(
-        f"lab unique_writes, SQLite streaming vs in memory only ({CLIENTS} clients)",
-        s["lab sqlite"],
-        "ops/s",
-        peer="lab unique_writes, in memory only",
-        peer_samples=s["lab memory"],
-        target=Target(
-            ">=", TARGET_KEEP, on="ratio", text=f"ratio >= {TARGET_KEEP:g} (keeps >= 90 %)"
-        ),
-    )
+    for c in CLIENT_COUNTS:
+        b.figure(
+            f"lab unique_writes, every operation recorded (SQLite streaming) ({c} clients)",
+            s[f"lab sqlite {c}"],
+            "ops/s",
+            peer="sysbench oltp_insert",
+            peer_samples=s[f"sysbench {c}"],
+            peer_unit="tx/s",
+            target=Target(
+                ">=",
+                TARGET_VS_SYSBENCH,
+                on="ratio",
+                text=f"ratio >= {TARGET_VS_SYSBENCH:g} (at least sysbench's rate)",
+            ),
+        )
+        b.figure(
+            f"lab unique_writes, SQLite streaming vs in memory only ({c} clients)",
+            s[f"lab sqlite {c}"],
+            "ops/s",
+            peer="lab unique_writes, in memory only",
+            peer_samples=s[f"lab memory {c}"],
+            target=Target(
+                ">=", TARGET_KEEP, on="ratio", text=f"ratio >= {TARGET_KEEP:g} (keeps >= 90 %)"
+            ),
+        )
     return b.finish()
 
 

@@ -168,7 +168,10 @@ def result(
         "ratio_max": None,
         "target": None,
         "target_on": None,
+        "target_op": None,
+        "target_limit": None,
         "met": None,
+        "missed_by": None,
     }
     if (peer is None) != (peer_samples is None):
         raise ValueError("a peer needs its name and its samples")
@@ -193,8 +196,32 @@ def result(
             checked = rec["ratio"]
         else:
             checked = s.median
-        rec.update(target=target.describe(unit), target_on=target.on, met=target.met(checked))
+        rec.update(target=target.describe(unit), target_on=target.on, target_op=target.op,
+                   target_limit=float(target.limit), met=target.met(checked))  # fmt: skip
+        if not rec["met"]:
+            rec["missed_by"] = shortfall(checked, target, "" if target.on == "ratio" else unit)
     return rec
+
+
+def shortfall(got: float, target: Target, unit: str = "") -> str:
+    """By how much ``got`` misses ``target``: ``by 3.06 s (4.06 s, 4.06× the limit)`` for an
+    upper bound, ``by 0.081× (0.919×, 8.1 % short)`` for a lower one (ratios in ×)."""
+    u = f" {unit}" if unit else "×"
+    limit = float(target.limit)
+    gap = abs(got - limit)
+    if target.op in ("<", "<="):
+        rel = f"{fmt(got / limit)}× the limit" if limit else "over"
+    else:
+        rel = f"{fmt(gap / limit * 100)} % short" if limit else "short"
+    return f"by {fmt(gap)}{u} ({fmt(got)}{u}, {rel})"
+
+
+def verdict(rec: Mapping[str, Any]) -> str:
+    """``met``, ``MISSED by …`` (or plain ``MISSED`` for a record without the shortfall)."""
+    if rec.get("met"):
+        return "met"
+    by = rec.get("missed_by")
+    return f"MISSED {by}" if by else "MISSED"
 
 
 def _decimals(a: float) -> int:
@@ -248,7 +275,7 @@ def human(rec: Mapping[str, Any]) -> str:
             f" -> ratio {spread_text(rec['ratio'], rec['ratio_min'], rec['ratio_max'], None, '×')}"
         )
     if rec.get("met") is not None:
-        parts.append(f"target {rec['target']}: {'met' if rec['met'] else 'MISSED'}")
+        parts.append(f"target {rec['target']}: {verdict(rec)}")
     return "; ".join(parts)
 
 
@@ -291,7 +318,8 @@ class Bench:
         targets = sum(1 for r in self.results if r["met"] is not None)
         if missed:
             self._print(f"{self.script}: {len(missed)} of {targets} target(s) MISSED: "
-                        + "; ".join(f"{r['figure']} ({r['target']})" for r in missed))  # fmt: skip
+                        + "; ".join(f"{r['figure']} ({r['target']}) {verdict(r)}"
+                                    for r in missed))  # fmt: skip
         else:
             self._print(f"{self.script}: all {targets} target(s) met")
         rc = 1 if missed else 0

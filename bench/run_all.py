@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import DONE_PREFIX, PREFIX, fmt, spread_text
+from harness import verdict as figure_verdict
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -154,7 +155,7 @@ def render(runs: Sequence[ScriptRun], meta: Mapping[str, str], command: str,
         for r in run.results:
             peer = r.get("peer")
             met = r.get("met")
-            result = "—" if met is None else "met" if met else "**missed**"
+            result = "—" if met is None else "met" if met else f"**{figure_verdict(r)}**"
             out.append(
                 "| "
                 + " | ".join(
@@ -337,7 +338,9 @@ def main(argv: list[str] | None = None) -> int:
         for r in run.results:
             if r.get("met") is False:
                 got = r.get("ratio") if r.get("target_on") == "ratio" else r.get("value")
-                print(f"MISSED {run.script}: {r['figure']}: {fmt(got)} (target {r.get('target')})")
+                by = r.get("missed_by") or ""
+                print(f"MISSED {run.script}: {r['figure']}: {fmt(got)} (target {r.get('target')})"
+                      + (f" {by}" if by else ""))  # fmt: skip
         if run.crashed:
             print(f"CRASHED {run.script}: {run.crash_reason()}")
     print(f"wrote {_shown(args.out)}; {'FAILED' if rc else 'all targets met'}")

@@ -179,7 +179,22 @@ def test_bench_prints_parseable_lines_and_exit_status() -> None:
     b.figure("slow", [6.0, 7.0, 8.0], "ms", target=Target("<", 5))
     b.figure("fast", [1.0, 2.0, 3.0], "ms", target=Target("<", 5))
     assert b.finish() == 1
-    assert "1 of 2 target(s) MISSED: slow (< 5 ms)" in out.getvalue()
+    assert "1 of 2 target(s) MISSED: slow (< 5 ms) MISSED by 2.00 ms (7.00 ms, 1.40× the limit)" \
+        in out.getvalue()
+    assert "target < 5 ms: MISSED by 2.00 ms" in out.getvalue()
+
+
+def test_a_miss_says_by_how_much() -> None:
+    up = harness.result("b", "checkers", [4.0, 4.06, 4.4], "s", target=Target("<", 1))
+    assert up["met"] is False and (up["target_op"], up["target_limit"]) == ("<", 1.0)
+    assert up["missed_by"] == "by 3.06 s (4.06 s, 4.06× the limit)"
+    assert harness.verdict(up) == "MISSED by 3.06 s (4.06 s, 4.06× the limit)"
+    low = harness.result("b", "w", [9.0, 9.2, 9.5], "ops/s", peer="sb",
+                         peer_samples=[10.0, 10.0, 10.0],
+                         target=Target(">=", 1.0, on="ratio"))  # fmt: skip
+    assert low["missed_by"] == "by 0.0800× (0.920×, 8.00 % short)"
+    ok = harness.result("b", "x", [1.0, 2.0, 3.0], "s", target=Target("<", 5))
+    assert ok["missed_by"] is None and harness.verdict(ok) == "met"
 
 
 def test_fmt() -> None:
@@ -268,7 +283,8 @@ def test_missed_target_makes_a_row_and_fails() -> None:
     assert topo.missed and not topo.crashed
     md = run_all.render([topo], META, "make bench")
     assert run_all.exit_code([topo]) == 1
-    assert "| ratio <= 1.2 | **missed** |" in md
+    # a miss says by how much: the median ratio 1.40 against <= 1.2
+    assert "| ratio <= 1.2 | **MISSED by 0.200× (1.40×, 1.17× the limit)** |" in md
     assert "**1 of 1 targets missed**" in md
 
 
@@ -380,7 +396,7 @@ def test_run_all_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert run_all.main(["--out", str(out)]) == 1
     md = out.read_text()
     assert "| `bench_a_ok` | quick | 2.00 ms (1.00–3.00) | 3 |" in md
-    assert "| `bench_b_miss` | ratio |" in md and "**missed**" in md
+    assert "| `bench_b_miss` | ratio |" in md and "**MISSED by 0.800× (2.00×, " in md
     assert "| `bench_c_crash` | **crashed**:" in md and "RuntimeError: no server for you" in md
     assert "Partial run" not in md
 
