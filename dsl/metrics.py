@@ -110,9 +110,10 @@ METRICS: dict[str, MetricSpec] = {
         "after settling, or on two primaries the node that acknowledged the write (all writing "
         "workloads when no workload is named); not_replicated: acknowledged writes missing on "
         "another node; divergent: keys whose rows differ between nodes; unchecked: writes "
-        "whose authoritative node could not be read",
+        "whose authoritative node could not be read; a list_append workload: its "
+        "acknowledged appends missing from their key's list on the authoritative node",
         "_lost_writes",
-        workload_kinds=WRITE_WORKLOADS,
+        workload_kinds=WRITE_WORKLOADS | {"list_append"},
     ),
     "missing_transactions": MetricSpec(
         "node",

@@ -527,9 +527,11 @@ def _duplicate_keys(inp: Inputs) -> Measured:
 
 
 def _lost_writes(inp: Inputs) -> Measured:
+    m = inp.metric
+    if m.subject is not None and inp.ctx.kind(m.subject) == "list_append":
+        return _lost_appends(inp)
     r = _result(inp, "lost_writes")
     stat, path, unit = _stat(inp)
-    m = inp.metric
     unchecked = r.metrics.get("unchecked_workloads") or []
     if m.subject is not None and m.subject in unchecked:
         raise Unmeasurable(
@@ -540,6 +542,26 @@ def _lost_writes(inp: Inputs) -> Measured:
     if m.on and path != "count":
         raise Unmeasurable(f"lost_writes on a node only has a count, not '.{stat}'")
     return _count_metric(inp, r, stat, path, unit, absent_is_zero=False)
+
+
+def _lost_appends(inp: Inputs) -> Measured:
+    """lost_writes(w) of a list_append workload: acknowledged appends missing at the end."""
+    m = inp.metric
+    r = _result(inp, "lost_appends")
+    stat, path, unit = _stat(inp)
+    if m.on:
+        raise Unmeasurable("a list_append workload's lost writes are judged on the "
+                           "authoritative node only, not 'on' a node")
+    subj = _subjects(r).get(str(m.subject)) or {}
+    raw = _get(subj, path)
+    if subj.get("count") is None:
+        first = (r.details or "no final state").splitlines()[0]
+        raise Unmeasurable(f"lost appends cannot be counted: {first}")
+    if raw is None:
+        raise Unmeasurable(f"lost_writes .{stat} is not measured on a list_append workload "
+                           "(count, acknowledged, ratio, unknown, unknown_applied, "
+                           "failed_but_present are)")
+    return Measured(_number(raw, f"no lost_writes .{stat}"), unit, stat)
 
 
 def _fact_per_node(inp: Inputs, name: str, node: str | None, what: str) -> dict[str, Any]:

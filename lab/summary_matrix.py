@@ -295,7 +295,11 @@ def workload_row(cell: dict[str, Any], w: str, info: CellInfo) -> dict[str, str]
         out["visible p50 / p99"] = visibility_text(stale) if stale else UNKNOWN
     lost = _checker(cell, "lost_writes")
     figs = _subjects(cell, "lost_writes").get(w)
-    if figs is not None:
+    appends = _subjects(cell, "lost_appends").get(w)  # a list_append workload's
+    if appends is not None:
+        out["lost writes"] = (fmt_count(appends.get("count"))
+                              if _num(appends.get("count")) else "unknown (no final state)")
+    elif figs is not None:
         text = fmt_count(figs.get("count"))
         if figs.get("unchecked"):
             text += f" (+ {format_count(figs['unchecked'])} unchecked)"

@@ -58,6 +58,7 @@ ALL_CHECKERS: dict[str, Checker] = {
     "divergence": divergence.check,
     "lost_updates": txn_state.check_lost_updates,
     "bank": txn_state.check_bank,
+    "lost_appends": txn_state.check_lost_appends,
     "anomalies": anomalies.check,
 }
 

@@ -176,3 +176,62 @@ def check_bank(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
             valid = None if valid else valid
     count = sum(int(s["count"] or 0) for s in subjects.values())
     return CheckResult("bank", valid, {"count": count, "subjects": subjects}, "; ".join(notes))
+
+
+def check_lost_appends(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
+    """``lost_writes`` of a list_append workload: acknowledged appends (of committed
+    transactions) missing from their key's list on the authoritative node after settling.
+
+    ``count`` (acknowledged appends missing), ``acknowledged``, ``ratio``, ``unknown``
+    (appends of transactions of unknown outcome) and ``unknown_applied`` (those present),
+    ``failed_but_present`` (appends of failed transactions that are there: an abort that
+    committed), ``examples`` (the first lost appends with their transaction)."""
+    t0, _ = ctx.bounds(history)
+    ws = {w for w, info in ctx.workloads.items() if info.kind == "list_append"}
+    if not ws:
+        return CheckResult("lost_appends", None, {}, "no list_append workload")
+    by_w: dict[str, list[Completed]] = defaultdict(list)
+    for c in ctx.by_f(history).get("txn", []):
+        if c.workload in ws:
+            by_w[c.workload].append(c)
+    subjects: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    valid: bool | None = True
+    for w in sorted(ws):
+        node, rows = _final_rows(ctx, w)
+        if rows is None:
+            notes.append(f"{w}: no final state was read: lost appends cannot be counted")
+            subjects[w] = {"count": None, "node": None}
+            valid = None if valid else valid
+            continue
+        present = {k: set(v) if isinstance(v, list) else set() for k, v in rows.items()}
+        acked = lost = unknown = unknown_applied = failed_present = 0
+        examples: list[dict[str, Any]] = []
+        for c in by_w[w]:
+            mops = c.inv.value if c.type != "ok" else c.value
+            for mop in mops or ():
+                if not isinstance(mop, list | tuple) or len(mop) != 3 or mop[0] != "append":
+                    continue
+                _, k, v = mop
+                there = v in present.get(int(k), ())
+                if c.type == "ok":
+                    acked += 1
+                    if not there:
+                        lost += 1
+                        if len(examples) < MAX_EXAMPLES:
+                            examples.append({**_txn_json(c, t0), "key": k, "appended": v})
+                elif c.type == "info":
+                    unknown += 1
+                    unknown_applied += there
+                else:
+                    failed_present += there
+        subjects[w] = {"count": lost, "acknowledged": acked,
+                       "ratio": lost / acked if acked else None, "unknown": unknown,
+                       "unknown_applied": unknown_applied,
+                       "failed_but_present": failed_present, "node": node,
+                       "examples": examples}
+        if lost or failed_present:
+            valid = False
+    total = sum(int(s.get("count") or 0) for s in subjects.values())
+    return CheckResult("lost_appends", valid, {"count": total, "subjects": subjects},
+                       "; ".join(notes))

@@ -85,7 +85,7 @@ def test_compose_and_all_checkers_on_empty_history() -> None:
     assert set(res) == set(ALL_CHECKERS)
     # figures read from the servers (or needing them) are unknown without them, never 0
     unknown = {"lost_writes", "split_brain", "errant_gtids", "divergence", "anomalies",
-               "lost_updates", "bank"}
+               "lost_appends", "lost_updates", "bank"}
     assert all(r.valid is not None or r.name in unknown for r in res.values()), res
     assert res["split_brain"].metrics["longest"] is None
     assert res["errant_gtids"].metrics["count"] is None
@@ -111,7 +111,7 @@ def test_every_checker_metrics_are_json() -> None:
                               facts=facts))
     # checkers of one workload kind are unknown without such a workload (their own tests run
     # them on one: tests/unit/test_checkers_anomalies.py)
-    kind_specific = {"anomalies", "lost_updates", "bank"}
+    kind_specific = {"anomalies", "lost_updates", "bank", "lost_appends"}
     for r in res.values():
         assert r.valid is not None or r.name in kind_specific, r.details
         json.dumps(r.metrics, allow_nan=False)

@@ -151,3 +151,32 @@ def test_a_failing_cell_s_text_names_the_transactions(tmp_path: Any) -> None:
     assert "c: 1 of 2 acknowledged increments lost" in text
     assert "two increments read the same value: process 1 on ? at 0.0 s read [0, 1]; " \
            "process 2" in text
+
+
+def la_ctx(final: dict[int, list[int]] | None) -> CheckContext:
+    return CheckContext(
+        workloads={"la": WorkloadInfo("list_append", ("g1",), (), 4)},
+        load_start=ns(0), load_end=ns(10),
+        final_state={} if final is None else {"la": {"g1": final}},
+        facts={"authority": "g1"})
+
+
+def txn(process: int, t0: float, t1: float, mops: list[list[Any]], type: str = "ok") -> list[Op]:
+    return op(process, "txn", t0, t1, type, workload="la", value=mops)  # type: ignore[arg-type]
+
+
+def test_lost_appends_are_acknowledged_appends_missing_at_the_end() -> None:
+    h = history(txn(1, 0, 1, [["append", 1, 1], ["append", 2, 2]]),
+                txn(2, 1, 2, [["r", 1, [1]], ["append", 1, 3]]),
+                txn(3, 2, 3, [["append", 2, 4]], type="info"),
+                txn(4, 3, 4, [["append", 2, 5]], type="fail"))
+    r = txn_state.check_lost_appends(h, la_ctx({1: [1], 2: [2, 4, 5]}))
+    s = r.metrics["subjects"]["la"]
+    assert (r.valid, s["count"], s["acknowledged"], s["unknown"], s["unknown_applied"],
+            s["failed_but_present"]) == (False, 1, 3, 1, 1, 1)
+    assert s["examples"][0]["process"] == 2 and s["examples"][0]["appended"] == 3
+    got = measure(Metric(name="lost_writes", subject="la"), Quantity(value=0, kind="count",
+                  text="0"), {"lost_appends": r}, la_ctx(None))
+    assert got.value == 1.0
+    none = txn_state.check_lost_appends(h, la_ctx(None))
+    assert none.valid is None and none.metrics["subjects"]["la"]["count"] is None
