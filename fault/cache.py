@@ -10,9 +10,10 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from dsl.models import DropCaches
-from fault.context import ActionFailed, Context, Detail, Handler
+from fault.context import ActionFailed, ActionIncomplete, Context, Detail, Handler
 from runners.errors import ComponentError
 
 DROP_WAIT = 2.0  # seconds the timeline waits for the kernel to finish dropping the page cache
@@ -40,8 +41,15 @@ def drop_caches(ctx: Context, a: DropCaches) -> Detail:
         t0 = time.monotonic()
         threading.Thread(target=drop, daemon=True, name="drop-caches").start()
         finished = done.wait(DROP_WAIT)
-        return {"scope": "os", "cached_before": before, "cached_after": cached_bytes_total(),
-                "finished": finished, "seconds": round(time.monotonic() - t0, 3)}
+        detail: dict[str, Any] = {"scope": "os", "cached_before": before,
+                                  "cached_after": cached_bytes_total(), "finished": finished,
+                                  "seconds": round(time.monotonic() - t0, 3)}
+        if not finished:  # the cache may be as it was: a failed action, nothing from it
+            raise ActionIncomplete(
+                f"the kernel had not finished dropping the page cache after {DROP_WAIT:g} s "
+                f"(cached {before} → {detail['cached_after']} bytes): the drop did not "
+                "complete", detail)
+        return detail
     n = ctx.node(a.node.name)
     try:
         dirs = n.cache_dirs()

@@ -37,7 +37,7 @@ from fault import HANDLERS, HEALERS
 from fault import replication as _replication
 from fault.cache import cached_bytes_total, evict_files, resident_bytes
 from fault.clock import ClockState
-from fault.context import ActionFailed, Context, Record
+from fault.context import ActionFailed, ActionIncomplete, Context, Record
 from fault.disk import DiskState
 from fault.iofs import IoState
 from fault.network import NetworkState, galera_partition, leave_cut
@@ -143,8 +143,9 @@ class Nemesis:
                 leave_in_place(self.ctx, action, detail)
                 detail["left"] = True
         except Exception as e:
+            done = {**resolution, **e.detail} if isinstance(e, ActionIncomplete) else None
             self.record(Op("fail", name, NEMESIS, time.monotonic_ns(), "nemesis", "", node,
-                           error_msg=str(e)[:500]))
+                           value=done or None, error_msg=str(e)[:500]))
             self.events.append({"fault": name, "node": node, "start_ns": t0,
                                 "end_ns": time.monotonic_ns(), "error": str(e)[:2000]})
             raise

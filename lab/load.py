@@ -21,6 +21,7 @@ from dsl.actions import label as action_words
 from dsl.actions import resolved_action, undo
 from dsl.models import Action, StateCondition, TimedAction
 from dsl.plan import Cell, Plan, PlannedWorkload
+from fault.context import ActionIncomplete
 from lab.cell_facts import SETTLE_TIMEOUT, CellFacts
 from lab.history import REREAD_FS, WRITE_FS
 from lab.outcome import View
@@ -116,8 +117,15 @@ class Load:
         return spec.duration if spec.duration is not None else self.plan.duration
 
     def apply(self, a: Action, shown: str) -> dict[str, Any] | None:
+        """One action; one that ran but did not complete (``ActionIncomplete``: a cache drop
+        the kernel had not finished) is failed in the history, said in the notes, and the
+        run goes on."""
         with self._applying:
-            return self._apply_one(a, shown)
+            try:
+                return self._apply_one(a, shown)
+            except ActionIncomplete as e:
+                self.slips.append(f"{shown} failed: {e}; nothing is computed from it")
+                return dict(e.detail)
 
     def record(self, op: Op) -> Op:
         return self.recorder.record(op)

@@ -15,16 +15,19 @@ each fault and each workload with a per-second series (``lab.checkers.series``):
   started (N = ``ctx.facts["warmup"]["baseline"]``, default 10), but those overlapping an
   earlier fault (any nemesis action) or an outage of the workload (``downtime``'s windows, on
   any of its endpoints): an outage is no noise; its mean is the level, its min..max the noise;
-- after the fault ended, ``warmup`` = start of the first whole second at >= 90 % of the level,
-  minus the end of the fault (1-second resolution);
+- ``warmup`` = start of the first whole second at >= 90 % of the level among those that end
+  after the fault ended (the second in which it ended counts), minus the end of the fault, at
+  least 0 (1-second resolution);
 - ``min_level``: the lowest per-second throughput relative to the level, over the whole seconds
-  from the end of the fault to the later of recovery and N seconds;
+  the fault overlaps and those after it, to the later of recovery and N seconds;
 - when no second of that window falls below the noise (the baseline's minimum), the dip is
   within the noise: ``dip_beyond_noise = False`` and ``warmup = 0``;
 - when throughput never recovers before the end of the active window, ``warmup`` is None,
   ``recovered`` False and ``lower_bound`` holds the seconds observed.
 
-A workload's figure is the worst over the faults.
+A workload's figure is the worst over the faults. A cache drop that did not complete (its
+action failed: ``finished: false``) is no fault here: nothing is computed from it; when it is
+the only one, every workload's figure is unknown and says so.
 """
 
 from __future__ import annotations
@@ -55,11 +58,18 @@ class FaultTime:
     end: float
 
 
+def _failed(history: Sequence[Op], t0: int) -> list[FaultTime]:
+    """Cache-drop faults that did not complete (``ok`` False: a drop the kernel had not
+    finished within its limit): nothing is computed from them."""
+    return [FaultTime(w.name, w.node, (w.start - t0) / NS, ((w.end or w.start) - t0) / NS)
+            for w in fault_windows(history) if w.name in WARMUP_FAULTS and w.ok is False]
+
+
 def _faults(history: Sequence[Op], ctx: CheckContext, t0: int) -> list[FaultTime]:
     out = [
         FaultTime(w.name, w.node, (w.start - t0) / NS, ((w.end or w.start) - t0) / NS)
         for w in fault_windows(history)
-        if w.name in WARMUP_FAULTS
+        if w.name in WARMUP_FAULTS and w.ok is not False
     ]
     fact = ctx.facts.get("warmup")
     if isinstance(fact, dict):
@@ -98,7 +108,9 @@ def warmup_after(s: Series, fault: FaultTime, baseline_s: float,
         baseline=level,
         noise={"min": lo, "max": hi, "stdev": statistics.pstdev(base_vals)},
     )
-    after = [i for i in full if i >= fault.end]
+    # the seconds the fault overlaps count: a dip in the second that began 77 ms before the
+    # drop ended is the drop's dip (it was left out, and "no dip beyond noise" said)
+    after = [i for i in full if i + 1 > fault.end]
     if not after:
         res["unknown"] = "no whole second of load after the fault"
         return res
@@ -109,7 +121,8 @@ def warmup_after(s: Series, fault: FaultTime, baseline_s: float,
             break
     horizon = max(recovered_at if recovered_at is not None else math.inf,
                   math.ceil(fault.end) + baseline_s)  # fmt: skip
-    window = [s.per_second[i] for i in after if i <= horizon]
+    during = [i for i in full if fault.start < i + 1 and i < fault.end and i not in after]
+    window = [s.per_second[i] for i in [*during, *after] if i <= horizon]
     min_v = min(window) if window else None
     res["min_level"] = min_v / level if min_v is not None else None
     res["dip_beyond_noise"] = min_v is not None and min_v < lo
@@ -151,6 +164,15 @@ def warmup_from_start(s: Series) -> dict[str, Any]:
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     t0, _ = ctx.bounds(history)
     faults = _faults(history, ctx, t0)
+    failed = _failed(history, t0)
+    if failed and not faults:
+        f = failed[0]
+        why = (f"the {f.name.replace('_', ' ')} at {f.start:.1f} s did not complete (failed): "
+               "nothing is computed from it")
+        none = {w: {"mode": "fault", "warmup": None, "recovered": None, "unknown": why}
+                for w in per_second(history, ctx)}
+        return CheckResult(NAME, None, {"faults": 0, "failed_faults": len(failed),
+                                        "mode": "fault", "subjects": none}, why)
     if not faults:
         from_start = {w: warmup_from_start(s) for w, s in per_second(history, ctx).items()}
         return CheckResult(NAME, True, {"faults": 0, "mode": "start", "subjects": from_start},
@@ -184,4 +206,5 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
             subj["dip_beyond_noise"] = any(r["dip_beyond_noise"] for r in known)
         subj["mode"] = "fault"
         subjects[w] = subj
-    return CheckResult(NAME, True, {"faults": len(faults), "mode": "fault", "subjects": subjects})
+    return CheckResult(NAME, True, {"faults": len(faults), "failed_faults": len(failed),
+                                    "mode": "fault", "subjects": subjects})

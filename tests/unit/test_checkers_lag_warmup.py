@@ -7,7 +7,7 @@ from histories import ctx, fault, history, ns, probe
 
 from lab.checkers import replication_lag, warmup
 from lab.checkers.replication_lag import downsample
-from lab.history import Sample
+from lab.history import NEMESIS, Op, Sample
 
 
 def lag(node: str, t: float, v: float) -> Sample:
@@ -128,3 +128,28 @@ def test_warmup_fault_from_facts_and_custom_baseline() -> None:
     subj = s.metrics["subjects"]["w"]
     assert subj["warmup"] == pytest.approx(1.0)
     assert subj["faults"][0]["baseline"] == pytest.approx(100)
+
+
+def test_the_second_a_drop_overlaps_counts_in_its_dip() -> None:
+    """The only second below the noise (76 % of the level) began 77 ms before the drop
+    ended: it was left out, and the report said "no dip beyond noise"."""
+    levels = [100, 98, 102, 100, 99, 101, 100, 100, 99, 101] + [76] + [100] * 9
+    h = history(throughput_with_dip(levels), fault("drop_caches", 9.5, 10.077))
+    s = warmup.check(h, ctx(0, len(levels))).metrics["subjects"]["w"]
+    assert s["dip_beyond_noise"] is True
+    assert s["min_level"] == pytest.approx(0.76, abs=0.01)
+    assert s["recovered"] is True and s["warmup"] == pytest.approx(0.923, abs=0.001)
+
+
+def test_a_drop_that_did_not_complete_computes_nothing() -> None:
+    """`finished: false`: the kernel had not dropped the cache within the 2 s limit; a
+    warm-up of 0.98 s was computed from it. Its action failed: nothing is computed."""
+    levels = [100] * 10 + [60, 95, 100, 100, 100, 100, 100, 100, 100, 100]
+    drop = [Op("invoke", "drop_caches", NEMESIS, ns(10.0)),
+            Op("fail", "drop_caches", NEMESIS, ns(12.0), value={"finished": False},
+               error_msg="the drop did not complete")]
+    r = warmup.check(history(throughput_with_dip(levels), drop), ctx(0, len(levels)))
+    s = r.metrics["subjects"]["w"]
+    assert s["warmup"] is None and s["recovered"] is None
+    assert "did not complete" in s["unknown"] and r.metrics["failed_faults"] == 1
+    assert r.metrics["mode"] == "fault"  # not a warm-up "from the start" either

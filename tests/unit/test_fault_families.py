@@ -3,6 +3,8 @@ remembers, what healing undoes and in which order, and that the history gets eve
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -313,3 +315,47 @@ def test_sql_literal(value: str, literal: str) -> None:
     from fault.sql import sql_literal
 
     assert sql_literal(value) == literal
+
+
+def test_a_cache_drop_the_kernel_did_not_finish_fails_its_action(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The drop stopped at its 2 s limit with the cache unchanged (``finished: false``) and was
+    shown as a normal fault: now its action fails, with what it did in the history, and the
+    load goes on (``lab.load.Load.apply``: a note, no error)."""
+    import fault.cache as cache
+    from fault.context import ActionIncomplete
+
+    class SlowProc:  # /proc/sys/vm/drop_caches, that the kernel does not finish in time
+        def __init__(self, path: str) -> None:
+            pass
+
+        def write_text(self, text: str) -> None:
+            time.sleep(0.3)
+
+    monkeypatch.setattr("fault.cache.os.access", lambda p, mode: True)
+    monkeypatch.setattr(cache, "DROP_WAIT", 0.05)
+    monkeypatch.setattr(cache, "cached_bytes_total", lambda: 4096)
+    monkeypatch.setattr("fault.cache.Path", SlowProc)
+    nem, history = nemesis(FakeTopology(tmp_path))
+    with pytest.raises(ActionIncomplete, match="did not complete") as e:
+        nem.apply(DropCaches())
+    assert e.value.detail["finished"] is False
+    assert [(o.type, o.f) for o in history] == [("invoke", "drop_caches"), ("fail", "drop_caches")]
+    assert history[-1].value == {"scope": "os", "cached_before": 4096, "cached_after": 4096,
+                                 "finished": False, "seconds": history[-1].value["seconds"]}
+
+
+def test_the_load_goes_on_after_an_incomplete_action() -> None:
+    from fault.context import ActionIncomplete
+    from lab.load import Load
+
+    def refuse(a: Any, shown: str) -> dict[str, Any]:
+        raise ActionIncomplete("the drop did not complete", {"finished": False})
+
+    load = Load.__new__(Load)
+    load._applying = threading.Lock()
+    load._apply_one = refuse
+    load.slips = []
+    assert load.apply(DropCaches(), "at 20s: drop caches") == {"finished": False}
+    assert load.slips == ["at 20s: drop caches failed: the drop did not complete; nothing is "
+                          "computed from it"]
