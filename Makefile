@@ -1,5 +1,5 @@
 # replica-chaos-lab: `make demo` and `make test` are all a new user needs.
-.PHONY: bootstrap demo test test-fast test-integration integration lint bench clean-runs validity
+.PHONY: bootstrap demo test test-fast test-random test-integration integration lint bench clean-runs validity
 
 VENV := .venv
 LAB := $(VENV)/bin/lab
@@ -25,6 +25,12 @@ test: bootstrap
 
 test-fast: bootstrap
 	$(PYTEST) tests/unit -q
+
+# the unit tests in a random order (pytest-randomly), to find tests that depend on the order
+# they run in; the normal targets keep the files' order (pyproject's addopts: -p no:randomly).
+# `make test-random SEED=1234` replays an order (the seed is printed at the top of each run).
+test-random: bootstrap
+	$(PYTEST) tests/unit -q -p randomly $(if $(SEED),--randomly-seed=$(SEED))
 
 test-integration: bootstrap
 	$(MAKE) --no-print-directory integration
