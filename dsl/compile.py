@@ -36,7 +36,7 @@ import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from dsl.actions import describe, is_fault, needs_root
+from dsl.actions import describe, history_name, is_fault, is_left, needs_root, target, undo
 from dsl.errors import LanguageError, LanguageErrors
 from dsl.metrics import resolve_stat
 from dsl.models import (
@@ -46,6 +46,8 @@ from dsl.models import (
     Experiment,
     IntOrParam,
     NetworkFault,
+    NodeAction,
+    NodeGroupAction,
     ParamRef,
     PrimaryPrimaryTopology,
     Promote,
@@ -717,6 +719,72 @@ def _promote_warnings(plan: Plan) -> list[Found]:
     return out
 
 
+HEAL_READ = frozenset({"missing_transactions", "lost_writes"})
+
+
+def _healed_at_end(plan: Plan) -> list[Action]:
+    """The faults still in force when the load ends, which the lab heals before it reads
+    the final state: a fault with an undo (``dsl.actions.undo``), neither ``for good`` nor
+    ``for D``, that no later action of the plan undoes (file order: steps, the timeline by
+    time, triggers). None with ``leave faults``."""
+    if plan.leave_faults:
+        return []
+    timed: list[tuple[Action, float | None]] = [(a, None) for s in plan.steps
+                                                for a in s.actions]
+    timed += [(t.action, t.lasts) for t in sorted(plan.timeline, key=lambda t: t.at)]
+    timed += [(t.action, t.lasts) for t in plan.triggers]
+    in_force: list[Action] = []
+    for a, lasts in timed:
+        back = undo(a)
+        if back is not None and is_fault(a) and not is_left(a) and lasts is None:
+            in_force.append(a)
+            continue
+        key = (history_name(a), target(a))
+        in_force = [f for f in in_force
+                    if (history_name(u := undo(f)), target(u)) != key]  # type: ignore[arg-type]
+    return in_force
+
+
+def _heal_warnings(plan: Plan) -> list[Found]:
+    """An expectation on what a node lacks at the end (``missing_transactions(n)``, or
+    ``lost_writes``: judged on the nodes once healed and settled) read after the lab's heal
+    undid faults still in force: say so, and point at ``for good`` and ``.before_heal``."""
+    healed = _healed_at_end(plan)
+    if not healed:
+        return []
+    def listed(faults: list[Action]) -> str:
+        return ", ".join(f"`{describe(a)}` (line {a.span.line})" for a in faults)
+
+    # lost writes are about nodes that went away (killed, stopped, paused)
+    down: list[Action] = [a for a in healed if isinstance(a, NodeAction | NodeGroupAction)]
+    out: list[Found] = []
+    for e in plan.expectations:
+        for m in (e.metric, e.other):
+            if m is None or m.name not in HEAL_READ or (m.name == "lost_writes" and not down):
+                continue
+            faults = listed(healed if m.name == "missing_transactions" else down)
+            if m.name == "missing_transactions":
+                node = m.subject or m.on
+                if node is None or m.stat not in (None, "count", "total"):
+                    continue
+                what = f"missing_transactions({node})"
+                undone = f"a primary started again lets {node} catch up"
+                hint = (" after the fault to leave it in place at the end, or expect "
+                        f"{what}.before_heal (as the timeline left it)")
+            else:  # judged on the nodes' state at the end, once healed and settled
+                what = f"lost_writes({m.subject})" if m.subject else "lost_writes"
+                undone = "a node started again brings back the writes only it had"
+                hint = " after the fault to leave it in place at the end"
+            out.append((
+                e.span,
+                f"{what} is read after the lab heals the faults still in force at the end "
+                f"({faults}): the heal may undo what it is about ({undone})",
+                "say `for good`" + hint,
+            ))
+            break
+    return out
+
+
 def plan_warnings(plan: Plan, path: str | None = None) -> list[LanguageError]:
     """Warnings (``severity="warning"``) about a valid plan: every fault on the timeline that
     no workload observes, and every promote of a node the router's writers do not list.
@@ -734,6 +802,6 @@ def plan_warnings(plan: Plan, path: str | None = None) -> list[LanguageError]:
             labels = ", ".join(f"{c.index} '{c.label}'" for c in hit)
             message += f" (only in {word} {labels})"
         out.append(LanguageError(where, span, message, hint, severity="warning"))
-    for span, message, hint in _promote_warnings(plan):
+    for span, message, hint in [*_promote_warnings(plan), *_heal_warnings(plan)]:
         out.append(LanguageError(where, span, message, hint, severity="warning"))
     return sorted(out, key=LanguageError.sort_key)

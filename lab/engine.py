@@ -134,6 +134,7 @@ class CellRunner:
         self.nemesis: Nemesis | None = None
         self.recorder: Recorder | None = None
         self.load: Load | None = None
+        self._heal_ns: tuple[int, int] | None = None  # the end-of-run heal: (start, end)
 
     # --- the cell, start to end ------------------------------------------------------------
     def run(self) -> CellOutcome:
@@ -276,7 +277,9 @@ class CellRunner:
         self.facts.after_timeline()
         if not self.plan.leave_faults:
             self.view.phase("healing faults")
+            healing = time.monotonic_ns()
             self.out.healed = self.nemesis.heal_all()
+            self._heal_ns = (healing, time.monotonic_ns())  # the timeline shows it (``_check``)
         # nodes left paused cannot answer: the final state is read from the others
         self.facts.unavailable = self.nemesis.left_paused()
         self.view.phase("letting replication settle")
@@ -317,6 +320,9 @@ class CellRunner:
         self.out.results = run_checkers(history, ctx)
         origin = load_start if load_start is not None else (history[0].time if history else 0)
         self.out.faults = fault_timeline(fault_windows(history), origin)
+        if self._heal_ns is not None:
+            self.out.heal = {"at": round((self._heal_ns[0] - origin) / 1e9, 3),
+                             "end": round((self._heal_ns[1] - origin) / 1e9, 3)}
         self.out.expectations = evaluate_all(self.plan.expectations, self.out.results, ctx,
                                              variant=self.cell.variant)
         self.out.claim_sides = measure_sides(self.plan, self.cell, self.out.results, ctx)

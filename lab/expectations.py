@@ -586,8 +586,13 @@ def _missing_transactions(inp: Inputs) -> Measured:
     if node is None:
         vals = [float(v) for v in fact.values() if isinstance(v, int | float)]
         return Measured(sum(vals), "count", stat, note=f"over {len(vals)} nodes, {note}")
-    return Measured(_number(fact[node], f"no missing-transaction count for '{node}'"), "count",
-                    stat, note=note)  # fmt: skip
+    value = _number(fact[node], f"no missing-transaction count for '{node}'")
+    before = (inp.ctx.facts.get("missing_before_heal") or {}).get(node)
+    if path == "missing_transactions" and isinstance(before, int | float) and before != value:
+        # the heal at the end changed the answer: say what it was before
+        note += (f"; {format_count(before)} before the heal at the end (.before_heal; "
+                 "`for good` leaves the fault)")
+    return Measured(value, "count", stat, note=note)
 
 
 def _relay_log_bytes(inp: Inputs) -> Measured:

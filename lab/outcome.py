@@ -39,6 +39,9 @@ class CellOutcome:
     timings: dict[str, float] = field(default_factory=dict)
     operations: int = 0
     healed: list[str] = field(default_factory=list)
+    # when the end-of-run heal ran, seconds since the load started: {"at", "end"} (None: no
+    # heal ran, ``leave faults`` or the cell stopped before it)
+    heal: dict[str, float] | None = None
     reports: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the reader must know (not settled)
     faults: list[dict[str, Any]] = field(default_factory=list)  # lab.summary.fault_timeline

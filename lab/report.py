@@ -474,15 +474,36 @@ def _errors(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
         rows.put(f"errors({s}).total", ci, text)
 
 
+def missing_before_heal(m: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """``{node: (before the heal, after settling)}`` of the ``facts`` measurements: the
+    missing transactions as the timeline left them and as read at the end (either None when
+    not measured)."""
+    before = _dict(m.get("missing_before_heal"))
+    settled = {n: f.get("missing_transactions") for n, f in _dict(m.get("subjects")).items()
+               if isinstance(f, dict) and "missing_transactions" in f}
+    return {n: (before.get(n), settled.get(n)) for n in sorted({*before, *settled})}
+
+
+def heal_changed(before: Any, settled: Any) -> bool:
+    return _num(before) and _num(settled) and before != settled
+
+
 def _facts(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    pairs = missing_before_heal(m)
     for node, figs in (m.get("subjects") or {}).items():
         if not isinstance(figs, dict):
             continue
         # Galera has no replica behind a primary: wsrep_last_committed differences are not
         # missing transactions
         if info.topology != "galera" and "missing_transactions" in figs:
-            rows.put(f"facts({node}).missing_transactions", ci,
-                     fmt_count(figs["missing_transactions"]))  # fmt: skip
+            text = fmt_count(figs["missing_transactions"])
+            before = pairs.get(node, (None, None))[0]
+            if heal_changed(before, figs["missing_transactions"]):  # the heal changed it
+                text += f" ({fmt_count(before)} before the heal)"
+            rows.put(f"facts({node}).missing_transactions", ci, text)
+            if _num(before):
+                rows.put(f"facts({node}).missing_transactions.before_heal", ci,
+                         fmt_count(before))  # fmt: skip
         if "applied_since_restart" in figs:
             rows.put(f"facts({node}).applied_since_restart", ci,
                      fmt_count(figs["applied_since_restart"]))  # fmt: skip

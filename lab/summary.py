@@ -38,6 +38,7 @@ def summary(outcome: RunOutcome) -> dict[str, Any]:
                 "operations": c.operations,
                 "timings": {k: round(v, 3) for k, v in c.timings.items()},
                 "healed": c.healed,
+                "heal": c.heal,
                 "notes": c.notes,
                 "faults": c.faults,
                 "workloads": {w.name: w.kind for w in c.cell.workloads},

@@ -43,6 +43,8 @@ from lab.report import (
     fmt_duration,
     fmt_percent,
     fmt_rate,
+    heal_changed,
+    missing_before_heal,
     render_claims,
     render_expectations,
     render_notes,
@@ -483,7 +485,24 @@ def fault_lines(cell: dict[str, Any]) -> list[tuple[str, str]]:
     for f in cell.get("faults") or []:
         if isinstance(f, dict):
             out.append((fault_at(f.get("at")), fault_text(f)))
+    heal = heal_line(cell)
+    if heal is not None:
+        out.append(heal)
     return out
+
+
+def heal_line(cell: dict[str, Any]) -> tuple[str, str] | None:
+    """The end-of-run heal, after the timeline: ``(at, "heal at the end: start m; rejoin m
+    as a replica (took 1.20 s)")``; None when nothing was healed."""
+    done = [str(h) for h in cell.get("healed") or []]
+    if not done:
+        return None
+    heal = _dict(cell.get("heal"))
+    at, end = heal.get("at"), heal.get("end")
+    text = "heal at the end: " + "; ".join(done)
+    if _num(at) and _num(end) and float(end) - float(at) >= TOOK_SHOWN:
+        text += f" (took {fmt_duration(float(end) - float(at))})"
+    return (fault_at(at) if _num(at) else "end", text)
 
 
 def failover_lines(cell: dict[str, Any]) -> list[str]:
@@ -594,10 +613,29 @@ def transaction_findings(cell: dict[str, Any]) -> list[str]:
     return out
 
 
+def missing_lines(cell: dict[str, Any], info: CellInfo) -> list[str]:
+    """Missing transactions when a node lacked any, before the heal or after settling, with
+    both figures: the heal at the end may have changed the answer (a primary restarted lets a
+    replica catch up), and an expectation may be on either (``missing_transactions(n)`` or
+    ``.before_heal``). Not on Galera (no replica behind a primary)."""
+    if info.topology == "galera":
+        return []
+    pairs = missing_before_heal(_dict(_checker(cell, "facts")))
+    parts = []
+    for node, (before, settled) in pairs.items():
+        if not any(_num(v) and v > 0 for v in (before, settled)):
+            continue
+        text = f"{node} {fmt_count(before)} before the heal, {fmt_count(settled)} settled"
+        if heal_changed(before, settled):
+            text += " (the heal changed it)"
+        parts.append(text)
+    return ["missing transactions: " + "; ".join(parts)] if parts else []
+
+
 def render_findings(summary: dict[str, Any], console: Console) -> None:
     cells = [c for c in summary.get("cells", []) if isinstance(c, dict)]
     for c in cells:
-        for line in findings_lines(c):
+        for line in findings_lines(c) + missing_lines(c, cell_info(summary, c)):
             prefix = f"{_label(c)}: " if len(cells) > 1 else ""
             console.print(escape(prefix + line))
 

@@ -378,3 +378,20 @@ def test_a_figure_known_within_two_ends_is_decided_only_when_every_value_agrees(
     assert compare_interval(1.0, 3.0, "!=", 4.0) is True
     assert compare_interval(1.0, 3.0, "==", 2.0) is None
     assert compare_interval(1.0, 3.0, "==", 4.0) is False
+
+
+def test_a_heal_that_changed_missing_transactions_says_the_figure_before_it() -> None:
+    """The primary was killed without `for good`: the heal at the end restarted it and r1
+    caught up, so `missing_transactions(r1) == 5000` read 0 with no hint of the 5,000."""
+    c = CheckContext(facts={"missing_transactions": {"r1": 0},
+                            "missing_before_heal": {"r1": 5000}})
+    o = evaluate(expect("missing_transactions", "==", "5000", subject="r1"),
+                 run_checkers([], c), c)
+    assert o.passed is False
+    assert "5,000 before the heal at the end (.before_heal; `for good` leaves the fault)" \
+        in o.explanation
+    same = CheckContext(facts={"missing_transactions": {"r1": 5000},
+                               "missing_before_heal": {"r1": 5000}})
+    o = evaluate(expect("missing_transactions", "==", "5000", subject="r1"),
+                 run_checkers([], same), same)
+    assert o.passed is True and "before the heal" not in o.explanation

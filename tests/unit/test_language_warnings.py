@@ -405,3 +405,44 @@ def test_a_former_primary_may_be_waited_for_after_a_promote() -> None:
     assert [e.message for e in check_text(text, "t.exp") if e.severity == "error"] == []
     no_promote = text.replace("at 6s promote db2\n", "")
     assert any("'db1' is the primary" in e.message for e in check_text(no_promote, "t.exp"))
+
+
+# --- a heal at the end that may undo what an expectation is about ---------------------------
+
+
+HEALED = (
+    "  workload w: unique_writes { target db1 }\n"
+    "  at 10s kill db1{left}\n"
+    "  expect missing_transactions(db2) == 5000\n"
+    "  expect lost_writes(w) == 0\n"
+)
+
+
+def test_an_expectation_read_after_the_heal_undid_its_fault() -> None:
+    """A file killed the primary (without `for good`) and expected the replica to miss 5,000
+    transactions: the heal at the end restarted the primary, the replica caught up, the figure
+    read 0, and `lab check` said nothing."""
+    assert found(exp(HEALED.replace("{left}", ""))) == [
+        (6, 3,
+         "missing_transactions(db2) is read after the lab heals the faults still in force at "
+         "the end (`kill db1` (line 5)): the heal may undo what it is about (a primary started "
+         "again lets db2 catch up)",
+         "say `for good` after the fault to leave it in place at the end, or expect "
+         "missing_transactions(db2).before_heal (as the timeline left it)"),
+        (7, 3,
+         "lost_writes(w) is read after the lab heals the faults still in force at the end "
+         "(`kill db1` (line 5)): the heal may undo what it is about (a node started again "
+         "brings back the writes only it had)",
+         "say `for good` after the fault to leave it in place at the end"),
+    ]
+
+
+def test_no_heal_warning_when_the_fault_stays_or_is_undone_or_before_heal_is_read() -> None:
+    assert found(exp(HEALED.replace("{left}", " for good"))) == []
+    assert found(exp(HEALED.replace("{left}", "\n  at 20s start db1"))) == []
+    assert found(exp(HEALED.replace("{left}", " for 2s"))) == []
+    before = HEALED.replace("{left}", "").replace(
+        "missing_transactions(db2) ==", "missing_transactions(db2).before_heal ==").replace(
+        "  expect lost_writes(w) == 0\n", "")
+    assert found(exp(before)) == []
+    assert found(exp(HEALED.replace("{left}", "") + "  leave faults\n")) == []

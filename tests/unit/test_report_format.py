@@ -346,6 +346,16 @@ def test_no_missing_transactions_on_galera() -> None:
     assert not any("missing_transactions" in k for k in rows(g))
 
 
+def test_missing_transactions_before_the_heal_in_every_figure() -> None:
+    s = canned_summary()
+    facts = s["cells"][0]["measurements"]["facts"]
+    facts["missing_before_heal"] = {"db2": 5000, "db3": 0}
+    r = rows(s)
+    assert r["facts(db2).missing_transactions"] == ["0 (5,000 before the heal)"]
+    assert r["facts(db2).missing_transactions.before_heal"] == ["5,000"]
+    assert r["facts(db3).missing_transactions"] == ["0"]
+
+
 def test_no_relay_log_figures_on_galera() -> None:
     s = canned_summary()
     s["topology"] = "galera"

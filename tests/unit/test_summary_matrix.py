@@ -249,6 +249,39 @@ def test_fault_texts() -> None:
         == "execute on db1 (1 rows returned)"
 
 
+def healed(before: int, settled: int) -> dict[str, Any]:
+    """The relay-log lesson's shape: r1 missing ``before`` transactions as the timeline left
+    it, ``settled`` after the heal at the end (which restarted the primary m)."""
+    s = quickstart()
+    cell = s["cells"][0]
+    cell["measurements"]["facts"] = {"missing_before_heal": {"r1": before, "m": 0},
+                                     "subjects": {"r1": {"missing_transactions": settled},
+                                                  "m": {"missing_transactions": 0}}}
+    cell["healed"] = ["start m", "rejoin m as a replica"]
+    cell["heal"] = {"at": 30.214, "end": 31.514}
+    return s
+
+
+def test_a_heal_that_changed_the_answer_shows_both_figures_and_itself() -> None:
+    text = render(healed(5000, 0), width=200)
+    assert "missing transactions: r1 5,000 before the heal, 0 settled (the heal changed it)" \
+        in text
+    assert "30.2 s  heal at the end: start m; rejoin m as a replica (took 1.30 s)" in text
+    assert text.index("heal at the end") < text.index("downtime")  # in the timeline
+
+
+def test_the_relay_log_lessons_before_heal_figure_is_printed() -> None:
+    """`stop m for good`: the heal changes nothing, and `lab show` prints the figure the
+    lesson's expectation is on."""
+    s = healed(5000, 5000)
+    s["cells"][0]["healed"] = []
+    text = render(s, width=200)
+    assert "missing transactions: r1 5,000 before the heal, 5,000 settled" in text
+    assert "heal at the end" not in text and "the heal changed it" not in text
+    s["topology"] = "galera"
+    assert "missing transactions" not in render(s, width=200)
+
+
 def test_lag_of_a_replica_that_answered_without_a_heartbeat() -> None:
     assert lag_text({"max": None, "samples": 0, "unreadable": 0, "no_heartbeat": 40}, None) \
         == "unknown (up, but the primary's heartbeat never reached it)"
