@@ -275,3 +275,39 @@ def test_no_promote_no_failover() -> None:
 
 def test_registered() -> None:
     assert ALL_CHECKERS["failover"] is check
+
+
+def test_the_failover_line_says_why_the_probe_saw_more_downtime() -> None:
+    """After a writer kill the failover line said "writers' outage 37.8 ms" while the probe
+    through the router measured 55.7 ms of downtime, and nothing said why: the failover ends
+    at the first write accepted after the first failure; a failure after it reopens the
+    probe's downtime. The line now shows both spans."""
+    from histories import S, ctx, fault, history, op
+
+    from lab.checkers import downtime, failover
+    from lab.history import NEMESIS, Op
+    from lab.summary_matrix import failover_lines
+
+    kw: dict[str, Any] = {"workload": "probe", "endpoint": "router.writer"}
+    ops = [*op(1, "write", 9.98, 9.99, node="db1", key=1, value=1, **kw),
+           *op(1, "write", 9.995, 10.005, "fail", key=2, value=2, error=2013, **kw),
+           *op(1, "write", 10.01, 10.0278, node="db2", key=3, value=3, **kw),
+           *op(1, "write", 10.03, 10.035, "fail", key=4, value=4, error=2013, **kw),
+           *op(1, "write", 10.04, 10.0835, node="db2", key=5, value=5, **kw),
+           *op(1, "write", 10.1, 10.11, node="db2", key=6, value=6, **kw)]
+    promote = [Op("invoke", "promote", NEMESIS, 10 * S + 6_000_000, node="db2"),
+               Op("ok", "promote", NEMESIS, 10 * S + 9_000_000, node="db2",
+                  value={"old_primary": "db1", "new_primary": "db2"})]
+    h = history(ops, fault("kill", 10.0, 10.001, "db1"), promote)
+    c = ctx(0, 11)
+    cell = {"measurements": {"failover": failover.check(h, c).metrics,
+                             "downtime": downtime.check(h, c).metrics}}
+    assert cell["measurements"]["failover"]["outage"] == pytest.approx(0.0378)
+    assert cell["measurements"]["downtime"]["subjects"]["probe"]["longest"] == \
+        pytest.approx(0.0557)
+    (line,) = failover_lines(cell)
+    assert line.startswith("failover db1 → db2: writers' outage 37.8 ms; ")
+    assert "downtime(probe) 55.7 ms (10.028 s → 10.084 s, 2 windows here) vs the failover's " \
+        "9.990 s → 10.028 s: a window ends at any write's success and reopens at the next " \
+        "failure; the failover's ends at the first write invoked after the first failure" \
+        in line
