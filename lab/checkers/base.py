@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from lab.history import NS, Completed, Op, Paired, Sample, pair_ops, time_bounds
+from lab.history import NEMESIS, NS, Completed, Op, Paired, Sample, pair_ops, time_bounds
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +155,31 @@ class CheckContext:
             return out
 
         return self.memo("by_f", history, group)
+
+    def by_where(self, history: Sequence[Op]) -> dict[tuple[str, str], list[Completed]]:
+        """The paired ops grouped by (workload, the node that answered or else the endpoint),
+        each group in completion order, first seen first: latency and errors count within
+        the groups instead of looking each op up again."""
+
+        def group() -> dict[tuple[str, str], list[Completed]]:
+            out: dict[tuple[str, str], list[Completed]] = {}
+            get = out.get
+            for c in self.paired(history).ops:
+                k = (c.workload, c.node or c.endpoint)
+                lst = get(k)
+                if lst is None:
+                    out[k] = [c]
+                else:
+                    lst.append(c)
+            return out
+
+        return self.memo("by_where", history, group)
+
+    def nemesis(self, history: Sequence[Op]) -> list[Op]:
+        """The faults' records of the history (``process == NEMESIS``), in history order,
+        picked out once per history: checkers that look at the faults skip the rest."""
+        return self.memo("nemesis", history,
+                         lambda: [op for op in history if op.process == NEMESIS])  # fmt: skip
 
     def bounds(self, history: Sequence[Op]) -> tuple[int, int]:
         """(load start, load end) in ns: from the context, else the span of the client ops

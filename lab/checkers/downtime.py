@@ -196,7 +196,13 @@ def summarize(windows: Sequence[Window], t0: int) -> dict[str, Any]:
 
 def windows_by_endpoint(history: Sequence[Op], ctx: CheckContext
                         ) -> dict[str, dict[str, list[Window]]]:
-    """Per workload and endpoint, its outage windows (one pass over the completions)."""
+    """Per workload and endpoint, its outage windows (one pass over the completions, once per
+    history: ``check`` and warmup's ``outage_spans`` share it; neither changes a window)."""
+    return ctx.memo("downtime.windows", history, lambda: _windows_by_endpoint(history, ctx))
+
+
+def _windows_by_endpoint(history: Sequence[Op], ctx: CheckContext
+                         ) -> dict[str, dict[str, list[Window]]]:
     paired = ctx.paired(history)
     _, load_end = ctx.bounds(history)
     trackers: dict[tuple[str, str], _Tracker] = {}

@@ -13,7 +13,7 @@ For sysbench: its per-second ``errors`` and ``reconnects`` columns added up over
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,20 +54,16 @@ class Counts:
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     per_node: dict[tuple[str, str], Counts] = {}
     routed: dict[tuple[str, str], int] = defaultdict(int)  # operations sent through a router
-    get = per_node.get
-    for c in ctx.paired(history).ops:
-        if c.endpoint.startswith("router."):
-            routed[(c.workload, c.endpoint)] += 1
-        k = (c.workload, c.node or c.endpoint)
-        nc = get(k)
-        if nc is None:
-            nc = per_node[k] = Counts()
-        nc.ops += 1
-        if c.type == "ok":
-            continue
-        label = error_label(c)
-        nc.total += 1
-        nc.by_code[label] = nc.by_code.get(label, 0) + 1
+    for k, cs in ctx.by_where(history).items():
+        nc = per_node[k] = Counts()
+        nc.ops = len(cs)
+        for ep, n in Counter([c.endpoint for c in cs]).items():
+            if ep.startswith("router."):
+                routed[(k[0], ep)] += n
+        for c in [c for c in cs if c.type != "ok"]:
+            label = error_label(c)
+            nc.total += 1
+            nc.by_code[label] = nc.by_code.get(label, 0) + 1
     per_w: dict[str, Counts] = defaultdict(Counts)
     for (w, _), nc in per_node.items():
         per_w[w].add(nc)

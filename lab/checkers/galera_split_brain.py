@@ -38,7 +38,7 @@ from typing import Any
 
 from lab.checkers.base import CheckContext, CheckResult, seconds
 from lab.checkers.split_windows import window_metrics
-from lab.history import NEMESIS, WRITE_FS, Op, Sample
+from lab.history import WRITE_FS, Op, Sample
 
 SERIES = "galera"
 MEMBER = "member:"  # runners.galera_watch.MEMBER: a sample's key naming a component's node
@@ -142,8 +142,8 @@ def check(history: Sequence[Op], ctx: CheckContext, name: str) -> CheckResult:
                                         "topology": "galera", "subjects": {}}, why)
     t0, _ = ctx.bounds(history)
     downs: dict[str, list[int]] = defaultdict(list)
-    for op in history:
-        if op.process == NEMESIS and op.type == "invoke" and op.f in DOWN_FAULTS and op.node:
+    for op in ctx.nemesis(history):
+        if op.type == "invoke" and op.f in DOWN_FAULTS and op.node:
             downs[op.node].append(op.time)
     per_node: dict[str, list[Held]] = {}
     counts: dict[str, int] = {}

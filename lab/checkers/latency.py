@@ -21,15 +21,10 @@ NAME = "latency"
 
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     per_node: dict[tuple[str, str], list[int]] = {}
-    get = per_node.get
-    for c in ctx.paired(history).ops:
-        if c.type == "ok" and c.end is not None:
-            k = (c.workload, c.node or c.endpoint)
-            xs = get(k)
-            if xs is None:
-                per_node[k] = [c.end - c.start]
-            else:
-                xs.append(c.end - c.start)
+    for k, cs in ctx.by_where(history).items():
+        xs = [c.end - c.start for c in cs if c.type == "ok" and c.end is not None]
+        if xs:
+            per_node[k] = xs
     lat: dict[str, list[int]] = defaultdict(list)
     for (w, _), xs in per_node.items():
         lat[w].extend(xs)

@@ -255,12 +255,30 @@ def _divergent(final: dict[str, dict[int, Any]]) -> int:
     if len(nodes) < 2:
         return 0
     n = 0
-    first = final[nodes[0]]
-    keys = set(first)
-    for other in nodes[1:]:
-        keys |= set(final[other])
+    maps = [final[nd] for nd in nodes]
+    keys = set(maps[0])
+    for other in maps[1:]:
+        keys |= set(other)
     for k in keys:
-        vals = {str(final[nd][k]) for nd in nodes if k in final[nd]}
+        # fast path: the same int or str on every node that holds the key (their text is
+        # then the same); anything else is compared by its text, as ever
+        v = None
+        same = True
+        for m in maps:
+            x = m.get(k, _MISSING)
+            if x is _MISSING:
+                continue
+            if v is None:
+                v = x
+                if type(v) is not int and type(v) is not str:
+                    same = False
+                    break
+            elif x is not v and (type(x) is not type(v) or x != v):
+                same = False
+                break
+        if same:
+            continue
+        vals = {str(m[k]) for m in maps if k in m}
         if len(vals) > 1:
             n += 1
     return n

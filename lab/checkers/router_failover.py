@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lab.checkers.base import CheckContext, CheckResult
-from lab.history import NEMESIS, NS, WRITE_FS, Op
+from lab.history import NS, WRITE_FS, Op
 
 NAME = "router_failover"
 SERIES = "router"  # runners.router_watch.SERIES
@@ -71,7 +71,7 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     t0, load_end = ctx.bounds(history)
     fault: Op | None = None
     old: str | None = None
-    nemesis = [op for op in history if op.process == NEMESIS]
+    nemesis = ctx.nemesis(history)
     for i, op in enumerate(nemesis):
         if op.type != "invoke" or op.f in NOT_A_FAULT or op.f.startswith("wait"):
             continue

@@ -190,13 +190,12 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         if s.series == SERIES:
             samples[s.subject].append(s)
     known_nodes: set[str] = set(samples)
+    known_nodes |= ctx.memo("split_brain.client_nodes", history, lambda: {
+        op.node for op in history if op.node and op.process != NEMESIS})  # fmt: skip
     downs: dict[str, list[int]] = defaultdict(list)
-    for op in history:
-        if op.process == NEMESIS:
-            if op.type == "invoke" and op.f in DOWN_FAULTS and op.node:
-                downs[op.node].append(op.time)
-                known_nodes.add(op.node)
-        elif op.node:
+    for op in ctx.nemesis(history):
+        if op.type == "invoke" and op.f in DOWN_FAULTS and op.node:
+            downs[op.node].append(op.time)
             known_nodes.add(op.node)
     nodes: dict[str, _Node] = defaultdict(_Node)
     for name, ss in samples.items():
