@@ -68,7 +68,7 @@ def _failed(history: Sequence[Op], t0: int) -> list[FaultTime]:
 def _faults(history: Sequence[Op], ctx: CheckContext, t0: int) -> list[FaultTime]:
     out = [
         FaultTime(w.name, w.node, (w.start - t0) / NS, ((w.end or w.start) - t0) / NS)
-        for w in fault_windows(history)
+        for w in fault_windows(ctx.nemesis(history))
         if w.name in WARMUP_FAULTS and w.ok is not False
     ]
     fact = ctx.facts.get("warmup")
@@ -164,7 +164,7 @@ def warmup_from_start(s: Series) -> dict[str, Any]:
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     t0, _ = ctx.bounds(history)
     faults = _faults(history, ctx, t0)
-    failed = _failed(history, t0)
+    failed = _failed(ctx.nemesis(history), t0)  # the faults' records: all it reads
     if failed and not faults:
         f = failed[0]
         why = (f"the {f.name.replace('_', ' ')} at {f.start:.1f} s did not complete (failed): "
@@ -183,7 +183,7 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         baseline_s = float(fact.get("baseline", DEFAULT_BASELINE_S))
     subjects: dict[str, dict[str, Any]] = {}
     windows = [((w.start - t0) / NS, ((w.end or w.start) - t0) / NS)
-               for w in fault_windows(history)]
+               for w in fault_windows(ctx.nemesis(history))]
     outages = outage_spans(history, ctx)
     for w, s in per_second(history, ctx).items():
         down = [((a - t0) / NS, (b - t0) / NS) for a, b in outages.get(w, [])]
