@@ -15,7 +15,7 @@ keeps what reads a history: pairing, fault windows, bounds.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from runners.ops import (  # the op record, below runners/ and fault/
@@ -139,10 +139,12 @@ class Paired:
 
     ``ops`` is in completion-time order (stable: ties keep recording order); ops that never
     completed come last, by invoke time. ``orphans`` counts completions without a matching
-    invoke (a recording bug, reported, otherwise ignored)."""
+    invoke (a recording bug, reported, otherwise ignored). ``faults``: the nemesis records, in
+    history order (picked out on the same pass)."""
 
     ops: list[Completed]
     orphans: int = 0
+    faults: list[Op] = field(default_factory=list)
 
 
 def pair_ops(history: Sequence[Op]) -> Paired:
@@ -154,9 +156,11 @@ def pair_ops(history: Sequence[Op]) -> Paired:
     orphans = 0
     last_end = -(2**63)
     in_order = True
+    faults: list[Op] = []
     for op in history:
         p = op.process
         if p == NEMESIS:
+            faults.append(op)
             continue
         if op.type == "invoke":
             prev = open_.get(p)
@@ -179,7 +183,7 @@ def pair_ops(history: Sequence[Op]) -> Paired:
     pending.extend(open_.values())
     pending.sort(key=lambda o: o.time)
     out.extend(Completed(inv, None) for inv in pending)
-    return Paired(out, orphans)
+    return Paired(out, orphans, faults)
 
 
 def _end_time(c: Completed) -> int:

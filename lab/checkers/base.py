@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from lab.history import NEMESIS, NS, Completed, Op, Paired, Sample, pair_ops, time_bounds
+from lab.history import NS, Completed, Op, Paired, Sample, pair_ops, time_bounds
 
 log = logging.getLogger(__name__)
 
@@ -178,8 +178,7 @@ class CheckContext:
     def nemesis(self, history: Sequence[Op]) -> list[Op]:
         """The faults' records of the history (``process == NEMESIS``), in history order,
         picked out once per history: checkers that look at the faults skip the rest."""
-        return self.memo("nemesis", history,
-                         lambda: [op for op in history if op.process == NEMESIS])  # fmt: skip
+        return self.paired(history).faults  # picked out on the pairing's pass
 
     def bounds(self, history: Sequence[Op]) -> tuple[int, int]:
         """(load start, load end) in ns: from the context, else the span of the client ops
