@@ -140,6 +140,10 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     looks: dict[str, dict[str, list[Look]]] = {}  # workload -> node -> every look at a key
     groups = ctx.by_f(history)
     # reads first: only workloads that read a key need their writes indexed
+    # each (workload, node)'s lists looked up once, created where they always were (the
+    # dicts' order is the order of the subjects and of the examples)
+    look_lists: dict[tuple[str, str], list[Look]] = {}
+    read_lists: dict[tuple[str, str], list[Completed]] = {}
     for f, cs in groups.items():
         if f not in READ_FS and f not in REREAD_FS:
             continue
@@ -147,18 +151,24 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         for c in cs:
             if c.type != "ok":
                 continue
-            node = c.node or c.endpoint
-            lk = looks.setdefault(c.workload, {}).setdefault(node, [])
-            if isinstance(c.value, list):  # a poll: [[key, version or None], ...]
-                for pair in c.value:
+            wn = (c.workload, c.node or c.endpoint)
+            lk = look_lists.get(wn)
+            if lk is None:
+                lk = look_lists[wn] = looks.setdefault(wn[0], {}).setdefault(wn[1], [])
+            v = c.value
+            if isinstance(v, list):  # a poll: [[key, version or None], ...]
+                for pair in v:
                     if isinstance(pair, list | tuple) and len(pair) == 2:
                         lk.append((int(pair[0]), c.start, c.end, pair[1]))  # type: ignore[arg-type]
                 continue
             if c.key is None:
                 continue
-            lk.append((c.key, c.start, c.end, c.value))  # type: ignore[arg-type]
+            lk.append((c.key, c.start, c.end, v))  # type: ignore[arg-type]
             if first:
-                reads.setdefault(c.workload, {}).setdefault(node, []).append(c)
+                rl = read_lists.get(wn)
+                if rl is None:
+                    rl = read_lists[wn] = reads.setdefault(wn[0], {}).setdefault(wn[1], [])
+                rl.append(c)
     for w, per_node in looks.items():  # a node polled but never read first still counts
         for node in per_node:
             reads.setdefault(w, {}).setdefault(node, [])
