@@ -296,8 +296,7 @@ class Load:
                 self.view.tick(elapsed, duration, counts, done_labels, upcoming)
             time.sleep(0.02)
         self.stop.set()
-        self.stop_workloads()
-        self.load_end = time.monotonic_ns()
+        self.stop_workloads(poll_unseen=True)
         if self.stepper is not None:
             note = stepped_note(self.stepper.pauses)
             if note:
@@ -384,12 +383,28 @@ class Load:
         lag.start()
         self.bg += [beat, lag]
 
-    def stop_workloads(self) -> None:
+    def stop_workloads(self, poll_unseen: bool = False) -> None:
+        """Stop every workload. ``poll_unseen`` (the load ended normally): the
+        read_your_writes readers first poll the writes they have not seen yet, at most
+        ``VISIBILITY_LIMIT`` seconds and before anything is healed, so that a replica behind
+        shows its last writes (said in the notes); otherwise (Ctrl-C, an error) they stop at
+        once."""
         for wl in self.workloads.values():
             if isinstance(wl, SysbenchWorkload):
                 wl.stop()
+            elif isinstance(wl, ReadYourWritesWorkload) and not poll_unseen:
+                wl.abort.set()
         for wl in self.workloads.values():
             wl.join(timeout=10)
+        if poll_unseen:
+            self.load_end = time.monotonic_ns()  # the polls after it are not the load's
+        for wl in self.workloads.values():
+            if not isinstance(wl, ReadYourWritesWorkload):
+                continue
+            wl.join_readers(wl.VISIBILITY_LIMIT + 5 if poll_unseen else 5)
+            note = wl.after_load() if poll_unseen else None
+            if note and note not in self.slips:
+                self.slips.append(note)
         for t in self.bg:
             t.join(timeout=3)
         self.bg = []

@@ -360,16 +360,26 @@ class _Reader:
     """One read endpoint of one read_your_writes client: a thread that reads each acknowledged
     write's key as soon as the write is posted (the first read, op ``read``), then polls every
     key whose write it has not seen yet every ``poll`` seconds (op ``poll``, value
-    ``[[key, version or None], ...]``) until the version shows, the load is stopped, or
-    ``limit`` seconds have passed since the writer finished."""
+    ``[[key, version or None], ...]``) until the version shows or ``limit`` seconds have
+    passed since the writer finished. When the load ends (``stop``), the writes not seen yet
+    go on being polled while the lab settles — a replica 2 s behind shows its last 2 s of
+    writes then — as long as the endpoint answered its last operation and the first failed
+    poll stops it (an endpoint that was down is not watched coming back); writes posted but
+    not read yet are polled without a first read (the load is over: no stale read is
+    counted after it). ``abort`` stops everything at once (Ctrl-C, an error)."""
 
     def __init__(self, client: Client, table: str, stop: threading.Event, poll: float,
-                 limit: float) -> None:
+                 limit: float, abort: threading.Event | None = None) -> None:
         self.client = client
         self.table = table
         self.stop = stop
+        self.abort = abort or threading.Event()
         self.poll = poll
         self.limit = limit
+        self.answered = True  # the endpoint answered the last operation
+        self.unseen_at_stop: int | None = None  # writes still unseen when the load ended
+        self.polled_after_stop = 0.0  # seconds spent polling them
+        self._stopped_at = 0.0
         self.cv = threading.Condition()
         self.posted: list[tuple[int, int]] = []  # (key, version) not read yet
         self.pending: dict[int, int] = {}  # key -> the newest version not seen yet
@@ -401,8 +411,10 @@ class _Reader:
         """The posted writes to read first; [] when it is time to poll; None to stop."""
         with self.cv:
             while True:
-                if self.stop.is_set():
+                if self.abort.is_set():
                     return None
+                if self.stop.is_set():
+                    return self._after_stop()
                 if self.posted:
                     got, self.posted = self.posted, []
                     return got
@@ -413,6 +425,22 @@ class _Reader:
                 if self.pending:
                     return []
                 self.cv.wait(0.05)
+
+    def _after_stop(self) -> list[tuple[int, int]] | None:
+        """The load has ended: poll what is unseen (under ``cv``)."""
+        for k, v in self.posted:  # acknowledged, never read: polled from now on
+            if self.pending.get(k, -1) < v:
+                self.pending[k] = v
+        self.posted = []
+        now = time.monotonic()
+        if self.unseen_at_stop is None:
+            self.unseen_at_stop = len(self.pending) if self.answered else 0
+            self._stopped_at = now
+        self.polled_after_stop = now - self._stopped_at
+        done = self.writer_done if self.writer_done is not None else self._stopped_at
+        if not self.pending or not self.answered or now - done > self.limit:
+            return None
+        return []
 
     def _main(self) -> None:
         c, t = self.client, self.table
@@ -427,6 +455,7 @@ class _Reader:
                                is_write=False, result=_scalar_version)
                     with self.cv:
                         self.first_reads += 1
+                        self.answered = got.type == "ok"
                         self.cv.notify_all()
                     seen = got.value if got.type == "ok" else None
                     if seen is None or seen < v:
@@ -445,6 +474,8 @@ class _Reader:
                     got = c.op("poll", f"SELECT k, v FROM {t} WHERE k IN ({marks})",
                                tuple(keys), is_write=False,
                                result=partial(_poll_value, keys))
+                    with self.cv:
+                        self.answered = got.type == "ok"
                     if got.type == "ok":
                         for k, seen in got.value:
                             if seen is not None and seen >= self.pending.get(k, seen + 1):
@@ -477,14 +508,32 @@ class ReadYourWritesWorkload(Workload):
     POLL = 0.01  # seconds between polls of the keys not yet visible on a read endpoint
     VISIBILITY_LIMIT = 30.0  # polling goes on this long after the writer stops, at most
 
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self.abort = threading.Event()  # stop the readers at once (not after the load)
+        self.readers: list[_Reader] = []
+
+    def after_load(self) -> str | None:
+        """What the readers did after the load ended, for the run's notes (None: nothing)."""
+        unseen = sum(r.unseen_at_stop or 0 for r in self.readers)
+        if not unseen:
+            return None
+        secs = max(r.polled_after_stop for r in self.readers)
+        left = sum(len(r.pending) for r in self.readers)
+        return (f"{self.name}: {unseen} writes not yet seen on a read endpoint when the load "
+                f"ended were polled for {secs:.1f} s more while the lab settled (until seen, "
+                f"at most {self.VISIBILITY_LIMIT:g} s, only where the endpoint answered); "
+                + (f"{left} still unseen" if left else "every one seen"))
+
     def run_client(self, i: int, client: Client, pace: Callable[[], None]) -> None:
         t = table_name(self.name)
         readers = [
             _Reader(Client(self.env, self.name, client.process + 10000 * (j + 1), ep,
                            self.spec.timeout), t, self.env.stop, self.POLL,
-                    self.VISIBILITY_LIMIT)
+                    self.VISIBILITY_LIMIT, self.abort)
             for j, ep in enumerate(self.spec.reads)
         ]
+        self.readers.extend(readers)
         for r in readers:
             r.thread.start()
         paced = self.spec.every is not None or bool(self.spec.rate)
@@ -509,8 +558,18 @@ class ReadYourWritesWorkload(Workload):
         finally:
             for r in readers:
                 r.finish()
-            for r in readers:
-                r.thread.join()
+            if self.abort.is_set() or not self.env.stop.is_set():
+                for r in readers:  # the workload ended on its own: its readers too
+                    r.thread.join()
+            # else the load ended: the readers poll what is unseen (``join_readers``)
+
+    def join_readers(self, timeout: float) -> None:
+        """Wait for the readers (polling the writes unseen when the load ended), at most
+        ``timeout`` seconds; then stop them."""
+        deadline = time.monotonic() + timeout
+        for r in list(self.readers):
+            r.thread.join(max(0.0, deadline - time.monotonic()))
+        self.abort.set()
 
 
 class UniqueInsertWorkload(Workload):

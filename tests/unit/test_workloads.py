@@ -702,3 +702,89 @@ def test_client_txn_outcomes(monkeypatch: pytest.MonkeyPatch, name: str, at: str
         "COMMIT" if at == "COMMIT" else "before COMMIT")
     assert s.conns[0].closed.is_set() and c.conn is None  # rolled back with the connection
     assert "COMMIT" not in [q for q, _ in s.conns[0].statements[4:]] or at == "COMMIT"
+
+
+class _Done:
+    def __init__(self, type_: str, value: Any) -> None:
+        self.type, self.value = type_, value
+
+
+class _ReplicaBehind:
+    """A read endpoint that shows version 1 of key 7 only after ``shows_after`` polls."""
+
+    process = 10001
+
+    def __init__(self, shows_after: int, fail: bool = False) -> None:
+        self.shows_after, self.fail = shows_after, fail
+        self.ops: list[str] = []
+
+    def op(self, f: str, sql: str, args: Any, **kw: Any) -> _Done:
+        self.ops.append(f)
+        if self.fail and f == "poll":
+            return _Done("fail", None)
+        polls = self.ops.count("poll")
+        if f == "read":
+            return _Done("ok", None)
+        return _Done("ok", kw["result"]([(7, 1)] if polls > self.shows_after else []))
+
+    def close(self) -> None:
+        pass
+
+
+def _reader_after_the_load(endpoint: _ReplicaBehind) -> Any:
+    from runners.workloads import _Reader
+
+    stop = threading.Event()
+    r = _Reader(endpoint, "t", stop, 0.001, 5.0)  # type: ignore[arg-type]
+    r.thread.start()
+    r.post(7, 1)
+    deadline = time.monotonic() + 2
+    while endpoint.ops.count("read") < 1 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    stop.set()  # the load ends; the write is not on the replica yet
+    r.finish()
+    r.thread.join(5)
+    assert not r.thread.is_alive()
+    return r
+
+
+def test_readers_keep_polling_unseen_writes_after_the_load() -> None:
+    """With a replica behind, the readers stopped polling when the load ended: its last
+    writes were "never seen" and every upper percentile a "≥". They are polled until seen."""
+    ep = _ReplicaBehind(shows_after=20)
+    r = _reader_after_the_load(ep)
+    assert r.pending == {}  # seen in the end
+    assert ep.ops.count("poll") > 20
+    assert r.unseen_at_stop == 1
+
+
+def test_readers_stop_after_the_load_at_the_first_failure() -> None:
+    ep = _ReplicaBehind(shows_after=20, fail=True)
+    r = _reader_after_the_load(ep)
+    assert r.pending == {7: 1} and ep.ops.count("poll") <= 1
+
+
+def test_a_replica_behind_shows_its_last_writes_after_the_load() -> None:
+    """The load ends (the engine's stop) with db2 0.5 s behind: its last 0.5 s of writes were
+    "never seen", every upper percentile a "≥" and an expectation on p99 undecidable. The
+    readers poll them while the lab settles: every write is seen, p99 is a figure."""
+    cluster = FakeCluster({"db1": 0.0, "db2": 0.5})
+    spec = PlannedWorkload(name="w", kind="read_your_writes", targets=["db1"], reads=["db2"],
+                           clients=1, rate=RATE, duration=60.0, timeout=TIMEOUT)
+    hist = History()
+    stop = threading.Event()
+    with pytest.MonkeyPatch.context() as mp:
+        patch_cluster(mp, cluster)
+        w = wl.ReadYourWritesWorkload(spec, make_env(hist, stop), 0, 60.0)
+        w.start()
+        time.sleep(1.2)
+        stop.set()  # as lab.load does when the load ends
+        w.join(2.0)
+        w.join_readers(5.0)  # as lab.load.stop_workloads does, before anything is healed
+    n = len(hist.completions("write", "ok"))
+    ctx = CheckContext(workloads={"w": WorkloadInfo("read_your_writes")})
+    vis = stale_reads.check(hist.ops, ctx).metrics["subjects"]["w on db2"]["visibility"]
+    assert vis["never_seen"] == 0 and vis["seen"] == n, vis
+    assert 0.5 <= vis["p99"] <= 0.5 + POLL + 0.1, vis
+    note = w.after_load()
+    assert note is not None and "were polled for" in note and "every one seen" in note
