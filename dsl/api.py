@@ -75,6 +75,10 @@ def parse_text(text: str, path: str = "<string>") -> Experiment:
                              source=text) from None
     if experiment is not None:
         errors = errors + validate(experiment, path)
+    if not errors and experiment is not None and experiment.faults is not None:
+        from dsl.space import probe_errors  # each fault of the space drawn on each node
+
+        errors = probe_errors(text, experiment, path)
     if errors or experiment is None:
         raise LanguageErrors(errors or [file_error(path, "not an experiment")], source=text)
     return experiment

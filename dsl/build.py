@@ -68,6 +68,7 @@ from dsl.models import (
     WaitUntil,
     Workload,
 )
+from dsl.space_build import SpaceBuilder
 from dsl.units import QuantityError, kind_problem, parse_quantity
 from dsl.validate import PARAM_LIMITS, is_safe_name, setting_problems
 
@@ -91,6 +92,7 @@ WORDS = {
     "key_count": "keys N",
     "for_update": "for update",
     "step_before": "before load",
+    "fault_space": "faults { }",
 }
 
 
@@ -255,7 +257,7 @@ WORKLOAD_HINTS = {
 }
 
 @v_args(meta=True)
-class Builder(Transformer[Token, Any]):
+class Builder(SpaceBuilder, Transformer[Token, Any]):
     """Turns the tree into models, collecting errors in ``self.errors``."""
 
     def __init__(self, text: str, path: str) -> None:
@@ -437,6 +439,7 @@ class Builder(Transformer[Token, Any]):
             triggers=many["trigger"],
             expectations=many["expect"],
             reports=many["report"],
+            faults=get("fault_space", None),
             leave_faults=get("leave_faults", False),
             backend=get("backend", "native"),
             backend_span=one["backend"].span if "backend" in one else NO_SPAN,

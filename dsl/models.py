@@ -544,6 +544,54 @@ class Report(Frozen):
     span: Span = NO_SPAN
 
 
+# --- fault spaces (lab explore; dsl/space.py) --------------------------------------------
+
+SpaceVerb = Literal["kill", "pause", "stop", "stop replication", "network partition",
+                    "network link_down", "network latency"]
+
+
+class SpaceTarget(Frozen):
+    """Which node a drawn fault hits: ``any replica [but N, ...]``, ``any node [but ...]``,
+    ``any of N, ...``, ``the writer`` (the node that takes writes when the load starts) or
+    one named node."""
+
+    kind: Literal["any_replica", "any_node", "any_of", "writer", "node"]
+    nodes: list[NodeRef] = Field(default_factory=list)  # any_of, node: these; any_*: but these
+    span: Span = NO_SPAN
+
+
+class SpaceRange(Frozen):
+    """``1s..5s`` (``low`` == ``high`` for a single value), normalised, as written."""
+
+    low: float
+    high: float
+    text: str
+    span: Span = NO_SPAN
+
+
+class SpaceFault(Frozen):
+    """``kill any replica for 1s..5s at most 2 times``: one kind of fault of a fault space."""
+
+    verb: SpaceVerb
+    target: SpaceTarget
+    size: SpaceRange | None = None  # network latency: the delay
+    link: LinkKind = "all"
+    lasts: SpaceRange
+    times: int = 1
+    at_most: bool = False  # ``at most N times`` (0..N drawn); ``N times`` or none: exactly
+    span: Span = NO_SPAN
+
+
+class FaultSpace(Frozen):
+    """``faults { between 5s and 25s  ... }``: the faults that may happen; ``lab explore``
+    draws concrete timelines from it (``dsl.space.draw``). ``window``: when they may start
+    (default: the whole load)."""
+
+    window: SpaceRange | None = None
+    faults: list[SpaceFault] = Field(default_factory=list)
+    span: Span = NO_SPAN
+
+
 class Experiment(Frozen):
     name: str
     title: str | None = None
@@ -563,6 +611,7 @@ class Experiment(Frozen):
     triggers: list[Trigger] = Field(default_factory=list)  # ``when CONDITION ACTION``
     expectations: list[Expectation] = Field(default_factory=list)
     reports: list[Report] = Field(default_factory=list)
+    faults: FaultSpace | None = None  # ``faults { ... }``: a fault space (lab explore)
     leave_faults: bool = False  # ``leave faults``: do not heal at the end
     backend: Backend = "native"  # ``backend containers``: the servers run in containers
     backend_span: Span = NO_SPAN

@@ -1290,4 +1290,7 @@ ACTION_CHECKS: dict[type, Callable[[_Validator, Any], None]] = {
 
 def validate(exp: Experiment, path: str | None = None) -> list[LanguageError]:
     """Every semantic error of an experiment, sorted by position (empty: valid)."""
-    return _Validator(exp, path or exp.source or "<string>").run()
+    from dsl.space import space_errors  # the fault space (lab explore)
+
+    where = path or exp.source or "<string>"
+    return sorted_errors(_Validator(exp, where).run() + space_errors(exp, where))

@@ -86,6 +86,17 @@ def make_stepper(step: bool, step_delay: str | None, console: Console,
                    console=console, source_lines=read_source(source))
 
 
+def space_note(path: str) -> None:
+    """A file with a fault space: ``lab run`` runs its timeline alone (lab explore draws it)."""
+    from dsl.api import load_experiment
+
+    space = load_experiment(path).faults
+    if space is not None:
+        print(f"note: {path}:{space.span.line}: the fault space is not run by `lab run` (only "
+              f"the timeline is); `lab explore {path}` draws schedules from it",
+              file=sys.stderr)
+
+
 def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None = None,
             step: bool = False, step_delay: str | None = None,
             backend: str | None = None) -> int:
@@ -117,6 +128,7 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
             return EXIT_LANGUAGE
         plan = plan.model_copy(update={"backend": backend})
     print_warnings(plan, path)
+    space_note(path)
     err = Console(stderr=True)
     try:  # the results database, before any server starts
         store = Store(_db_path(db))
