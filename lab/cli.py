@@ -72,6 +72,34 @@ def _run(args: argparse.Namespace) -> int:
                    step_delay=args.step_delay, backend=args.backend)
 
 
+def _explore(args: argparse.Namespace) -> int:
+    from lab.cli_explore import cmd_explore
+
+    return cmd_explore(args.file, runs=args.runs, seed=args.seed, db=args.db,
+                       dry_run=args.dry_run)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from lab.cli_explore import cmd_replay
+
+    return cmd_replay(args.run, db=args.db)
+
+
+def _shrink(args: argparse.Namespace) -> int:
+    from lab.cli_explore import cmd_shrink
+
+    return cmd_shrink(args.run, expect=args.expect, k=args.fails, n=args.of,
+                      max_candidates=args.max_candidates, out=args.out, db=args.db)
+
+
+def _search(args: argparse.Namespace) -> int:
+    from lab.cli_explore import cmd_search
+
+    return cmd_search(args.file, knob=args.knob, low=args.low, high=args.high,
+                      expect=args.expect, resolution=args.resolution, k=args.fails, n=args.of,
+                      db=args.db)
+
+
 def _runs(args: argparse.Namespace) -> int:
     from lab.cli_run import cmd_runs
 
@@ -152,6 +180,51 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--backend", choices=("native", "containers"), default=None,
                    help="where the servers run, whatever the file says (backend ...)")
     s.set_defaults(func=_run)
+
+    s = sub.add_parser("explore", help="draw schedules from a file's fault space and run each")
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("--runs", type=int, default=10, help="how many schedules (default 10)")
+    s.add_argument("--seed", type=int, default=None,
+                   help="the seed of the draws (default: the file's seed)")
+    s.add_argument("--dry-run", action="store_true",
+                   help="print the schedules it would run; start nothing")
+    s.add_argument("--db", default=None, help=db_help)
+    s.set_defaults(func=_explore)
+
+    s = sub.add_parser("replay", help="run a stored run's .exp again (its schedule, exactly)")
+    s.add_argument("run", metavar="RUN", help="run id (any unique prefix)")
+    s.add_argument("--db", default=None, help=db_help)
+    s.set_defaults(func=_replay)
+
+    s = sub.add_parser("shrink", help="a failing run's smallest schedule that still fails")
+    s.add_argument("run", metavar="RUN", help="run id (any unique prefix)")
+    s.add_argument("--expect", default=None, metavar="TEXT",
+                   help="the expectation to keep failing (default: the run's first failed)")
+    s.add_argument("--fails", type=int, default=2, metavar="K",
+                   help="a candidate fails when it fails in K runs ... (default 2)")
+    s.add_argument("--of", type=int, default=3, metavar="N", help="... of N (default 3)")
+    s.add_argument("--max-candidates", type=int, default=40, metavar="M",
+                   help="judge at most M candidates (default 40)")
+    s.add_argument("--out", default=None, metavar="FILE",
+                   help="where to write the result (default: beside the run's .exp)")
+    s.add_argument("--db", default=None, help=db_help)
+    s.set_defaults(func=_shrink)
+
+    s = sub.add_parser("search", help="bisect one knob of a file for where an expectation flips")
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("--knob", required=True, metavar="NAME",
+                   help="a vary, a setting, WORKLOAD.FIELD, or LINE:for|at|size")
+    s.add_argument("--from", dest="low", required=True, metavar="A", help="one end (e.g. 100ms)")
+    s.add_argument("--to", dest="high", required=True, metavar="B", help="the other end")
+    s.add_argument("--expect", default=None, metavar="TEXT",
+                   help="the expectation (default: the file's only one)")
+    s.add_argument("--resolution", default=None, metavar="R",
+                   help="stop when the interval is this narrow (default: an eighth of A..B)")
+    s.add_argument("--fails", type=int, default=2, metavar="K",
+                   help="a value fails when it fails in K runs ... (default 2)")
+    s.add_argument("--of", type=int, default=3, metavar="N", help="... of N (default 3)")
+    s.add_argument("--db", default=None, help=db_help)
+    s.set_defaults(func=_search)
 
     s = sub.add_parser("runs", help="list stored runs")
     s.add_argument("--db", default=None, help=db_help)

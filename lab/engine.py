@@ -84,10 +84,13 @@ def run_plan(
     keep: bool = False,
     on_run_id: Callable[[str], None] | None = None,
     stepper: Stepper | None = None,
+    run_id: str | None = None,
 ) -> RunOutcome:
+    """``run_id``: the run's id when the caller chose it (lab explore names the schedule's
+    file after it before the run starts); a new one otherwise."""
     view = view or View()
     try:
-        run_id = store.create_run(plan.name, plan.source)
+        run_id = store.create_run(plan.name, plan.source, run_id=run_id)
     except STORE_ERRORS as e:  # nothing started yet
         raise StoreUnavailable.of(store.path, e, writing=True) from e
     if on_run_id:
