@@ -41,7 +41,7 @@ from lab.checkers.stale_reads import KeyWrites, Look, _visibility, version
 from lab.claims import claim_lines
 from lab.history import NEMESIS, NS, READ_FS, REREAD_FS, WRITE_FS, Completed, Op, Sample, pair_ops
 from lab.store import Store
-from lab.summary_matrix import transaction_findings
+from lab.summary_matrix import fault_words, transaction_findings
 
 RYW = "read_your_writes"
 MAX_LAG_POINTS = 3000  # per replica; more are thinned keeping the highest lag of each slice
@@ -519,7 +519,7 @@ def fault_periods(history: Sequence[Op], t0: int, t1: int) -> list[FaultPeriod]:
     for i, (name, node, start, done, ok, _) in enumerate(actions):
         if name.startswith("wait") or name in NOT_FAULTS or name in ENDINGS:
             continue
-        label = f"{name} {node}" if node else name
+        label = fault_words(name, node)  # the language's words, as the text timeline
         ends = UNDONE_BY.get(name)
         end: int | None = done
         if ends is not None and ok is not False:
@@ -533,7 +533,7 @@ def fault_periods(history: Sequence[Op], t0: int, t1: int) -> list[FaultPeriod]:
                 ready = value2.get("ready_seconds") if isinstance(value2, dict) else None
                 if isinstance(ready, int | float) and start2 + ready * NS < end:
                     end = start2 + round(ready * NS)  # up again before its rejoin ended
-                label += f" until {n2} {node2}" if node2 else f" until {n2}"
+                label += f" until {fault_words(n2, node2)}"
                 break
         if start > t1 or (end is not None and end < t0):
             continue  # entirely outside the load

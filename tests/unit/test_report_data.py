@@ -142,7 +142,7 @@ def test_fault_periods_from_the_fault_to_the_action_that_ends_it() -> None:
     assert fault_periods(h, t(0), t(10)) == [
         FaultPeriod("kill db1 until start db1", "kill", "db1", 2.0, 6.0),
         FaultPeriod("promote db2", "promote", "db2", 3.0, 3.2),
-        FaultPeriod("partition db3 until heal", "partition", "db3", 6.0, 7.5),
+        FaultPeriod("network partition db3 until network heal", "partition", "db3", 6.0, 7.5),
         FaultPeriod("pause db2", "pause", "db2", 8.0, 10.0, open_at_end=True),
     ]
 
@@ -155,7 +155,7 @@ def test_fault_periods_clipped_to_the_load_and_failed_actions() -> None:
     assert fault_periods(h, t(0), t(10)) == [
         FaultPeriod("kill db1", "kill", "db1", 1.0, 1.1, ok=False),  # it did not happen
         FaultPeriod("stop db2 until start db2", "stop", "db2", 2.0, 10.0, open_at_end=True),
-        FaultPeriod("drop_caches", "drop_caches", None, 4.0, 4.25),
+        FaultPeriod("drop caches", "drop_caches", None, 4.0, 4.25),
     ]
 
 
