@@ -282,7 +282,13 @@ EXIT_EXPECTATION = 1  # lab run: an expectation does not hold
 
 
 def _verdicts(out: subprocess.CompletedProcess[str]) -> list[str]:
-    return [ln for ln in out.stdout.splitlines() if "FAIL" in ln or "UNKNOWN" in ln][:20]
+    """The lines that say what went wrong: failed or unknown expectations, and a cell's error
+    with the component's log tail (exit 3), which the assertion would otherwise cut."""
+    lines = out.stdout.splitlines()
+    said = [ln for ln in lines if "FAIL" in ln or "UNKNOWN" in ln][:20]
+    errors = [i for i, ln in enumerate(lines) if "error" in ln.lower()
+              and "expect" not in ln.lower()][:3]
+    return said + [ln for i in errors for ln in lines[i:i + 15]]
 
 
 def _run(argv: list[str], env: dict[str, str], where: str, lab: list[str] = LAB,
@@ -302,7 +308,8 @@ def _run(argv: list[str], env: dict[str, str], where: str, lab: list[str] = LAB,
         warnings.warn(f"{where}: an expectation did not hold, run once more: {_verdicts(out)}",
                       stacklevel=2)
         out = once()
-    assert out.returncode == 0, (where, out.returncode, _verdicts(out), out.stderr[-3000:])
+    assert out.returncode == 0, "\n".join(  # a string: pytest shows it whole
+        [where, f"exit {out.returncode}", *_verdicts(out), out.stderr[-3000:]])
     return out
 
 
