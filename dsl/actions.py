@@ -391,6 +391,8 @@ def label(a: Action) -> str:
         return f"set global {a.name} = {a.value}"
     if isinstance(a, NodeGroupAction):
         return f"{a.verb} {_nodes(a.nodes)}"
+    if isinstance(a, Sleep | WaitUntil):  # `wait 1s`, `wait until r1 caught_up timeout 30s`
+        return describe(a)
     verb = getattr(a, "verb", None)
     if verb is None:
         return f"{a.action.replace('_', ' ')} {target(a) or ''}".strip()

@@ -96,3 +96,13 @@ def test_the_live_view_labels_an_action_as_the_language_writes_it() -> None:
         "kill db2", "set global max_connections = 10 on db1", "drop caches",
     )] == ["stop replication db2", "network partition db3", "disk full db1", "kill db2",
            "set global max_connections = 10", "drop caches"]
+
+
+def test_the_live_view_labels_waits_in_the_language_s_words() -> None:
+    """`lab run` showed `after fill: sleep` and `after fill: wait r1`."""
+    from dsl.actions import label
+    from dsl.models import NodeRef, Sleep, WaitUntil
+
+    assert label(Sleep(seconds=1.0)) == "wait 1s"
+    assert label(WaitUntil(node=NodeRef(name="r1"), condition="caught_up", timeout=30.0)) \
+        == "wait until r1 caught_up timeout 30s"
