@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["CellNotPassed", "ClaimsItem", "ExpFile", "ExpItem", "cell_name", "lab_topology"]
 
 _RUNS = pytest.StashKey[list["ExpFile"]]()
+_SEQ = pytest.StashKey[int]()  # an item's place in its file (cells, then claims)
 _LOOKS_LIKE_AN_EXPERIMENT = re.compile(r"\bexperiment\b")
 
 
@@ -156,6 +157,7 @@ class ExpFile(pytest.File):
                 name = f"{name}-cell{cell.index}"
             names.add(name)
             item = ExpItem.from_parent(self, name=name, cell=cell)
+            item.stash[_SEQ] = len(names)  # the cells' order
             for tag in tags:
                 item.add_marker(tag)
             yield item
@@ -163,6 +165,7 @@ class ExpFile(pytest.File):
         # are judged once every cell has run: one more item, after the cells.
         if any(getattr(e, "other", None) is not None for e in self.plan.expectations):
             claims = ClaimsItem.from_parent(self, name="claims")
+            claims.stash[_SEQ] = len(self.plan.cells) + 1  # after every cell
             for tag in tags:
                 claims.add_marker(tag)
             yield claims
@@ -310,6 +313,28 @@ class ClaimsItem(_LabItem):
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         assert isinstance(self.parent, ExpFile)
         return self.path, self.parent.line_of(None) - 1, self.name
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A file's items are one run: its cells in their order, then its claims, side by side,
+    whatever reordered the items before (pytest-randomly, another plugin): each file's items
+    go where its first one was put, in the file's order. Other items keep their places."""
+    groups: dict[int, list[pytest.Item]] = {}
+    for it in items:
+        if isinstance(it, ExpItem | ClaimsItem):
+            groups.setdefault(id(it.parent), []).append(it)
+    if not groups:
+        return
+    out: list[pytest.Item] = []
+    for it in items:
+        if not isinstance(it, ExpItem | ClaimsItem):
+            out.append(it)
+            continue
+        group = groups.pop(id(it.parent), None)
+        if group is not None:  # the file's first item: all of them, in order
+            out.extend(sorted(group, key=lambda i: i.stash.get(_SEQ, 0)))
+    items[:] = out
 
 
 @pytest.hookimpl(wrapper=True)

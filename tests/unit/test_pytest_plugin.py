@@ -261,6 +261,24 @@ def test_the_cells_of_a_file_make_one_run(
     assert all(r["status"] == "passed" for r in runs.values())
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_random_order_keeps_each_file_s_cells_together_and_in_order(
+        pytester: pytest.Pytester, fake_runner: Callable[..., FakeRunner], seed: int) -> None:
+    """pytest-randomly shuffles the items: a file's cells still run side by side, in their
+    order, as one run (its claims after them), wherever the file lands."""
+    runner = fake_runner()
+    pytester.makefile(".exp", matrix=MATRIX, tiny=TINY)
+    pytester.makepyfile(test_plain="def test_a(): pass\ndef test_b(): pass\n")
+    _run(pytester, "-p", "randomly", f"--randomly-seed={seed}").assert_outcomes(passed=11)
+    by_run: dict[str, list[int]] = {}
+    for c in runner.calls:
+        by_run.setdefault(c["run_id"], []).append(c["cell"])
+    assert sorted(by_run.values(), key=len) == [[1], list(range(1, 9))]
+    ids = [c["run_id"] for c in runner.calls]
+    assert all(ids.index(r) + len(cells) - 1 == len(ids) - 1 - ids[::-1].index(r)
+               for r, cells in by_run.items())  # each file's cells one after the other
+
+
 def test_lab_keep_keeps_failed_cells_and_says_how_to_take_them_down(
         pytester: pytest.Pytester, fake_runner: Callable[..., FakeRunner]) -> None:
     runner = fake_runner(gap=2.5)
