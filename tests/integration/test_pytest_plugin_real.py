@@ -18,7 +18,9 @@ from .conftest import ROOT, our_processes, require
 
 pytest_plugins = ["pytester"]
 
-PLUGIN = ("-p", "lab.pytest_plugin")
+# pytester's runs are in a directory of their own, without the project's addopts: they keep
+# the files' order too (-p no:randomly), unless a test asks for pytest-randomly itself
+PLUGIN = ("-p", "lab.pytest_plugin", "-p", "no:randomly")
 
 PASSES = """\
 experiment "tiny-pass" {

@@ -24,7 +24,9 @@ from tests.unit.histories import S, history, op
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[2]
-PLUGIN = ("-p", "lab.pytest_plugin")
+# pytester's runs are in a directory of their own, without the project's addopts: they keep
+# the files' order too (-p no:randomly), unless a test asks for pytest-randomly itself
+PLUGIN = ("-p", "lab.pytest_plugin", "-p", "no:randomly")
 
 MATRIX = """\
 experiment "matrix" {
