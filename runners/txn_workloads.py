@@ -93,13 +93,27 @@ class _Keys:
         return min(self.n - 1, int(self.rng.expovariate(lam)))
 
 
-class ListAppendWorkload(Workload):
-    """Elle's list-append transactions (see the module docstring)."""
+class _TxnWorkload(Workload):
+    """What the transactional workloads share: the key draws, each connection's isolation
+    level, the table and the locking clause of their reads."""
 
     def __init__(self, spec: PlannedWorkload, env: ClientEnv, first_process: int,
                  default_duration: float) -> None:
         super().__init__(spec, env, first_process, default_duration)
         self.keys = _Keys(spec, env.seed)
+
+    def _prepare(self, client: Client) -> tuple[str, str]:
+        """(table, `` FOR UPDATE`` or ``""``), the client's isolation level set."""
+        client.session_sql = isolation_sql(self.spec)
+        return table_name(self.name), " FOR UPDATE" if self.spec.for_update else ""
+
+
+class ListAppendWorkload(_TxnWorkload):
+    """Elle's list-append transactions (see the module docstring)."""
+
+    def __init__(self, spec: PlannedWorkload, env: ClientEnv, first_process: int,
+                 default_duration: float) -> None:
+        super().__init__(spec, env, first_process, default_duration)
         self.active = list(range(self.keys.n))  # the keys in play, slot by slot
         self.writes: dict[int, int] = {}  # key -> appends handed out
         self.next_key = self.keys.n
@@ -128,8 +142,7 @@ class ListAppendWorkload(Workload):
             return ops
 
     def run_client(self, i: int, client: Client, pace: Callable[[], None]) -> None:
-        t = table_name(self.name)
-        client.session_sql = isolation_sql(self.spec)
+        t, _ = self._prepare(client)
         while not self._should_stop() and self._take():
             planned = self._plan()
 
@@ -149,18 +162,11 @@ class ListAppendWorkload(Workload):
             pace()
 
 
-class ReadModifyWriteWorkload(Workload):
+class ReadModifyWriteWorkload(_TxnWorkload):
     """Counters incremented by read-modify-write transactions (see the module docstring)."""
 
-    def __init__(self, spec: PlannedWorkload, env: ClientEnv, first_process: int,
-                 default_duration: float) -> None:
-        super().__init__(spec, env, first_process, default_duration)
-        self.keys = _Keys(spec, env.seed)
-
     def run_client(self, i: int, client: Client, pace: Callable[[], None]) -> None:
-        t = table_name(self.name)
-        client.session_sql = isolation_sql(self.spec)
-        lock = " FOR UPDATE" if self.spec.for_update else ""
+        t, lock = self._prepare(client)
         while not self._should_stop() and self._take():
             with self.keys.lock:
                 k = self.keys.index()
@@ -176,18 +182,11 @@ class ReadModifyWriteWorkload(Workload):
             pace()
 
 
-class BankWorkload(Workload):
+class BankWorkload(_TxnWorkload):
     """Transfers between accounts and reads of every balance (see the module docstring)."""
 
-    def __init__(self, spec: PlannedWorkload, env: ClientEnv, first_process: int,
-                 default_duration: float) -> None:
-        super().__init__(spec, env, first_process, default_duration)
-        self.keys = _Keys(spec, env.seed)
-
     def run_client(self, i: int, client: Client, pace: Callable[[], None]) -> None:
-        t = table_name(self.name)
-        client.session_sql = isolation_sql(self.spec)
-        lock = " FOR UPDATE" if self.spec.for_update else ""
+        t, lock = self._prepare(client)
         n = self.keys.n
         reads = self.spec.read_fraction if self.spec.read_fraction is not None else 0.5
         while not self._should_stop() and self._take():
