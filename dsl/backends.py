@@ -17,8 +17,10 @@ from dsl.models import (
     DiskFault,
     DropCaches,
     Experiment,
+    IoFault,
     NetworkFault,
     NodeAction,
+    NodeGroupAction,
     Span,
 )
 
@@ -48,6 +50,20 @@ def needs_local_engine(a: Action) -> bool:
         isinstance(a, NodeAction) and a.verb == "cold_restart")
 
 
+def native_only_action(a: Action, topology: str) -> str | None:
+    """What an action needs that only the native back-end has: lab-iofs under a node's data
+    directory (``io delay``/``io fail``/``io heal``, a kill losing unsynced writes) and the
+    recovery of a Galera cluster whose every node is down (a group kill or start)."""
+    if isinstance(a, IoFault):
+        return f"io {a.verb} (lab-iofs under the node's data directory)"
+    if isinstance(a, NodeAction | NodeGroupAction) and a.lose_unsynced:
+        return "a kill losing unsynced writes (lab-iofs under the node's data directory)"
+    if isinstance(a, NodeGroupAction) and topology == "galera":
+        return (f"{a.verb} of several Galera nodes at once (the whole-cluster recovery: "
+                "--wsrep-recover, bootstrap, joins)")
+    return None
+
+
 def problems(exp: Experiment) -> list[Problem]:
     """What ``backend containers`` cannot run in this experiment (empty for native)."""
     if exp.backend != "containers":
@@ -64,6 +80,13 @@ def problems(exp: Experiment) -> list[Problem]:
                     "the container back-end runs MariaDB only (the lab's image, or a MariaDB "
                     f"image of yours), not {exp.topology.engine.flavor}",
                     _NATIVE))
+    actions = ([t.action for t in exp.timeline] + [t.action for t in exp.triggers]
+               + [a for st in exp.steps for a in st.actions])
+    for a in actions:
+        native_only = native_only_action(a, exp.topology.kind)
+        if native_only:
+            out.append((a.span, f"{native_only} runs natively only, not on containers yet",
+                        _NATIVE))
     if exp.router is not None and exp.router.kind == "haproxy" and exp.router.image:
         out.append((exp.router.image.span, "router haproxy runs in the lab's node image (its "
                     "role checks need socat and the mariadb client beside it): it takes no "

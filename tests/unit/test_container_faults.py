@@ -73,6 +73,29 @@ def test_every_fault_family_runs_on_containers() -> None:
     assert [e.message for e in check_text(INCIDENTS)] == []
 
 
+def test_what_needs_the_native_back_end_is_refused_on_containers() -> None:
+    """lab-iofs faults and a Galera cluster's whole-cluster recovery run natively only: lab
+    check says so where the action stands (they failed at run time before)."""
+    text = """experiment "n" {
+  backend containers
+  duration 20s
+  topology galera { nodes g1, g2, g3 }
+  at 2s io delay g1 50ms on fsyncs
+  at 4s io heal g1
+  at 6s kill g1, g2, g3 within 1s
+  at 9s start g1, g2, g3
+}
+"""
+    got = [(e.span.line, e.message.split(" runs natively")[0]) for e in check_text(text)]
+    assert got == [
+        (5, "io delay (lab-iofs under the node's data directory)"),
+        (6, "io heal (lab-iofs under the node's data directory)"),
+        (7, "kill of several Galera nodes at once (the whole-cluster recovery: --wsrep-recover,"
+            " bootstrap, joins)"),
+        (8, "start of several Galera nodes at once (the whole-cluster recovery: "
+            "--wsrep-recover, bootstrap, joins)")]
+
+
 def test_lab_plan_shows_toxiproxys_container_and_its_links_by_name() -> None:
     plan = plan_text(INCIDENTS)
     rows = {r[0]: r for r in links_rows(plan)}
