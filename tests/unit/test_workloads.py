@@ -785,6 +785,8 @@ def test_a_replica_behind_shows_its_last_writes_after_the_load() -> None:
     ctx = CheckContext(workloads={"w": WorkloadInfo("read_your_writes")})
     vis = stale_reads.check(hist.ops, ctx).metrics["subjects"]["w on db2"]["visibility"]
     assert vis["never_seen"] == 0 and vis["seen"] == n, vis
-    assert 0.5 <= vis["p99"] <= 0.5 + POLL + 0.1, vis
+    # the fake replica's 0.5 s delay, to within a poll and the threads' scheduling (a busy
+    # machine delayed a poll by 0.18 s once; a reader that stopped at the load's end reads ≥)
+    assert 0.5 <= vis["p99"] <= 0.5 + POLL + 0.3, vis
     note = w.after_load()
     assert note is not None and "were polled for" in note and "every one seen" in note
