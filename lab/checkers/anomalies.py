@@ -38,6 +38,10 @@ Counts are Elle's cases, deduplicated where one fault shows in many reads: cycle
 component and class; G1a, G1b, duplicate and garbage count distinct (key, element); lost update
 counts (key, version read) groups; internal and future read count transactions; incompatible
 order counts keys. ``count`` adds them all up. See docs/results.md.
+
+Why one module of more than 600 lines: inference, graph, cycle search, classification and
+examples share one workload's projections (the version orders and the edges by type); split
+it when a second model (Elle's rw-register) needs the graph part alone.
 """
 
 from __future__ import annotations
