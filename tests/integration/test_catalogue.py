@@ -286,8 +286,8 @@ def _verdicts(out: subprocess.CompletedProcess[str]) -> list[str]:
     with the component's log tail (exit 3), which the assertion would otherwise cut."""
     lines = out.stdout.splitlines()
     said = [ln for ln in lines if "FAIL" in ln or "UNKNOWN" in ln][:20]
-    errors = [i for i, ln in enumerate(lines) if "error" in ln.lower()
-              and "expect" not in ln.lower()][:3]
+    errors = [i for i, ln in enumerate(lines) if "error:" in ln.lower()
+              or "could not complete" in ln][:3]
     return said + [ln for i in errors for ln in lines[i:i + 15]]
 
 
