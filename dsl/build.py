@@ -294,8 +294,12 @@ class Builder(SpaceBuilder, Transformer[Token, Any]):
             )
             return None
         q = self.quantity(tok)
-        if q is None:
-            return None
+        return None if q is None else self.checked(q, kinds, what, allow_zero)
+
+    def checked(self, q: Quantity, kinds: tuple[str, ...], what: str,
+                allow_zero: bool = False) -> float | None:
+        """``q``'s value when it is of one of ``kinds`` and more than zero (or zero, when
+        allowed); None, and the error said, otherwise."""
         problem = kind_problem(q, kinds, f"'{what}'")
         if problem:
             self.error(q.span, *problem)

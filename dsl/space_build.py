@@ -53,6 +53,10 @@ class SpaceBuilder:
     def quantity(self, tok: Token) -> Quantity | None:
         raise NotImplementedError  # dsl.build.Builder's
 
+    def checked(self, q: Quantity, kinds: tuple[str, ...], what: str,
+                allow_zero: bool = False) -> float | None:
+        raise NotImplementedError  # dsl.build.Builder's
+
     def space_range(self, tok: Token, kinds: tuple[str, ...], what: str,
                     allow_zero: bool = False) -> SpaceRange | None:
         """``1s..5s`` or ``2s``: both ends of the right kind, low <= high."""
@@ -68,16 +72,10 @@ class SpaceBuilder:
             sub = Token("QUANTITY", part, line=span.line, column=column,
                         end_line=span.end_line, end_column=column + len(part))
             q = self.quantity(sub)
-            if q is None:
+            value = None if q is None else self.checked(q, kinds, what, allow_zero)
+            if value is None:
                 return None
-            problem = kind_problem(q, kinds, f"'{what}'")
-            if problem:
-                self.error(q.span, *problem)
-                return None
-            if q.value < 0 or (q.value == 0 and not allow_zero):
-                self.error(q.span, f"'{what}' must be more than zero")
-                return None
-            values.append(q.value)
+            values.append(value)
         low, high = values[0], values[-1]
         if low > high:
             self.error(span, f"the range '{text}' goes down: its low end is after its high end",
