@@ -20,7 +20,7 @@ from typing import Any
 from runners.cgroups import joined
 from runners.errors import ComponentError
 from runners.mysql import Address, Credentials, query, scalar, sql_ready, wait_until
-from runners.runtime import Run, alive, proc_start_time
+from runners.runtime import Run, alive, proc_start_time, terminate
 
 READY_TIMEOUT = 60.0
 
@@ -323,12 +323,7 @@ class ProcessNode(Node):
             return
         if self.paused:
             self.resume()
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+        terminate(self.proc, timeout)
         self.run.forget(self.proc.pid)
 
     def started_at(self) -> int | None:

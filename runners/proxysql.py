@@ -49,7 +49,7 @@ from runners.components import require
 from runners.errors import ComponentError
 from runners.haproxy import Backend
 from runners.mysql import Address, Credentials, wait_until
-from runners.runtime import Run
+from runners.runtime import Run, terminate
 
 COMPONENT = "proxysql"
 WRITER_HG = 10
@@ -504,12 +504,7 @@ class ProxySQL:
             return
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.proc.pid, signal.SIGCONT)
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+        terminate(self.proc, timeout)
         self.run.forget(self.proc.pid)
 
     def start_process(self, ready_timeout: float = 15.0) -> float:

@@ -94,6 +94,17 @@ def ports_dir() -> Path:
     return p
 
 
+def terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """SIGTERM, a wait of ``timeout`` seconds, then SIGKILL: a server's own shutdown, or its
+    end when it does not come."""
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
 def become_subreaper() -> None:
     """Orphaned descendants (mysqld_safe, mariadbd) are reparented to us, not to PID 1."""
     with contextlib.suppress(Exception):
