@@ -6,14 +6,18 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Literal
 
+import MySQLdb
 import pytest
 
 from dsl.models import Engine
 from dsl.plan import Cell, Plan, PlannedNode, PlannedRouter, PlannedWorkload
 from runners.components import find
+from runners.mysql import Address, Credentials, scalar
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,10 +93,35 @@ def node(name: str, role: str, i: int, **kw: object) -> PlannedNode:
                        **kw)  # type: ignore[arg-type]
 
 
-def router(writers: list[str], readers: list[str], interval: float = 0.5) -> PlannedRouter:
-    return PlannedRouter(kind="haproxy", writers=writers, readers=readers,
+def router(writers: list[str], readers: list[str], interval: float = 0.5,
+           kind: Literal["haproxy", "proxysql"] = "haproxy",
+           settings: dict[str, str] | None = None) -> PlannedRouter:
+    return PlannedRouter(kind=kind, writers=writers, readers=readers,
                          check_interval=interval, writer_port_offset=90, reader_port_offset=91,
-                         writer_port=0, reader_port=0)
+                         writer_port=0, reader_port=0, settings=settings or {})
+
+
+def eventually(check: Callable[[], bool], timeout: float = 10.0,
+               errors: tuple[type[BaseException], ...] = (MySQLdb.Error,)) -> bool:
+    """Whether ``check()`` comes true within ``timeout`` seconds (polled every 50 ms; one of
+    ``errors`` counts as "not yet")."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return True
+        except errors:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def port_via(addr: Address, creds: Credentials) -> int | None:
+    """The port of the server an endpoint (a router's) leads to, None when it answers not."""
+    try:
+        return int(scalar(addr, creds, "SELECT @@port", timeout=2))
+    except MySQLdb.Error:
+        return None
 
 
 def make_plan(topology: str, nodes: list[PlannedNode], *, router_: PlannedRouter | None = None,

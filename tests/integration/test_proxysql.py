@@ -18,38 +18,29 @@ import MySQLdb
 import pytest
 
 from dsl.plan import PlannedRouter
-from runners.mysql import Address, Credentials, execute_all, scalar
+from runners.mysql import execute_all, scalar
 from runners.proxysql import BACKUP_WRITER_HG, OFFLINE_HG, STANDBY_HG, WRITER_HG, ProxySQL
 from runners.runtime import Run
 from runners.topology import Topology
 
-from .conftest import make_plan, node, replication_nodes, require
+from .conftest import (
+    eventually,
+    make_plan,
+    node,
+    port_via,
+    replication_nodes,
+    require,
+    router,
+)
 
 
 def _wait(check: Callable[[], bool], timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return True
-        except MySQLdb.Error:
-            pass
-        time.sleep(0.05)
-    return False
-
-
-def _port_via(addr: Address, creds: Credentials) -> int | None:
-    try:
-        return int(scalar(addr, creds, "SELECT @@port", timeout=2))
-    except MySQLdb.Error:
-        return None
+    return eventually(check, timeout)
 
 
 def proxysql_router(writers: list[str], readers: list[str], interval: float = 0.2,
                     settings: dict[str, str] | None = None) -> PlannedRouter:
-    return PlannedRouter(kind="proxysql", writers=writers, readers=readers,
-                         check_interval=interval, writer_port_offset=90, reader_port_offset=91,
-                         writer_port=0, reader_port=0, settings=settings or {})
+    return router(writers, readers, interval, "proxysql", settings)
 
 
 def _proxysql(topo: Topology) -> ProxySQL:
@@ -135,13 +126,13 @@ def test_replication_read_only_monitor_moves_the_writer_without_the_lab() -> Non
                                                              "SET GLOBAL read_only=OFF"])
             writer = topo.address("router.writer")
             db2 = topo.nodes["db2"].port
-            assert _wait(lambda: _port_via(writer, topo.app) == db2)
+            assert _wait(lambda: port_via(writer, topo.app) == db2)
             groups = _hostgroups(px)
             assert WRITER_HG in groups["db2"] and WRITER_HG not in groups["db1"]
             assert STANDBY_HG in groups["db1"]
             # the reader endpoint still spreads over the declared readers, db2 among them
             reader = topo.address("router.reader")
-            seen = {_port_via(reader, topo.app) for _ in range(20)}
+            seen = {port_via(reader, topo.app) for _ in range(20)}
             assert seen == {db2, topo.nodes["db3"].port}
         finally:
             topo.teardown()
@@ -163,9 +154,9 @@ def test_replication_one_plus_one_promote_keeps_the_reader_endpoint() -> None:
                                                "SET GLOBAL read_only=OFF"])
             px.move_writer("db2")
             writer, reader = topo.address("router.writer"), topo.address("router.reader")
-            assert _wait(lambda: _port_via(writer, topo.app) == db2.port)
+            assert _wait(lambda: port_via(writer, topo.app) == db2.port)
             time.sleep(1.0)  # five monitor rounds: nothing takes db2 out of the readers
-            assert all(_port_via(reader, topo.app) == db2.port for _ in range(10))
+            assert all(port_via(reader, topo.app) == db2.port for _ in range(10))
             assert "db2" in px.up_servers("reader")
         finally:
             topo.teardown()
@@ -198,7 +189,7 @@ def test_galera_monitor_moves_a_dead_writer_to_the_backup_writer(fault: str) -> 
             try:
                 writer = topo.address("router.writer")
                 g2 = topo.nodes["g2"].port
-                assert _wait(lambda: _port_via(writer, topo.app) == g2, 30)
+                assert _wait(lambda: port_via(writer, topo.app) == g2, 30)
                 assert WRITER_HG in _hostgroups(px)["g2"]
                 execute_all(writer, topo.app, ["CREATE DATABASE IF NOT EXISTS t",
                                                "CREATE TABLE t.a (id INT PRIMARY KEY)",
@@ -225,7 +216,7 @@ def test_two_primaries_static_writer_and_a_move() -> None:
             px = _proxysql(topo)
             writer = topo.address("router.writer")
             p1, p2 = topo.nodes["p1"].port, topo.nodes["p2"].port
-            assert {_port_via(writer, topo.app) for _ in range(10)} == {p1}  # one writer
+            assert {port_via(writer, topo.app) for _ in range(10)} == {p1}  # one writer
             execute_all(writer, topo.app, ["CREATE DATABASE IF NOT EXISTS t",
                                            "CREATE TABLE t.a (id INT PRIMARY KEY)",
                                            "INSERT INTO t.a VALUES (1)"])
@@ -233,7 +224,7 @@ def test_two_primaries_static_writer_and_a_move() -> None:
                                         "SELECT COUNT(*) FROM t.a") == 1)
             topo.nodes["p1"].kill()
             assert px.move_writer("p2") < 2
-            assert _wait(lambda: _port_via(writer, topo.app) == p2)
+            assert _wait(lambda: port_via(writer, topo.app) == p2)
             execute_all(writer, topo.app, ["INSERT INTO t.a VALUES (2)"])
         finally:
             topo.teardown()

@@ -21,30 +21,24 @@ from pymongo.write_concern import WriteConcern
 
 from dsl.models import Engine
 from dsl.plan import Cell, Plan, PlannedRouter
-from runners.mysql import Address, Credentials, execute_all, scalar
+from runners.mysql import execute_all, scalar
 from runners.runtime import Run
 from runners.topology import Topology
 
-from .conftest import _session_dir, make_plan, node, replication_nodes, require
+from .conftest import (
+    _session_dir,
+    eventually,
+    make_plan,
+    node,
+    port_via,
+    replication_nodes,
+    require,
+    router,
+)
 
 
 def _wait(check: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return True
-        except (MySQLdb.Error, PyMongoError):
-            pass
-        time.sleep(0.05)
-    return False
-
-
-def _port_via(addr: Address, creds: Credentials) -> int | None:
-    try:
-        return int(scalar(addr, creds, "SELECT @@port", timeout=2))
-    except MySQLdb.Error:
-        return None
+    return eventually(check, timeout, (MySQLdb.Error, PyMongoError))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -59,9 +53,7 @@ def no_proxysql_or_mongod_left() -> Iterator[None]:
 
 def proxysql_router(writers: list[str], readers: list[str],
                     interval: float = 0.2) -> PlannedRouter:
-    return PlannedRouter(kind="proxysql", writers=writers, readers=readers,
-                         check_interval=interval, writer_port_offset=90, reader_port_offset=91,
-                         writer_port=0, reader_port=0)
+    return router(writers, readers, interval, "proxysql")
 
 
 def mongo_plan(members: tuple[str, ...] = ("m1", "m2", "m3")) -> Plan:
@@ -98,7 +90,7 @@ def test_proxysql_routes_writes_to_the_primary_and_drops_a_killed_reader() -> No
             assert _wait(lambda: scalar(reader, topo.app, "SELECT COUNT(*) FROM t.a") == 1)
             topo.nodes["db3"].kill()
             assert _wait(lambda: topo.router.server_states("reader").get("db3") != "ONLINE", 10)
-            seen = {_port_via(reader, topo.app) for _ in range(10)}
+            seen = {port_via(reader, topo.app) for _ in range(10)}
             seen.discard(None)
             assert seen == {topo.nodes["db2"].port}
         finally:

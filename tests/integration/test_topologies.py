@@ -13,19 +13,9 @@ from runners.mysql import execute_all, query, scalar
 from runners.runtime import Run, alive, list_runs
 from runners.topology import Topology
 
-from .conftest import make_plan, node, replication_nodes, require, router
+from .conftest import eventually, make_plan, node, replication_nodes, require, router
 
-
-def _wait(check, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return True
-        except MySQLdb.Error:
-            pass
-        time.sleep(0.05)
-    return False
+_wait = eventually
 
 
 def test_replication_row_reaches_both_replicas_and_gtids_match() -> None:
