@@ -22,6 +22,7 @@ from dsl.models import DiskFault, DropCaches, NetworkFault
 from dsl.plan import Cell, Plan
 from lab.cell_store import STORE_ERRORS, finish_without_store
 from lab.outcome import CellOutcome, RunOutcome, View, conclude
+from lab.run_context import run_context
 from lab.store import Store, StoreUnavailable
 from lab.summary import summary
 
@@ -118,7 +119,8 @@ class PlanRun:
         """Create the run (once); ``StoreUnavailable`` when the database cannot take it."""
         if self.outcome is None:
             try:
-                run_id = self.store.create_run(self.plan.name, self.plan.source)
+                run_id = self.store.create_run(self.plan.name, self.plan.source,
+                                                context=run_context(self.plan))
             except STORE_ERRORS as e:
                 raise StoreUnavailable.of(self.store.path, e, writing=True) from e
             self.outcome = RunOutcome(run_id, self.plan)

@@ -174,12 +174,14 @@ def cmd_runs(db: str | None = None) -> int:
     except (StoreError, sqlite3.Error, OSError) as e:
         return store_failed(db, e)
     table = Table(title=f"runs in {store.path}")
-    for col in ("run", "experiment", "started", "status", "exit"):
+    for col in ("run", "experiment", "back-end", "topology", "started", "status", "exit"):
         table.add_column(col)
     for r in runs:
         table.add_row(
             str(r["id"]),
             str(r["experiment"]),
+            str(r.get("backend") or "unknown"),
+            str(r.get("topology") or "unknown"),
             str(r["started_at"]),
             str(r["status"]),
             str(r.get("exit_code")),

@@ -44,6 +44,7 @@ from lab.history import fault_windows
 from lab.load import Load
 from lab.outcome import CellOutcome, RunOutcome, View, conclude
 from lab.recorder import Recorder
+from lab.run_context import run_context
 from lab.step import Stepper
 from lab.store import Store, StoreUnavailable
 from lab.summary import fault_timeline, report_figure, summary
@@ -90,7 +91,8 @@ def run_plan(
     file after it before the run starts); a new one otherwise."""
     view = view or View()
     try:
-        run_id = store.create_run(plan.name, plan.source, run_id=run_id)
+        run_id = store.create_run(plan.name, plan.source, run_id=run_id,
+                                  context=run_context(plan))
     except STORE_ERRORS as e:  # nothing started yet
         raise StoreUnavailable.of(store.path, e, writing=True) from e
     if on_run_id:

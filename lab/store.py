@@ -445,6 +445,18 @@ def _m5_run_owner(db: sqlite_utils.Database) -> None:
     db.table("runs").add_column("owner_start", int)
 
 
+@migration(6, "runs.backend, runs.topology, runs.context: the run's identity (back-end, "
+              "topology, engine, versions, effective config)")
+def _m6_run_identity(db: sqlite_utils.Database) -> None:
+    for col in ("backend", "topology", "context"):
+        db.table("runs").add_column(col, str)
+    # runs stored before: the topology is in their summary; the back-end was not recorded
+    db.execute(
+        "update runs set topology = json_extract(summary, '$.topology') "
+        "where summary is not null and json_valid(summary)"
+    )
+
+
 _OPERATIONS_VIEW = """
 create view operations as
 select b.run_id as run_id, b.cell as cell,
@@ -560,9 +572,12 @@ class Store:
         version: str | None = None,
         started_at: str | None = None,
         owner: tuple[int, int | None] | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> str:
         """``owner``: (pid, start time) of the lab process that runs it, this one by default:
-        when it is gone and the run is still ``running``, ``mark_abandoned`` says so."""
+        when it is gone and the run is still ``running``, ``mark_abandoned`` says so.
+        ``context``: the run's identity (``lab.run_context.run_context``): its ``backend`` and
+        ``topology`` are columns too."""
         rid = run_id or new_run_id()
         pid, start = owner or runtime.owner_identity()
         with self.conn:
@@ -571,6 +586,9 @@ class Store:
                 "started_at": started_at or now_iso(), "status": "running",
                 "host": host or socket.gethostname(), "lab_version": version or lab_version(),
                 "owner_pid": pid, "owner_start": start,
+                "backend": (context or {}).get("backend"),
+                "topology": (context or {}).get("topology"),
+                "context": _json(_clean(dict(context))) if context else None,
             })  # fmt: skip
         return rid
 
@@ -945,6 +963,9 @@ class Store:
                 "lab_version",
             ):
                 out.setdefault(k, run[k])
+            for k in ("backend", "topology", "context"):  # the run's identity (migration 6)
+                if out.get(k) is None:
+                    out[k] = run.get(k)
             # a summary stored before cells carried their fault timeline: from the table
             out["cells"] = [
                 c if not isinstance(c, dict) or "faults" in c or not isinstance(c.get("index"), int)
@@ -991,6 +1012,9 @@ class Store:
             "ended_at": run["ended_at"],
             "host": run["host"],
             "lab_version": run["lab_version"],
+            "backend": run.get("backend"),
+            "topology": run.get("topology"),
+            "context": run.get("context"),
             "cells": cells,
         }
 
@@ -998,4 +1022,5 @@ class Store:
 def _run_row(r: Mapping[str, Any]) -> dict[str, Any]:
     d = dict(r)
     d["summary"] = json.loads(d["summary"]) if d.get("summary") else None
+    d["context"] = json.loads(d["context"]) if d.get("context") else None
     return d

@@ -13,6 +13,7 @@ from lab.checkers import CheckContext, CheckResult
 from lab.expectations import Unmeasurable, format_figure, measure, metric_text
 from lab.history import NS, FaultWindow
 from lab.outcome import RunOutcome
+from lab.run_context import run_context
 
 
 def summary(outcome: RunOutcome) -> dict[str, Any]:
@@ -23,6 +24,8 @@ def summary(outcome: RunOutcome) -> dict[str, Any]:
         "source": outcome.plan.source,
         "status": outcome.status,
         "topology": outcome.plan.topology,
+        "backend": outcome.plan.backend,
+        "context": run_context(outcome.plan),
         "exit_code": outcome.exit_code,
         "message": outcome.message,
         "claims": [c.to_json() for c in outcome.claims],

@@ -238,3 +238,39 @@ def test_a_nan_sample_is_stored_as_unknown_and_streaming_goes_on(tmp_path: Path)
     assert rec.error is None and rec.written_ops == 2
     (s,) = st.samples(rid, 1, "lag")
     assert s.values == {"lag": None}
+
+
+def test_a_run_records_its_identity(store: Store) -> None:
+    """The back-end, topology, versions and config are stored with the run and come back in
+    ``get_run``, ``list_runs`` and the JSON summary (stored or rebuilt)."""
+    ctx = {"backend": "containers", "topology": "galera", "engine": "mariadb 10.11",
+           "versions": {"mariadbd": "10.11.19"}, "config": {"g1": {"wsrep_on": "ON"}}}
+    rid = store.create_run("e", "e.exp", host="h", version="9", context=ctx)
+    row = store.get_run(rid)
+    assert (row["backend"], row["topology"], row["context"]) == ("containers", "galera", ctx)
+    assert store.list_runs()[0]["backend"] == "containers"
+    rebuilt = store.summary(rid)  # no stored summary yet: rebuilt from the tables
+    assert (rebuilt["backend"], rebuilt["topology"], rebuilt["context"]) == (
+        "containers", "galera", ctx)
+    store.finish_run(rid, "passed", 0, summary={"run_id": rid, "cells": []})
+    stored = store.summary(rid)  # a stored summary without them gets them from the row
+    assert (stored["backend"], stored["context"]["engine"]) == ("containers", "mariadb 10.11")
+
+
+def test_an_older_database_gets_the_identity_columns(tmp_path: Path) -> None:
+    """Migration 6 on a version-5 database: the columns are added, an older run's topology is
+    taken from its summary, its back-end is unknown (NULL)."""
+    db = sqlite_utils.Database(tmp_path / "old.db")
+    migrate_to = [m for m in MIGRATIONS if m.version <= 5]
+    db["migrations"].create({"version": int, "name": str, "applied_at": str}, pk="version")
+    for m in migrate_to:
+        m.apply(db)
+        db["migrations"].insert({"version": m.version, "name": m.name, "applied_at": "x"})
+    db["runs"].insert({"id": "r1", "experiment": "e", "started_at": "t", "status": "passed",
+                       "summary": json.dumps({"topology": "replication", "cells": []})})
+    db.close()
+    s = Store(tmp_path / "old.db")
+    assert 6 in s.migrated
+    row = s.get_run("r1")
+    assert (row["backend"], row["topology"], row["context"]) == (None, "replication", None)
+    assert s.summary("r1")["topology"] == "replication"
