@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from dsl import router_settings
 from dsl.actions import describe
@@ -28,6 +28,21 @@ from dsl.owned import normal_key
 from dsl.plan import Cell, Plan, PlannedNode, iofs_nodes, unsynced_nodes
 from runners import cgroups, components, faketime, iofs, replication
 from runners.bare import GaleraCluster, PrimaryPair
+from runners.capabilities import (
+    Capabilities,
+    CgroupLimits,
+    Clock,
+    Disk,
+    GroupRecovery,
+    IoFaults,
+    Latency,
+    LinkCut,
+    PageCache,
+    Pause,
+    Process,
+    RouterProcess,
+    UnsyncedLoss,
+)
 from runners.disk import (
     any_disk_nodes,
     binlog_nodes,
@@ -121,6 +136,7 @@ def check_components(plan: Plan) -> None:
 
 
 class Topology(Protocol):
+    capabilities: ClassVar[Capabilities]  # what its back-end can do (``runners.capabilities``)
     plan: Plan
     run: Run
     admin: Credentials  # the lab's own user (every privilege)
@@ -173,6 +189,9 @@ class NativeTopology(NodePrimitives):
     """Servers as processes of this machine: dbdeployer sandboxes, bare mariadbd (Galera,
     two primaries), mongod; HAProxy or ProxySQL; toxiproxy links."""
 
+    capabilities: ClassVar[Capabilities] = frozenset({
+        Process, Pause, Latency, LinkCut, Disk, CgroupLimits, Clock, PageCache, IoFaults,
+        UnsyncedLoss, GroupRecovery, RouterProcess})
     run: Run
     plan: Plan
     cell: Cell
