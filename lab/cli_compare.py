@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from dsl.units import QuantityError, parse_quantity
-from lab.cli_run import ambiguous, store_failed
+from lab.cli_run import ambiguous, store_failed, store_missing
 from lab.compare import (
     CompareError,
     RunComparison,
@@ -25,7 +25,14 @@ from lab.compare import (
 )
 from lab.compare_render import render_runs, render_variants, runs_markdown, variants_markdown
 from lab.exits import EXIT_OK, EXIT_USAGE
-from lab.store import AmbiguousRun, RunNotFound, Store, StoreError, default_db_path
+from lab.store import (
+    AmbiguousRun,
+    RunNotFound,
+    Store,
+    StoreError,
+    StoreMissing,
+    default_db_path,
+)
 
 
 class UsageError(Exception):
@@ -65,7 +72,9 @@ def cmd_compare(runs: Sequence[str], *, variants: bool = False, base: str | None
         return EXIT_USAGE
     path = db if db else str(default_db_path())
     try:
-        store = Store(path)
+        store = Store(path, write=False)
+    except StoreMissing as e:
+        return store_missing(e)
     except (StoreError, sqlite3.Error, OSError) as e:
         return store_failed(db, e)
     try:

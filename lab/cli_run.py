@@ -1,9 +1,12 @@
 """`lab run`, `lab runs`, `lab show`.
 
 A results database that cannot be opened, read or written ends the command with one line,
-``Error: results database <path> is unreadable: <cause>`` (or ``cannot be written``), and
-exit 3; ``lab run`` checks it before any server starts. ``lab runs`` and ``lab show`` first
-mark ``abandoned`` the runs whose lab process is gone (``Store.mark_abandoned``).
+``Error: results database <path> is unreadable: <cause>`` (or ``cannot be written``, e.g. in a
+read-only location), and exit 3; ``lab run`` checks it before any server starts, and creates
+the database file only, never a directory (``$LAB_HOME`` aside). ``lab runs`` and ``lab show``
+create nothing: a missing database is one line and exit 2 (``lab runs`` of the default one, on
+a machine that has run nothing yet, says so and exits 0); they first mark ``abandoned`` the runs
+whose lab process is gone (``Store.mark_abandoned``), unless the database is read-only.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from lab.store import (
     RunNotFound,
     Store,
     StoreError,
+    StoreMissing,
     StoreUnavailable,
     default_db_path,
 )
@@ -59,9 +63,19 @@ def store_failed(db: str | Path | None, e: BaseException, writing: bool = False)
     return EXIT_INCOMPLETE
 
 
+def store_missing(e: StoreMissing) -> int:
+    print(f"Error: {e}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def _mark_abandoned(store: Store) -> None:
     """Mark runs whose lab process is gone; a database that cannot take the write (read-only,
     full) is still listed, with a warning."""
+    if store.read_only:
+        if store.abandoned_runs():
+            print(f"warning: results database {store.path} is read-only; runs whose lab "
+                  "process is gone are not marked abandoned", file=sys.stderr)  # fmt: skip
+        return
     try:
         store.mark_abandoned()
     except (sqlite3.Error, OSError) as e:
@@ -168,9 +182,14 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
 
 def cmd_runs(db: str | None = None) -> int:
     try:
-        store = Store(_db_path(db))
+        store = Store(_db_path(db), write=False)
         _mark_abandoned(store)
         runs = store.list_runs()
+    except StoreMissing as e:
+        if db is None:  # nothing run on this machine yet
+            print(f"no runs yet: no results database at {e.path} (`lab run FILE` creates it)")
+            return EXIT_OK
+        return store_missing(e)
     except (StoreError, sqlite3.Error, OSError) as e:
         return store_failed(db, e)
     table = Table(title=f"runs in {store.path}")
@@ -211,11 +230,14 @@ T = TypeVar("T")
 
 def read_run(db: str | None, ref: str, read: Callable[[Store, str], T]) -> T | int:
     """``read(store, ref)`` on the results database, or the exit status after saying why it
-    could not: 2 for an ambiguous or unknown run, 3 for a database that cannot be read."""
+    could not: 2 for an ambiguous or unknown run or a missing database, 3 for a database that
+    cannot be read."""
     try:
-        store = Store(_db_path(db))
+        store = Store(_db_path(db), write=False)
         _mark_abandoned(store)
         return read(store, ref)
+    except StoreMissing as e:
+        return store_missing(e)
     except AmbiguousRun as e:
         print(ambiguous(store, e), file=sys.stderr)
         return EXIT_USAGE

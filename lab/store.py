@@ -119,6 +119,56 @@ class StoreUnavailable(StoreError):
         return cls(path, describe_failure(path, e), _verb(e, writing))
 
 
+class StoreMissing(StoreError):
+    """A command that only reads named a database file that does not exist: nothing is
+    created. ``str()`` is one line."""
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(
+            f"no results database at {path} (nothing has been stored there: `lab run` creates "
+            "it; is the path mistyped?)"
+        )
+        self.path = Path(path)
+
+
+_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def read_only_reason(path: Path) -> str | None:
+    """Why the database at ``path`` cannot be written, in a few words (None: it can): its
+    file system is mounted read-only, its directory or the file itself is not writable."""
+    d = path.parent
+    try:
+        if os.statvfs(d).f_flag & os.ST_RDONLY:
+            return f"{d} is on a read-only file system"
+    except OSError:
+        return None
+    if path.exists() and not os.access(path, os.W_OK):
+        return "the file is read-only (no write permission)"
+    if not os.access(d, os.W_OK | os.X_OK):
+        return f"its directory {d} is read-only (no write permission)"
+    return None
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection: ``immutable`` when the WAL index (``-shm``) cannot be created
+    beside it (nothing can write a file there, so nothing changes under the reader)."""
+    from urllib.parse import quote
+
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    if not Path(str(path) + "-shm").exists():
+        uri += "&immutable=1"
+    return sqlite3.connect(uri, uri=True, timeout=30.0)
+
+
+def _remove_files(path: Path) -> None:
+    for p in (path, *(Path(str(path) + s) for s in _SIDE_FILES)):
+        try:
+            p.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
 _UNREADABLE = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
 _UNWRITABLE = ("SQLITE_FULL", "SQLITE_READONLY")
 
@@ -501,26 +551,70 @@ def migrate(db: sqlite_utils.Database) -> list[int]:
 class Store:
     """The results database. Opening it applies the missing migrations; a file that is not a
     database, a corrupt one, or one that cannot be created or migrated (a full disk, no
-    permission) raises ``StoreUnavailable``."""
+    permission, a read-only location) raises ``StoreUnavailable``; a create that fails leaves
+    no file behind.
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    Only the database file is ever created, never a directory, except ``$LAB_HOME`` for the
+    default path (a mistyped ``--db`` is refused). ``write=False`` (``lab runs``, ``lab show``,
+    ``lab compare``, ``lab report``): a missing file raises ``StoreMissing`` and nothing is
+    created; a database in a read-only location is opened read-only (``read_only``)."""
+
+    def __init__(self, path: str | Path | None = None, *, write: bool = True) -> None:
         self.path = Path(path) if path is not None else default_db_path()
+        self.read_only = False
         conn: sqlite3.Connection | None = None
+        memory = str(self.path) == ":memory:"
+        existed = memory or self.path.exists()
         try:
-            if str(self.path) != ":memory:":
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.path), timeout=30.0)
+            if not memory:
+                self.read_only = self._prepare(existed, write)
+            if self.read_only:
+                conn = _connect_read_only(self.path)
+            else:
+                conn = sqlite3.connect(str(self.path), timeout=30.0)
             conn.execute("pragma busy_timeout = 30000")
-            if str(self.path) != ":memory:":
+            if not memory and not self.read_only:
                 conn.execute("pragma journal_mode = wal")
-            conn.execute("pragma synchronous = normal")
+                conn.execute("pragma synchronous = normal")
             conn.execute("pragma foreign_keys = on")
             self.db = sqlite_utils.Database(conn)
-            self.migrated = migrate(self.db)
-        except (sqlite3.Error, OSError) as e:
+            if self.read_only:
+                missing = [m.version for m in MIGRATIONS
+                           if m.version not in set(applied_migrations(self.db))]  # fmt: skip
+                if missing:
+                    raise StoreUnavailable(
+                        self.path, f"{read_only_reason(self.path)}, and it needs this lab's "
+                        f"schema changes {', '.join(map(str, missing))}", "cannot be upgraded",
+                    )  # fmt: skip
+                self.migrated: list[int] = []
+            else:
+                self.migrated = migrate(self.db)
+        except (sqlite3.Error, OSError, StoreUnavailable) as e:
             if conn is not None:
                 conn.close()
-            raise StoreUnavailable.of(self.path, e) from e
+            if not existed:  # a failed create leaves nothing behind
+                _remove_files(self.path)
+            raise StoreUnavailable.of(self.path, e, writing=write) from e
+
+    def _prepare(self, existed: bool, write: bool) -> bool:
+        """Check the location before sqlite3 touches it; True: open it read-only."""
+        parent = self.path.parent
+        if not existed and not write:
+            raise StoreMissing(self.path)
+        if not parent.is_dir():
+            if self.path.resolve() != default_db_path().resolve():
+                raise StoreUnavailable(
+                    self.path, f"directory {parent} does not exist (the lab creates the "
+                    "database file, never its directory: is the path mistyped?)",
+                    "cannot be created",
+                )  # fmt: skip
+            parent.mkdir(parents=True, exist_ok=True)  # $LAB_HOME, the first time
+        reason = read_only_reason(self.path)
+        if reason is None:
+            return False
+        if write:
+            raise StoreUnavailable(self.path, reason, "cannot be written")
+        return True
 
     @classmethod
     def open_existing(cls, path: str | Path | None = None) -> Store | None:

@@ -176,13 +176,14 @@ def test_full_disk_at_start_new_database(
     d = small_fs("1m")
     fill(d)
     db = d / "results.db"
-    for argv in (["runs", "--db", str(db)], ["run", QUICKSTART, "--db", str(db)]):
-        assert main(argv) == 3
-        err = capsys.readouterr().err
-        (line,) = error_lines(err)
-        assert line.startswith(f"Error: results database {db} cannot be written: {FULL}")
-        assert "free on its file system" in line
-        assert "Traceback" not in err
+    assert main(["run", QUICKSTART, "--db", str(db)]) == 3
+    err = capsys.readouterr().err
+    (line,) = error_lines(err)
+    assert line.startswith(f"Error: results database {db} cannot be written: {FULL}")
+    assert "free on its file system" in line
+    assert "Traceback" not in err
+    assert not db.exists()  # the failed create left no empty file
+    assert main(["runs", "--db", str(db)]) == 2  # reading creates nothing: "no results database"
     assert no_servers == []
 
 
