@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CellNotPassed", "ClaimsItem", "ExpFile", "ExpItem", "cell_name", "lab_topology"]
 
+# exploration and search as items (--lab-explore, --lab-search): lab/pytest_explore.py
+pytest_plugins = ["lab.pytest_explore"]
+
 _RUNS = pytest.StashKey[list["ExpFile"]]()
 _SEQ = pytest.StashKey[int]()  # an item's place in its file (cells, then claims)
 _LOOKS_LIKE_AN_EXPERIMENT = re.compile(r"\bexperiment\b")
