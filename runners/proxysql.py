@@ -15,8 +15,10 @@ over TCP on the admin port):
   no ``read_only`` check moves them, so a reader that is promoted keeps serving reads, as
   behind HAProxy),
   ``mysql_galera_hostgroups`` (Galera: ProxySQL's Galera health check decides, one writer,
-  backup writers in hostgroup 30, offline nodes in hostgroup 40), or the lab alone
-  (``static``, two primaries: only the first declared writer takes writes until ``move_writer``);
+  backup writers in hostgroup 30, offline nodes in hostgroup 40), or weights (``static``, two
+  primaries: both in the writer hostgroup, the first weighing ``PREFERRED_WEIGHT`` and the
+  other 1, so the other takes the writes while ProxySQL shuns the first; ``move_writer``
+  moves them for good);
 * the reader endpoint: ProxySQL listens on two ports (``mysql-interfaces``) and a query rule
   matching ``proxy_port`` sends every query arriving on the reader port to hostgroup 20;
   queries on the writer port follow the user's default hostgroup 10.
@@ -202,6 +204,13 @@ def _set_variable(name: str, value: str | int) -> str:
             f"WHERE variable_name='{name}'")
 
 
+# Two primaries: ProxySQL has no "backup" server; it picks a server at random in proportion to
+# the weights of the ONLINE ones. The first writer weighs 10,000,000 and the other 1, so the other
+# takes about one write in ten million while the first is ONLINE, and every write once ProxySQL
+# shuns the first (failed connections, failed pings) until it recovers it (shun_recovery_time_sec).
+PREFERRED_WEIGHT = 10_000_000
+
+
 def _writer_weights(writers: Sequence[str]) -> dict[str, int]:
     """Declared order is preference: the first writer weighs most."""
     return {name: 1000 - i for i, name in enumerate(writers)}
@@ -237,8 +246,8 @@ def _server_rows(r: Routing) -> list[str]:
             rows.append(_server_row(WRITER_HG, by_name[name], weights.get(name, 1)))
         return rows
     writers = [n for n in r.writers if n in r.current_writers]
-    if r.mode == "static":
-        writers = writers[:1]
+    if r.mode == "static":  # the first writer takes the writes, the others when it is shunned
+        weights = {n: PREFERRED_WEIGHT if i == 0 else 1 for i, n in enumerate(writers)}
     for name in writers:
         rows.append(_server_row(WRITER_HG, by_name[name], weights[name]))
     if r.mode == "replication":  # read-only now: the monitor moves it to 10 once writable

@@ -217,11 +217,13 @@ def test_galera_writer_also_reads_when_declared_a_reader() -> None:
     assert any(", 1, 1, 1, 100, 'lab')" in s for s in stmts)
 
 
-def test_static_mode_routes_writes_to_the_first_writer_only() -> None:
+def test_static_mode_weighs_the_first_writer_ten_million_to_one() -> None:
+    """Two primaries: both in the writer hostgroup (ProxySQL shuns a dead one and the other
+    takes the writes), the first weighing 10,000,000 and the other 1."""
     stmts = admin_statements(routing("static", writers=("db1", "db2"), readers=("db1", "db2"),
                                      current=("db1", "db2")))
     writer_rows = [r for r in server_rows(stmts) if r[0] == WRITER_HG]
-    assert writer_rows == [(WRITER_HG, 23001, 1000)]
+    assert writer_rows == [(WRITER_HG, 23001, 10_000_000), (WRITER_HG, 23002, 1)]
     assert not any("_hostgroups (" in s and s.startswith("INSERT") for s in stmts)
 
 
