@@ -85,6 +85,10 @@ _ACTION_WORDS = (
     "promote",
     "network",
     "disk",
+    "cpu",
+    "memory",
+    "clock",
+    "io",
     "set",
     "convert",
     "wait",
@@ -118,6 +122,8 @@ KEYWORD_HOME: dict[str, str] = {
         for w in _ACTION_WORDS
     },
     **{w: "is a statement of the experiment block" for w in _EXPERIMENT_WORDS},
+    "when": "starts a trigger, a statement of the experiment block: "
+    "when replication_lag(db2) > 5s kill db1",
 }
 UNIT_WORDS = frozenset({"s", "ms", "us", "m", "h", "K", "M", "G", "T", "B", "KB", "MB", "GB"})
 UNITS_HINT = "us ms s m h (durations), B K M G T (sizes), /s (rates), % (ratios)"
