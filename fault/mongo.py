@@ -1,5 +1,6 @@
-"""MongoDB actions: ``convert NODE to standalone`` (the replica set -> standalone procedure of
-``docs/seed-digest.md`` §3) and the replica set's ``wait until`` conditions.
+"""MongoDB actions: ``convert NODE to standalone`` (the replica set -> standalone procedure,
+docs/topologies.md, "Converting a replica set to a standalone server") and the replica set's
+``wait until`` conditions.
 
 The conversion writes the node's downtime into the history like every other fault: each of
 its two restarts (without ``--replSet``, then again after cleaning ``local.system.replset``)
@@ -68,7 +69,8 @@ class _Phases:
 def convert_to_standalone(members: Sequence[MongoNode], node_name: str,
                           window: Window = _no_window,
                           on_phase: PhaseHook | None = None) -> dict[str, Any]:
-    """Turn the replica set into a standalone server on ``node_name`` (seed digest §3):
+    """Turn the replica set into a standalone server on ``node_name`` (docs/topologies.md,
+    "Converting a replica set to a standalone server"):
 
     1. make sure ``node_name`` is the PRIMARY (replSetStepUp if not);
     2. write a marker collection and count every user collection;

@@ -6,9 +6,10 @@ directory. The set is called ``rs_<run id>``; the first member is initiated with
 (the preferred primary) and the others with priority 1. Settings from the plan reach
 ``mongod`` only through a small allow-list of command-line options, as argv elements.
 
-The MongoDB commands of the replica set -> standalone procedure of ``docs/seed-digest.md``
-§3 are here (``remove_member``, ``restart_member``, ``clean_system_replset`` ...); the
-procedure itself is a fault, ``fault.mongo.convert_to_standalone``.
+The MongoDB commands of the replica set -> standalone procedure (docs/topologies.md,
+"Converting a replica set to a standalone server") are here (``remove_member``,
+``restart_member``, ``clean_system_replset`` ...); the procedure itself is a fault,
+``fault.mongo.convert_to_standalone``.
 """
 
 from __future__ import annotations
@@ -401,7 +402,7 @@ def wait_members(nodes: Sequence[MongoNode], name: str, timeout: float = 60.0) -
                f"replica set {name}", nodes[0].error_log, interval=0.1)
 
 
-# --- replica set -> standalone (seed digest §3) ---------------------------------------------------
+# --- replica set -> standalone (docs/topologies.md) ------------------------------------------
 
 def collection_counts(node: MongoNode, timeout: float = 10.0) -> dict[str, int]:
     """Document counts of every user collection (not admin/local/config)."""
