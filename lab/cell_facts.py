@@ -200,6 +200,9 @@ class CellFacts:
                 return False, f"{', '.join(behind)} had not applied the primary's binary " \
                     f"log after {timeout:g}s"
             return True, ""
+        if (self.plan.topology == "replication" and topo.primary in running
+                and len(running) == 1):
+            return True, ""  # the primary alone runs (the others left for good): no one to wait for
         if self.plan.topology in ("replication", "primary_primary") and len(topo.nodes) > 1:
             # settled: every running node has every transaction of the authoritative state
             # (the same GTID arithmetic as missing_transactions)

@@ -118,3 +118,20 @@ def test_errant_gtids_are_not_measured_without_a_running_primary_or_on_galera() 
     g = facts_for({"g1": Node("g1")}, topology="galera")
     g.read_errant_gtids()
     assert "galera" in g.facts["errant_gtids_why"]
+
+
+def test_settle_with_the_primary_alone_running_is_settled_at_once() -> None:
+    """A promoted replica whose old primary left for good runs alone: nothing to wait for
+    (before, settle waited its whole timeout and said the positions could not be read)."""
+    class Up:
+        def __init__(self, running: bool) -> None:
+            self.running = running
+
+        def is_running(self) -> bool:
+            return self.running
+
+    plan = SimpleNamespace(topology="replication", engine=SimpleNamespace(flavor="mariadb"))
+    f = CellFacts(plan)  # type: ignore[arg-type]
+    f.topo = SimpleNamespace(nodes={"db1": Up(False), "db2": Up(True)},  # type: ignore[assignment]
+                             primary="db2", admin=None)
+    assert f.settle(timeout=5.0) == (True, "")
