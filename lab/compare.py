@@ -37,9 +37,11 @@ from dsl.metrics import METRICS as METRIC_SPECS
 from dsl.models import Metric, Quantity, UnitKind
 from lab.checkers.base import CheckContext, CheckResult, WorkloadInfo
 from lab.checkers.base import summary as stat_summary
+from lab.claims import claim_lines
 from lab.expectations import Unmeasurable, format_figure, format_value, measure, metric_text
 from lab.history import NS, Op
 from lab.report import COLLIDING_INSERTS, RYW, cell_info
+from lab.run_context import run_warnings, summary_identity
 from lab.stats import CI_METHOD, Ratio, Spread, ratio, spread
 from lab.store import Store, StoreError
 
@@ -335,14 +337,19 @@ class Column:
     experiment: str
     cell: int
     label: str  # the cell's label
+    backend: str | None = None  # the run's identity (None: not recorded, an older run)
+    topology: str | None = None
+    mark: str = ""  # the back-end in the title, when the columns differ in it
 
     @property
     def title(self) -> str:
-        return f"{self.run_id[:8]} {self.experiment}" + (f" {self.label}" if self.label else "")
+        return (f"{self.run_id[:8]} {self.experiment}" + (f" {self.label}" if self.label else "")
+                + (f" [{self.mark}]" if self.mark else ""))
 
     def to_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "experiment": self.experiment, "cell": self.cell,
-                "label": self.label, "title": self.title}  # fmt: skip
+                "label": self.label, "title": self.title, "backend": self.backend,
+                "topology": self.topology}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -366,10 +373,12 @@ class RunComparison:
     columns: list[Column]
     rows: list[Row]
     last: float | None = None
+    warnings: list[str] = field(default_factory=list)  # identity_warnings
 
     def to_json(self) -> dict[str, Any]:
         return {"mode": "runs", "base": self.columns[0].to_json() if self.columns else None,
-                "last": self.last, "columns": [c.to_json() for c in self.columns],
+                "last": self.last, "warnings": self.warnings,
+                "columns": [c.to_json() for c in self.columns],
                 "rows": [r.to_json() for r in self.rows]}  # fmt: skip
 
 
@@ -410,9 +419,22 @@ def compare_cells(datas: Sequence[CellData], last: float | None = None) -> RunCo
         ratios: list[Ratio | None] = [None] + [
             ratio(v.value, base.value, v.lower_bound, base.lower_bound) for v in values[1:]]
         rows.append(Row(name, _units(values), values, ratios))
+    backends = {_identity(d, "backend") for d in datas}
     cols = [Column(d.run_id, d.experiment, d.index,
-                   d.label if len(d.summary.get("cells") or []) > 1 else "") for d in datas]
-    return RunComparison(cols, rows, last)
+                   d.label if len(d.summary.get("cells") or []) > 1 else "",
+                   _identity(d, "backend"), _identity(d, "topology"),
+                   (_identity(d, "backend") or "back-end unknown") if len(backends) > 1 else "")
+            for d in datas]
+    return RunComparison(cols, rows, last, identity_warnings(datas))
+
+
+def _identity(d: CellData, key: str) -> str | None:
+    return summary_identity(d.summary, key)
+
+
+def identity_warnings(datas: Sequence[CellData]) -> list[str]:
+    """What differs between the runs compared beside the experiment (``lab.run_context``)."""
+    return run_warnings([(d.run_id, d.summary) for d in datas])
 
 
 def compare_runs(store: Store, refs: Sequence[str], last: float | None = None) -> RunComparison:
@@ -481,10 +503,11 @@ class VariantComparison:
     rows: list[VariantRow]
     last: float | None = None
     ci_method: str = CI_METHOD
+    claims: list[str] = field(default_factory=list)  # the run's claims across cells
 
     def to_json(self) -> dict[str, Any]:
         return {"mode": "variants", "run_id": self.run_id, "experiment": self.experiment,
-                "last": self.last, "ci_method": self.ci_method,
+                "last": self.last, "ci_method": self.ci_method, "claims": self.claims,
                 "groups": [g.to_json() for g in self.groups],
                 "rows": [r.to_json(self.groups) for r in self.rows]}  # fmt: skip
 
@@ -531,7 +554,9 @@ def compare_variants(store: Store, ref: str, base: str | None = None,
     datas = [load_cell(store, s, c) for c in s.get("cells") or [] if isinstance(c, dict)]
     if not datas:
         raise CompareError(f"run {s['run_id']} has no cell with results")
-    return compare_groups(str(s["run_id"]), str(s.get("experiment")), datas, base, last)
+    cmp = compare_groups(str(s["run_id"]), str(s.get("experiment")), datas, base, last)
+    cmp.claims = claim_lines(s)
+    return cmp
 
 
 def compare_groups(run_id: str, experiment: str, datas: Sequence[CellData],

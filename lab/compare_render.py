@@ -15,11 +15,11 @@ from typing import Any
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from lab.compare import RunComparison, VariantComparison, VariantRow, ratio_text
 from lab.expectations import format_figure
 from lab.stats import Spread
+from lab.term_fit import block_lines, fitted_table
 
 
 def _fig(value: float | None, row: VariantRow, lower: bool = False) -> str:
@@ -69,17 +69,32 @@ def runs_table_rows(cmp: RunComparison) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def render_warnings(warnings: list[str], console: Console) -> None:
+    for w in warnings:
+        console.print(f"[bold yellow]warning:[/] [yellow]{escape(w)}[/]")
+
+
 def render_runs(cmp: RunComparison, console: Console) -> None:
+    """The runs side by side; when no table fits the terminal without breaking a figure
+    (``lab.term_fit``), one block per figure: each cell's value and ratio."""
     header, rows = runs_table_rows(cmp)
     title = "compare: ratios against the first run" + (
         f"; series over the last {cmp.last:g} s of the load" if cmp.last is not None else "")
-    t = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False)
-    for i, h in enumerate(header):
-        t.add_column(escape(h), justify="left" if i == 0 else "right", overflow="fold",
-                     no_wrap=i == 0)
-    for line in rows:
-        t.add_row(*(escape(x) for x in line))
-    console.print(t)
+    render_warnings(cmp.warnings, console)
+    t = fitted_table(header, rows, console, ["left"] + ["right"] * (len(header) - 1),
+                     title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False)
+    if t is not None:
+        console.print(t)
+        return
+    console.print(escape(title), soft_wrap=True)
+    for r, line in zip(cmp.rows, rows, strict=True):
+        console.print(escape(line[0]), soft_wrap=True)
+        for i, (c, v) in enumerate(zip(cmp.columns, r.values, strict=True)):
+            items = [("", v.text(r.figure))]
+            if i:
+                items.append(("", f"({ratio_text(r.ratios[i])} against the first)"))
+            for text in block_lines(f"  {c.title}:", items, console.width, indent="    "):
+                console.print(escape(text), soft_wrap=True)
 
 
 # --- variants -----------------------------------------------------------------------------------
@@ -104,18 +119,25 @@ def render_variants(cmp: VariantComparison, console: Console) -> None:
              "against the base variant")
     if cmp.last is not None:
         title += f"; series over the last {cmp.last:g} s of the load"
-    t = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False)
-    for i, h in enumerate(VARIANT_HEADER):
-        t.add_column(escape(h), justify="left" if i < 2 else "right", overflow="fold",
-                     no_wrap=i in (0, 1, 2, 3, 6))
-    prev_fig = None
-    for line in variants_table_rows(cmp):
-        if line[0] and prev_fig is not None:
-            t.add_section()
-        prev_fig = line[0] or prev_fig
-        t.add_row(*(escape(x) for x in line))
-    console.print(t)
+    rows = variants_table_rows(cmp)
+    sections = [k for k, line in enumerate(rows) if line[0] and k]
+    t = fitted_table(VARIANT_HEADER, rows, console, ["left"] * 2 + ["right"] * 5, sections,
+                     title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False)
+    if t is not None:
+        console.print(t)
+    else:  # one block per figure and group, never a figure broken
+        console.print(escape(title), soft_wrap=True)
+        for line in rows:
+            if line[0]:
+                console.print(escape(line[0]), soft_wrap=True)
+            pairs = list(zip(VARIANT_HEADER[2:], line[2:], strict=True))
+            for text in block_lines("  " + line[1], pairs, console.width, indent="    "):
+                console.print(escape(text), soft_wrap=True)
     console.print(f"[dim]interval: {escape(cmp.ci_method)}; n/a with one repeat[/]")
+    if cmp.claims:
+        console.print("[bold]claims across cells[/] [dim](the run's, as judged then)[/]")
+        for c in cmp.claims:
+            console.print(escape(c), soft_wrap=True)
 
 
 # --- Markdown -----------------------------------------------------------------------------------
@@ -137,7 +159,8 @@ def runs_markdown(cmp: RunComparison) -> str:
     note = "Ratios against the first run"
     if cmp.last is not None:
         note += f"; `last {cmp.last:g}s`: the last {cmp.last:g} s of the load"
-    return markdown_table(header, rows) + f"\n\n{note}.\n"
+    warn = "".join(f"**Warning:** {_md_cell(w)}.\n\n" for w in cmp.warnings)
+    return warn + markdown_table(header, rows) + f"\n\n{note}.\n"
 
 
 def variants_markdown(cmp: VariantComparison) -> str:
@@ -145,7 +168,11 @@ def variants_markdown(cmp: VariantComparison) -> str:
             f"medians against the base variant; interval: {cmp.ci_method}")
     if cmp.last is not None:
         note += f"; `last {cmp.last:g}s`: the last {cmp.last:g} s of the load"
-    return markdown_table(VARIANT_HEADER, variants_table_rows(cmp)) + f"\n\n{note}.\n"
+    claims = "".join(f"- {_md_cell(c)}\n" for c in cmp.claims)
+    if claims:
+        claims = "\nClaims across cells (the run's, as judged then):\n\n" + claims
+    return (markdown_table(VARIANT_HEADER, variants_table_rows(cmp)) + f"\n\n{note}.\n"
+            + claims)
 
 
 def to_json(cmp: RunComparison | VariantComparison) -> dict[str, Any]:

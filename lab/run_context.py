@@ -13,6 +13,7 @@ be found is left out rather than guessed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -139,3 +140,44 @@ def context_line(ctx: dict[str, Any] | None, *, backend: str | None = None,
     if isinstance(vers, dict) and vers:
         parts.append(", ".join(f"{k} {v}" for k, v in vers.items()))
     return " · ".join(parts)
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def summary_identity(summary: dict[str, Any], key: str) -> str | None:
+    """A run summary's ``backend`` / ``topology`` (None: not recorded)."""
+    v = summary.get(key) or _dict(summary.get("context")).get(key)
+    return str(v) if v else None
+
+
+def server_version(summary: dict[str, Any]) -> str | None:
+    vers = _dict(_dict(summary.get("context")).get("versions"))
+    v = vers.get("mariadbd") or vers.get("mysqld") or vers.get("mongod")
+    return str(v) if v else None
+
+
+def run_warnings(runs: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
+    """What differs between runs (``(run id, summary)``) compared beside the experiment: the
+    back-end (a figure may be the back-end's, not the experiment's; a run that did not record
+    it is ``unknown``), the topology, the server's version (said only when both are known)."""
+    out = []
+    for key, what, why in (
+        ("backend", "back-ends", "a difference may be the back-end's (containers add a network "
+         "hop and their own scheduling), not the experiment's"),
+        ("topology", "topologies", "their figures measure different systems"),
+        ("server", "server versions", "a difference may be the version's"),
+    ):
+        by: dict[str, list[str]] = {}
+        for rid, s in runs:
+            v = server_version(s) if key == "server" else summary_identity(s, key)
+            if key != "backend" and v is None:
+                continue
+            ids = by.setdefault(v or "unknown (not recorded)", [])
+            if rid[:8] not in ids:
+                ids.append(rid[:8])
+        if len(by) > 1:
+            parts = "; ".join(f"{k}: {', '.join(ids)}" for k, ids in by.items())
+            out.append(f"these runs ran on different {what} ({parts}): {why}")
+    return out

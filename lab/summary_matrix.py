@@ -51,6 +51,8 @@ from lab.report import (
     render_reports,
     visibility_value,
 )
+from lab.run_context import context_line
+from lab.term_fit import block_lines, fitted_table, wrap
 
 NA = "–"  # the figure does not apply to this row
 UNKNOWN = "unknown"
@@ -695,6 +697,15 @@ def _title(summary: dict[str, Any]) -> str:
     return f"{summary.get('experiment')} — run {summary.get('run_id')} — {summary.get('status')}"
 
 
+def render_context(summary: dict[str, Any], console: Console) -> None:
+    """The run's identity under its title: back-end, topology, engine, router, versions
+    (``lab.run_context``)."""
+    text = context_line(summary.get("context"), backend=summary.get("backend"),
+                        topology=summary.get("topology"))
+    for line in wrap(text, console.width):
+        console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)
+
+
 TIMELINE_HEADING = "faults [dim](seconds since the load started)[/]"
 
 
@@ -702,23 +713,28 @@ def render_timeline(summary: dict[str, Any], console: Console) -> None:
     """The faults (and promotes) above the matrix: one line per fault for a single cell, one
     line per cell otherwise."""
     cells = [c for c in summary.get("cells", []) if isinstance(c, dict)]
-    t = Table.grid(padding=(0, 2))
-    t.add_column(justify="right" if len(cells) == 1 else "left")
-    t.add_column()
+    rows: list[list[str]] = []
     if len(cells) == 1:
-        for at, what in fault_lines(cells[0]):
-            t.add_row(escape(at), escape(what))
+        rows = [[at, what] for at, what in fault_lines(cells[0])]
         promotes = failover_lines(cells[0])
     else:
         promotes = []
         for c in cells:
             text = " · ".join(f"{at} {what}" for at, what in fault_lines(c))
             if text or failover_lines(c):
-                t.add_row(escape(_label(c)), escape("; ".join([text or "no fault",
-                                                               *failover_lines(c)])))
-    if t.row_count:
+                rows.append([str(c.get("label") or f"cell {c['index']}"),
+                             "; ".join([text or "no fault", *failover_lines(c)])])
+    if rows:
         console.print(TIMELINE_HEADING)
-        console.print(t)
+        justify = ["right" if len(cells) == 1 else "left", "left"]
+        t = fitted_table(["", ""], rows, console, justify, box=None, show_header=False,
+                         padding=(0, 1), pad_edge=False)
+        if t is not None:
+            console.print(t)
+        else:
+            for at, what in rows:
+                for line in block_lines(at, [("", what)], console.width, indent="    "):
+                    console.print(escape(line), soft_wrap=True)
     for line in promotes:
         console.print(escape(line))
 
@@ -727,50 +743,83 @@ def render_timeline(summary: dict[str, Any], console: Console) -> None:
 SPLIT = (COLUMNS[:4], COLUMNS[4:])
 
 
-def _table(m: Matrix, columns: list[str]) -> Table:
+def _texts(m: Matrix, columns: list[str]) -> tuple[list[str], list[list[str]], list[int]]:
+    """(header, rows, sections) of the matrix over ``columns``: a rule between the workload
+    rows and the node rows."""
     several = len(m.cells) > 1
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("")
-    if several:
-        table.add_column("cell")
-    for col in columns:
-        table.add_column(col, overflow="fold")
+    header = ["", *(["cell"] if several else []), *columns]
+    rows: list[list[str]] = []
+    sections: list[int] = []
     prev: tuple[str, str] | None = None
     for r in m.rows:
         if prev is not None and prev[0] != r.kind:
-            table.add_section()
+            sections.append(len(rows))
         first = prev is None or prev[1] != r.name or prev[0] != r.kind
-        name = escape(r.name) if first else ""
-        cells = [escape(m.cells[r.cell])] if several else []
-        table.add_row(name, *cells, *(escape(r.text(col)) for col in columns))
+        cells = [m.cells[r.cell]] if several else []
+        rows.append([r.name if first else "", *cells, *(r.text(col) for col in columns)])
         prev = (r.kind, r.name)
-    return table
+    return header, rows, sections
+
+
+def _table(m: Matrix, columns: list[str], console: Console) -> Table | None:
+    """The matrix over ``columns`` fitted to the terminal with no figure broken
+    (``lab.term_fit``); None when it cannot fit."""
+    header, rows, sections = _texts(m, columns)
+    return fitted_table(header, rows, console, sections=sections, box=box.SIMPLE_HEAD,
+                        pad_edge=False)
+
+
+def _blocks(m: Matrix, columns: list[str], console: Console) -> None:
+    """The matrix as one block per row (a terminal too narrow for any table): the row's name
+    and cell, then ``column: figure`` items, a figure never split."""
+    for r in m.rows:
+        title = r.name + (f" ({m.cells[r.cell]})" if len(m.cells) > 1 else "")
+        pairs = [(c, r.text(c)) for c in columns if r.text(c) != NA]
+        for line in block_lines(title, pairs, console.width, indent="    "):
+            console.print(escape(line), soft_wrap=True)
 
 
 def render_matrix(summary: dict[str, Any], console: Console) -> Matrix:
     """The matrix; when it is wider than the terminal, as two tables (downtime, stale reads,
-    visibility, lost writes; then errors, lag, throughput, latency)."""
+    visibility, lost writes; then errors, lag, throughput, latency); when a half does not fit
+    either, one block per row. A figure is never broken across lines (``lab.term_fit``)."""
     m = build_matrix(summary)
     if not m.rows:
         return m
-    whole = _table(m, m.columns)
-    natural = Measurement.get(console, console.options.update_width(10_000), whole).maximum
-    if natural <= console.width:
+    whole = _table(m, m.columns, console)
+    if whole is not None and _natural_width(m, m.columns, console) <= console.width:
         console.print(whole)
     else:
         for half in SPLIT:
             cols = [c for c in m.columns if c in half]
-            if cols:
-                console.print(_table(m, cols))
+            if not cols:
+                continue
+            t = _table(m, cols, console)
+            if t is not None:
+                console.print(t)
+            else:
+                _blocks(m, cols, console)
     for line in m.legend:
         console.print(f"[dim]{escape(line)}[/]")
     return m
+
+
+def _natural_width(m: Matrix, columns: list[str], console: Console) -> int:
+    """The width of the matrix with no cell wrapped."""
+    header, rows, _ = _texts(m, columns)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for h in header:
+        t.add_column(escape(h), no_wrap=True)
+    for row in rows:
+        t.add_row(*(escape(x) for x in row))
+    return Measurement.get(console, console.options.update_width(10_000), t).maximum
 
 
 def render_matrix_summary(summary: dict[str, Any], console: Console) -> None:
     """The compact summary: the run's title, the faults timeline, the matrix, expectations,
     report lines, notes."""
     console.print(f"[bold]{escape(_title(summary))}[/]")
+    render_context(summary, console)
     render_timeline(summary, console)
     render_matrix(summary, console)
     render_findings(summary, console)

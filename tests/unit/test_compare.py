@@ -98,10 +98,11 @@ def results(tput: float, p99: float, *, w: str = "w", per_second: list[float] | 
 
 
 def store_run(store: Store, cells: list[dict[str, Any]], experiment: str = "bench",
-              run_id: str | None = None) -> str:  # fmt: skip
+              run_id: str | None = None, context: dict[str, Any] | None = None) -> str:
     """Each cell: ``results`` and optionally ``variant``, ``sweep``, ``repeat``, ``label``,
-    ``expectations``, ``samples``, ``ops``."""
-    rid = store.create_run(experiment, f"experiments/{experiment}.exp", run_id=run_id)
+    ``expectations``, ``samples``, ``ops``. ``context``: the run's identity."""
+    rid = store.create_run(experiment, f"experiments/{experiment}.exp", run_id=run_id,
+                           context=context)
     for i, c in enumerate(cells, 1):
         store.create_cell(rid, i, c.get("label", f"#{i}"), variant=c.get("variant"),
                           sweep=c.get("sweep"), repeat=c.get("repeat", 1))  # fmt: skip
@@ -395,3 +396,106 @@ def test_faults_are_not_figures(store: Store) -> None:
     cmp = compare_runs(store, ["abab00000001", "abab00000002"], last=5.0)
     assert _row(cmp, "latency(w).p50 last 5s").values[0].value is None  # 1 s: not in the window
     assert "no successful operation" in str(_row(cmp, "latency(w).p50 last 5s").values[0].why)
+
+
+# --- identity, claims, 80 columns (issue 24) ----------------------------------------------------
+
+
+def _ctx(backend: str, mariadbd: str = "10.11.19") -> dict[str, Any]:
+    return {"backend": backend, "topology": "replication", "engine": "mariadb",
+            "versions": {"lab": "0.1.0", "mariadbd": mariadbd}}
+
+
+def test_comparing_across_back_ends_warns_and_names_each_columns_back_end(
+        store: Store, capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    store_run(store, [{"results": results(100.0, 0.004)}], run_id="aaaa00000001",
+              context=_ctx("native"))
+    store_run(store, [{"results": results(150.0, 0.002)}], run_id="bbbb00000002",
+              context=_ctx("containers"))
+    cmp = compare_runs(store, ["aaaa", "bbbb"])
+    assert len(cmp.warnings) == 1
+    assert cmp.warnings[0].startswith("these runs ran on different back-ends (native: aaaa0000; "
+                                      "containers: bbbb0000)")
+    assert [c.title for c in cmp.columns] == ["aaaa0000 bench [native]",
+                                              "bbbb0000 bench [containers]"]
+    db = str(store.path)
+    assert main(["compare", "aaaa", "bbbb", "--db", db]) == 0
+    assert "warning: these runs ran on different back-ends" in capsys.readouterr().out
+    assert main(["compare", "aaaa", "bbbb", "--db", db, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [c["backend"] for c in doc["columns"]] == ["native", "containers"]
+    assert "different back-ends" in doc["warnings"][0]
+    assert main(["compare", "aaaa", "bbbb", "--db", db, "--markdown"]) == 0
+    assert "different back-ends" in capsys.readouterr().out
+
+
+def test_same_back_end_no_warning_but_a_server_version_that_differs_is_said(store: Store) -> None:
+    store_run(store, [{"results": results(100.0, 0.004)}], run_id="aaaa00000001",
+              context=_ctx("native"))
+    store_run(store, [{"results": results(100.0, 0.004)}], run_id="cccc00000003",
+              context=_ctx("native"))
+    assert compare_runs(store, ["aaaa", "cccc"]).warnings == []
+    store_run(store, [{"results": results(100.0, 0.004)}], run_id="dddd00000004",
+              context=_ctx("native", "11.4.2"))
+    (w,) = compare_runs(store, ["aaaa", "dddd"]).warnings
+    assert "different server versions (10.11.19: aaaa0000; 11.4.2: dddd0000)" in w
+    # a run stored before its back-end was recorded is "unknown", never taken for the other
+    store_run(store, [{"results": results(100.0, 0.004)}], run_id="eeee00000005")
+    (w,) = compare_runs(store, ["aaaa", "eeee"]).warnings
+    assert "unknown (not recorded): eeee0000" in w
+
+
+CLAIM = {"text": "expect throughput(w) in a2 >= 1.5 × throughput(w) in base", "passed": True,
+         "explanation": "220.0/s against 110.0/s: 2.00×", "group": {"threads": "1"}}
+
+
+def test_variants_repeat_the_runs_claims(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    rid = variant_run(store)
+    s = store.summary(rid)
+    store.finish_run(rid, "passed", 0, summary={**s, "claims": [CLAIM]})
+    cmp = compare_variants(store, rid)
+    line = f"PASS {CLAIM['text']} (threads=1): {CLAIM['explanation']}"
+    assert cmp.claims == [line]
+    assert cmp.to_json()["claims"] == [line]
+    assert line in variants_markdown(cmp)
+    assert main(["compare", "--variants", rid[:8], "--db", str(store.path)]) == 0
+    out = capsys.readouterr().out
+    assert "claims across cells" in out and "(threads=1): 220.0/s against 110.0/s" in out
+
+
+def _render(fn: Any, cmp: Any, width: int) -> list[str]:
+    import io
+
+    from rich.console import Console
+
+    buf = io.StringIO()  # not a terminal: what a pipe gets
+    fn(cmp, Console(file=buf, width=width))
+    return buf.getvalue().splitlines()
+
+
+def test_at_80_columns_and_piped_no_figure_is_broken(store: Store) -> None:
+    """Today's fold gave ``11,638/ s–14,50 7/s``: every figure stays whole on its line, and no
+    line is wider than the terminal, in the variants table and the runs side by side."""
+    from lab.compare_render import render_runs, render_variants
+
+    cells = []
+    for v, vals in (("base", [11638.0, 14507.0, 12000.0]),
+                    ("a_long_variant_name", [21638.0, 24507.0, 22000.0])):
+        for thr in ("1", "16"):
+            for r, x in enumerate(vals):
+                cells.append({"results": results(x, 0.0123 * (r + 1), w="writes_long"),
+                              "variant": v, "sweep": {"threads": thr}, "repeat": r + 1,
+                              "label": f"{v} threads={thr} #{r + 1}"})
+    rid = store_run(store, cells, experiment="io-capacity-sweep")
+    other = store_run(store, cells[:1], experiment="other")
+    for width in (80, 120):
+        lines = _render(render_variants, compare_variants(store, rid), width)
+        text = "\n".join(lines)
+        assert all(len(x) <= width for x in lines[1:]), width  # the title is one soft line
+        for fig in ("11,638/s–14,507/s", "21,638/s–24,507/s", "12,000/s", "12.3 ms",
+                    "6.2 ms–18.5 ms"):
+            assert fig in text, (width, fig)
+        lines = _render(render_runs, compare_runs(store, [rid, other]), width)
+        text = "\n".join(lines)
+        for fig in ("11,638/s", "14,507/s", "24,507/s", "36.9 ms", "3.00×"):
+            assert fig in text, (width, fig)

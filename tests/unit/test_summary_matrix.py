@@ -419,3 +419,53 @@ def test_a_visibility_figure_with_writes_never_seen_shows_what_is_known() -> Non
     assert visibility_value(vis, "p90", 0.52) == "520 ms to 610 ms"
     assert visibility_value(vis, "p99", 0.9) == "≥ 900 ms"
     assert visibility_value({"p50": 0.2, "unseen": 0}, "p50", 0.2) == "200 ms"
+
+
+# --- 80 columns, piped; the run's identity (issue 24) ---------------------------------------------
+
+
+def two_cells() -> dict[str, Any]:
+    s = quickstart()
+    b = copy.deepcopy(s["cells"][0])
+    b.update(index=2, label="semi_sync threads=16 #2")
+    s["cells"][0]["label"] = "async threads=16 #1"
+    s["cells"].append(b)
+    return s
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_at_80_columns_and_piped_no_figure_is_broken(width: int) -> None:
+    """Every figure of the matrix keeps its number, unit and sign on one line (rich wrapped
+    ``1.2 ms / 4.3 ms`` as ``… 4.3`` over ``ms``), and no line is wider than the terminal."""
+    from lab.term_fit import atoms
+
+    for s in (quickstart(), two_cells()):
+        text = render(s, width)
+        lines = text.splitlines()
+        assert all(len(x) <= width for x in lines), width
+        for r in build_matrix(s).rows:
+            for v in r.values.values():
+                for a in atoms(v):
+                    assert any(a in x for x in lines), (width, r.name, v, a)
+
+
+def test_a_matrix_no_table_can_hold_is_printed_in_blocks() -> None:
+    from lab.term_fit import atoms
+
+    text = render(two_cells(), 40)
+    assert all(len(x) <= 40 or " " not in x.strip() for x in text.splitlines())
+    assert "ryw (async threads=16 #1)" in text
+    for a in atoms("≥ 4.41 s / ≥ 10.7 s ± 9.8 ms (5 never seen)"):
+        assert a in text
+
+
+def test_the_summary_says_on_what_the_run_ran() -> None:
+    s = quickstart()
+    s["context"] = {"backend": "containers", "topology": "replication", "engine": "mariadb 10.11",
+                    "router": "haproxy", "versions": {"lab": "0.1.0", "mariadbd": "10.11.19"}}
+    text = render(s, 120)
+    assert ("containers · replication · mariadb 10.11 · router haproxy · lab 0.1.0, mariadbd "
+            "10.11.19") in text
+    s.pop("context")
+    s.pop("backend", None)
+    assert "back-end unknown" in render(s, 120)  # a run stored before it was recorded
