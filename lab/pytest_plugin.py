@@ -10,7 +10,8 @@ guide.
   ``quickstart.exp::quickstart``, ``relay-log-recovery.exp::recovery_on``,
   ``io-capacity-sweep.exp::a2-threads=4-rep2`` (``cell_name``). The experiment's ``tags``
   become markers, registered as the file is collected (``pytest -m failover``, also under
-  ``--strict-markers``).
+  ``--strict-markers``); ``pytest --markers``, which collects nothing, lists the tags of the
+  catalogue (``experiments/``) and of the ``.exp`` files under the paths given.
 - A file that is not a valid experiment is a collection error showing the language's errors
   (``path:line:col: error: ...``, the source line, a caret, the hint), never a traceback.
 - Running an item runs its cell on real servers (``lab.cell_run``): a missing component or a
@@ -70,6 +71,47 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_RUNS] = []
+    if config.getoption("markers", default=False):  # pytest --markers collects nothing
+        for tag in catalogue_tags(config):
+            _register_marker(config, tag)
+
+
+_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*"  # the grammar's TAG
+_TAGS_LINE = re.compile(rf"^\s*tags\s+({_TAG}(?:\s*,\s*{_TAG})*)", re.MULTILINE)
+_SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
+
+
+def exp_files(roots: list[Path]) -> list[Path]:
+    """The ``.exp`` files under ``roots`` (a file is itself), hidden directories and virtual
+    environments left out."""
+    out: list[Path] = []
+    for root in roots:
+        if root.is_file():
+            out += [root] if root.suffix == ".exp" else []
+            continue
+        for d, dirs, files in os.walk(root):
+            dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x not in _SKIPPED_DIRS)
+            out += [Path(d) / f for f in sorted(files) if f.endswith(".exp")]
+    return out
+
+
+def catalogue_tags(config: pytest.Config) -> list[str]:
+    """The ``tags`` of the experiments ``pytest --markers`` should list: the catalogue
+    (``experiments/`` under the root directory) and the ``.exp`` files under the paths given,
+    read from their ``tags`` line (no parse: ``--markers`` must stay quick)."""
+    roots = [config.rootpath / "experiments"]
+    roots += [Path(a.split("::")[0]) for a in config.args if not a.startswith("-")]
+    tags: list[str] = []
+    for f in exp_files([r for r in roots if r.exists()]):
+        try:
+            text = f.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if not _LOOKS_LIKE_AN_EXPERIMENT.search(text):
+            continue
+        for m in _TAGS_LINE.finditer(text):
+            tags += [t.strip() for t in m.group(1).split(",") if t.strip() not in tags]
+    return tags
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ExpFile | None:

@@ -170,8 +170,22 @@ def test_tags_are_markers(pytester: pytest.Pytester) -> None:
     others = pytester.runpytest(*PLUGIN, "--collect-only", "-q", "--strict-markers",
                                 "-m", "not failover")
     assert [ln for ln in others.outlines if "::" in ln] == ["other.exp::other"]
-    markers = pytester.runpytest(*PLUGIN, "--markers")
-    assert "@pytest.mark.calm" not in markers.stdout.str()  # registered as files are collected
+
+
+def test_pytest_markers_lists_the_experiments_tags(pytester: pytest.Pytester) -> None:
+    """``pytest --markers`` collects nothing: the tags of the catalogue (``experiments/``) and
+    of the files under the paths given are registered from their ``tags`` line."""
+    pytester.makefile(".exp", tiny=TINY)
+    (pytester.path / "experiments").mkdir()
+    (pytester.path / "experiments" / "other.exp").write_text(OTHER)
+    (pytester.path / ".hidden").mkdir()
+    (pytester.path / ".hidden" / "x.exp").write_text(TINY.replace("failover", "hidden_tag"))
+    out = pytester.runpytest(*PLUGIN, "--markers").stdout.str()
+    assert "@pytest.mark.failover: experiments tagged 'failover' (lab)" in out
+    assert "@pytest.mark.stale-reads:" in out and "@pytest.mark.calm:" in out
+    assert "hidden_tag" not in out
+    only = pytester.runpytest(*PLUGIN, "--markers", "experiments").stdout.str()
+    assert "@pytest.mark.calm:" in only and "@pytest.mark.failover:" not in only
 
 
 def test_a_broken_file_is_a_collection_error_with_its_position_and_caret(
