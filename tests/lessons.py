@@ -17,7 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKSHOP = ROOT / "docs" / "workshop"
 LESSON_NAME = re.compile(r"^\d\d-[a-z0-9-]+\.md$")
 RUN = "RUN"  # the placeholder for the last run's id
-FILE_COMMANDS = {"run", "plan", "check", "up"}  # lab commands whose arguments are .exp files
+FILE_COMMANDS = {"run", "plan", "check", "up", "explore", "search"}  # take .exp files
+# lab commands that run experiments on servers like `lab run` (unless --dry-run): the unit
+# suite does not run them, tests/integration/test_catalogue.py does
+SERVER_COMMANDS = {"run", "explore", "replay", "shrink", "search", "up"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,10 @@ class Command:
     def sub(self) -> str:
         argv = self.argv
         return argv[1] if len(argv) > 1 else ""
+
+    @property
+    def starts_servers(self) -> bool:
+        return self.sub in SERVER_COMMANDS and "--dry-run" not in self.argv
 
     @property
     def files(self) -> list[str]:
