@@ -29,7 +29,8 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from lab.expectations import format_value
-from lab.report_data import CellReport, FaultPeriod, RunReport
+from lab.html_page import CSS, PAGE, SCRIPT, context_block
+from lab.report_data import CellReport, FaultPeriod, RunReport, throughput_points
 
 # trace colours: workloads, nodes (replicas, visibility), error codes, failover phases
 WORKLOAD_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
@@ -48,6 +49,12 @@ FAULT_FILL = {  # shading of fault periods, by family
 }  # fmt: skip
 FAULT_FILL_OTHER = "rgba(120,120,160,0.14)"
 PATTERNS = ("", "/", ".", "x", "\\", "+")  # the workloads' bars in the errors chart
+# lines that coincide stay distinguishable: each workload (node) its own dash and marker, and
+# a latency's percentiles drawn wide to narrow (p50 under p95 under p99)
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "pentagon")
+PERCENTILE_LINES = (("p50", "solid", 4.0), ("p95", "dash", 2.5), ("p99", "dot", 1.5))
+MAX_MARKER = "triangle-up"
 CHART_HEIGHT = 300
 ZERO_VISIBLE = 1e-4  # visibility times of 0 are drawn at 0.1 ms on the log axis
 MAX_ECDF_POINTS = 2000  # per visibility curve
@@ -65,10 +72,13 @@ SECTIONS = (  # (id, title, how to read it)
     ("expectations", "Expectations",
      "Each expect line of the experiment and its verdict; report lines give a figure only."),
     ("throughput", "Throughput per second",
-     "ok operations completed in each second, per workload; shaded: fault periods."),
+     "ok operations completed in each second, per workload (each its own dash and marker, so "
+     "that lines that coincide both show); the last second, when partial, as a rate over its "
+     "length; shaded: fault periods."),
     ("latency", "Latency percentiles per second",
-     "p50 (solid), p95 (dashed), p99 (dotted) of the operations completed in each second; "
-     "log scale."),
+     "p50 (wide, solid), p95 (dashed), p99 (thin, dotted) of the operations completed in each "
+     "second, and ▲ the slowest of them (a stall p99 hides); percentiles that coincide show "
+     "as a wide line under narrower ones; log scale."),
     ("downtime", "Downtime windows",
      "Stretches with no successful completion, per workload: red after a failure, orange a "
      "stall (an operation slower than 200 ms); ≥ still down at the end."),
@@ -188,6 +198,7 @@ def run_header(r: RunReport) -> str:
         + (f" · ended {html.escape(r.ended_at)}" if r.ended_at else "")
         + f" · {len(r.cells)} cell{'s' if len(r.cells) != 1 else ''}</p>",
     ]
+    bits.append(context_block(r.context))
     if r.message:
         bits.append(f'<p class="error">{html.escape(r.message)}</p>')
     if r.claims:  # judged over the cells, so above them
@@ -261,7 +272,7 @@ def shared_axes(report: RunReport) -> Axes:
     longest = max((c.load_seconds for c in report.cells), default=1.0) or 1.0
     tp = max((v for c in report.cells for s in c.throughput.values() for v in s), default=0.0)
     lats = [v for c in report.cells for s in c.latency.values()
-            for v in (*s.p50, *s.p95, *s.p99) if v > 0]  # fmt: skip
+            for v in (*s.p50, *s.p95, *s.p99, *s.max) if v > 0]  # fmt: skip
     lat = ((math.log10(min(lats) * 1000) - 0.2, math.log10(max(lats) * 1000) + 0.2)
            if lats else None)  # fmt: skip
     errs = 0.0
@@ -324,14 +335,16 @@ def throughput_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
         return "no operations completed in this cell"
     fig = _figure(axes, yaxis_title="ops/s")
     colors = []
-    for w, series in c.throughput.items():
+    for i, (w, series) in enumerate(c.throughput.items()):
         col = pal.workload[w]
         colors.append(col)
         name = w + (" (sysbench tps)" if c.throughput_source.get(w) == "sysbench" else "")
+        xs, ys, hover = throughput_points(series, c.load_seconds)
         fig.add_trace(go.Scatter(
-            x=[s + 0.5 for s in range(len(series))], y=series, name=name, mode="lines",
-            line={"color": col, "width": 2}, customdata=list(range(len(series))),
-            hovertemplate=f"{w}: %{{y}} ops in second %{{customdata}}<extra></extra>",
+            x=xs, y=ys, name=name, mode="lines+markers",
+            line={"color": col, "width": 2, "dash": DASHES[i % len(DASHES)]},
+            marker={"symbol": SYMBOLS[i % len(SYMBOLS)], "size": 5, "color": col},
+            customdata=hover, hovertemplate=f"{w}: %{{customdata}}<extra></extra>",
         ))  # fmt: skip
     fig.update_yaxes(range=[0, axes.throughput], rangemode="tozero")
     shade_faults(fig, c.faults)
@@ -348,21 +361,27 @@ def latency_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
         colors.append(col)
         x = [sec + 0.5 for sec in s.seconds]
         sysbench = c.latency_source.get(w, "ops") != "ops"
-        for name, ys, dash in (("p50", s.p50, "solid"), ("p95", s.p95, "dash"),
-                               ("p99", s.p99, "dot")):  # fmt: skip
+        for name, dash, width in (*PERCENTILE_LINES, ("max", "", 0.0)):
+            ys = getattr(s, name)
             if not ys:
                 continue
             label = f"{w} {name}" + (" (sysbench)" if sysbench else "")
+            style: dict[str, Any] = (
+                {"mode": "markers", "marker": {"symbol": MAX_MARKER, "size": 7, "color": col}}
+                if name == "max" else
+                {"mode": "lines", "line": {"color": col, "width": width, "dash": dash}})
             fig.add_trace(go.Scatter(
-                x=x, y=[v * 1000 for v in ys], name=label, mode="lines",
-                line={"color": col, "width": 2 if name == "p50" else 1.5, "dash": dash},
+                x=x, y=[v * 1000 for v in ys], name=label, **style,
                 customdata=[[format_value(v, "duration"), sec] for v, sec in zip(ys, s.seconds,
                                                                                    strict=True)],
                 hovertemplate=f"{label}: %{{customdata[0]}} in second %{{customdata[1]}}"
                               "<extra></extra>",
             ))  # fmt: skip
-    fig.update_yaxes(type="log", range=list(axes.latency) if axes.latency else None,
-                     dtick="D2")
+    if axes.latency:
+        vals, texts = log_ticks(10 ** axes.latency[0], 10 ** axes.latency[1])
+        fig.update_yaxes(type="log", range=list(axes.latency), tickvals=vals, ticktext=texts)
+    else:
+        fig.update_yaxes(type="log")
     shade_faults(fig, c.faults)
     return fig, colors
 
@@ -442,12 +461,13 @@ def lag_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
         return "no replication lag samples (no replica, or lag is not sampled here)"
     fig = _figure(axes, yaxis_title="lag (s)")
     colors = []
-    for node, pts in c.lag.items():
+    for i, (node, pts) in enumerate(c.lag.items()):
         col = pal.node[node]
         colors.append(col)
         fig.add_trace(go.Scatter(
             x=[t for t, _ in pts], y=[v for _, v in pts], name=node, mode="lines",
-            line={"color": col, "width": 2}, connectgaps=False,
+            line={"color": col, "width": max(1.5, 4.0 - 1.0 * i), "dash": DASHES[i % len(DASHES)]},
+            connectgaps=False,
             hovertemplate=f"{node}: %{{y:.3f}} s behind at %{{x:.1f}} s<extra></extra>",
         ))  # fmt: skip
         unreadable = [t for t, v in pts if v is None]
@@ -512,7 +532,7 @@ def visibility_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     fig = _figure(axes, time_axis=False, yaxis_title="writes visible (%)")
     colors = []
     xs_all: list[float] = []
-    for v in c.visibility:
+    for i, v in enumerate(c.visibility):
         col = pal.node[v.node]
         colors.append(col)
         xs, ys, ts = ecdf(v.times, len(v.times) + len(v.unseen))
@@ -521,16 +541,41 @@ def visibility_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
         if v.unseen:
             name += f", {len(v.unseen)} never seen"
         fig.add_trace(go.Scatter(
-            x=xs, y=ys, name=name, mode="lines", line={"color": col, "width": 2, "shape": "hv"},
+            x=xs, y=ys, name=name, mode="lines",
+            line={"color": col, "width": max(1.5, 4.0 - 1.0 * i), "shape": "hv",
+                  "dash": DASHES[i % len(DASHES)]},
             customdata=[fmt_s(t) for t in ts],
             hovertemplate=f"{v.subject}: %{{y:.1f}}% visible within %{{customdata}}"
                           "<extra></extra>",
         ))  # fmt: skip
     lo, hi = (min(xs_all), max(xs_all)) if xs_all else (ZERO_VISIBLE * 1000, 1000.0)
-    fig.update_xaxes(type="log", range=[math.log10(lo) - 0.3, math.log10(hi) + 0.3], dtick="D2",
-                     title_text="ms from the ack (log; 0 drawn at 0.1 ms)", title_standoff=4)
+    vals, texts = log_ticks(lo / 2, hi * 2)
+    fig.update_xaxes(type="log", range=[math.log10(lo) - 0.3, math.log10(hi) + 0.3],
+                     tickvals=vals, ticktext=texts,
+                     title_text="time from the ack (log; 0 drawn at 0.1 ms)", title_standoff=4)
     fig.update_yaxes(range=[0, 102])
     return fig, colors
+
+
+def log_ticks(lo_ms: float, hi_ms: float) -> tuple[list[float], list[str]]:
+    """Ticks of a log axis in milliseconds from ``lo_ms`` to ``hi_ms``, each labelled with its
+    unit (``1 ms``, ``2 ms``, ``5 ms``, ``10 ms`` … ``1 s``, ``2 s``): 1-2-5 in every decade
+    over at most three and a half decades, the powers of ten alone over more (Plotly's
+    ``D2`` labelled them ``5, 2, 1, 5``)."""
+    if not (lo_ms > 0 and hi_ms > lo_ms):
+        return [], []
+    first, last = math.floor(math.log10(lo_ms)), math.ceil(math.log10(hi_ms))
+    steps = (1, 2, 5) if math.log10(hi_ms / lo_ms) <= 3.5 else (1,)
+    vals = [m * 10.0 ** d for d in range(first, last + 1) for m in steps]
+    vals = [v for v in vals if lo_ms <= v <= hi_ms]
+    return vals, [tick_text(v) for v in vals]
+
+
+def tick_text(ms: float) -> str:
+    """``0.1 ms``, ``20 ms``, ``500 ms``, ``1 s``, ``20 s``."""
+    if ms >= 1000:
+        return f"{ms / 1000:g} s"
+    return f"{float(f'{ms:.3g}'):g} ms"
 
 
 def ecdf(times: Sequence[float], total: int, max_points: int = MAX_ECDF_POINTS
@@ -558,73 +603,3 @@ BUILDERS: dict[str, Callable[[CellReport, Axes, Palette], Built]] = {
     "failover": failover_chart,
     "visibility": visibility_chart,
 }
-
-
-# --- the page's fixed parts -------------------------------------------------------------------
-
-CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 16px 20px;
-       color: #222; background: #fff; }
-h1 { font-size: 22px; margin: 0 0 4px 0; }
-h2.section { grid-column: 1 / -1; font-size: 16px; margin: 18px 0 2px 0; padding-top: 6px;
-             border-top: 1px solid #ddd; }
-h2.section .hint { display: block; font-size: 12px; font-weight: normal; color: #666;
-                   margin-top: 2px; }
-h3 { font-size: 15px; margin: 4px 0; }
-.meta { color: #555; font-size: 12px; margin: 2px 0; }
-.grid { display: grid; gap: 6px 18px; align-items: start; }
-.cellhead { border-bottom: 2px solid #444; padding-bottom: 4px; }
-.status { padding: 1px 6px; border-radius: 3px; font-size: 12px; color: #fff;
-          background: #777; }
-.status.passed { background: #2e7d32; } .status.failed { background: #c62828; }
-.status.error, .status.abandoned, .status.interrupted { background: #ef6c00; }
-.error { color: #b71c1c; font-size: 13px; } .note { color: #8d6e00; font-size: 13px; }
-pre.findings { white-space: pre-wrap; font-size: 12px; background: #fafafa; padding: 6px; }
-.none { color: #777; font-style: italic; font-size: 13px; margin: 8px 0; }
-table.expectations { border-collapse: collapse; width: 100%; font-size: 12px; }
-table.expectations th { text-align: left; color: #555; font-weight: normal;
-                        border-bottom: 1px solid #ccc; }
-table.expectations td { padding: 3px 6px 3px 0; vertical-align: top;
-                        border-bottom: 1px solid #eee; }
-table.expectations td.verdict { font-weight: bold; white-space: nowrap; }
-tr.pass td.verdict { color: #2e7d32; } tr.fail td.verdict { color: #c62828; }
-tr.unknown td.verdict { color: #ef6c00; } tr.report td.verdict { color: #555; }
-code { font-size: 12px; }
-"""
-
-SCRIPT = """
-(function () {
-  var config = {displaylogo: false, responsive: true};
-  var jobs = CHARTS.map(function (c) {
-    return Plotly.newPlot(c.id, c.fig.data, c.fig.layout, config);
-  });
-  Promise.all(jobs).then(function (divs) {
-    var drawn = 0, rects = [];
-    divs.forEach(function (gd) {
-      if (gd.querySelector('svg.main-svg')) { drawn += 1; }
-      var r = gd.getBoundingClientRect();
-      rects.push([gd.id, Math.round(r.left + window.scrollX), Math.round(r.top + window.scrollY),
-                  Math.round(r.width), Math.round(r.height)]);
-    });
-    document.body.dataset.chartRects = JSON.stringify(rects);
-    document.body.dataset.chartsRendered = String(drawn);
-  }).catch(function (e) { document.body.dataset.chartsError = String(e); });
-})();
-"""
-
-PAGE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{title}</title>
-<style>{css}</style>
-<script>{plotly}</script>
-</head>
-<body data-charts-expected="{expected}">
-{header}
-{body}
-<script>var CHARTS = {charts};</script>
-<script>{script}</script>
-</body>
-</html>
-"""

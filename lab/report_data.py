@@ -88,6 +88,7 @@ class LatencySeries:
     p50: list[float] = field(default_factory=list)
     p95: list[float] = field(default_factory=list)
     p99: list[float] = field(default_factory=list)
+    max: list[float] = field(default_factory=list)  # the slowest: a stall p99 hides shows here
     count: list[int] = field(default_factory=list)
 
 
@@ -171,6 +172,8 @@ class RunReport:
     ended_at: str | None
     cells: list[CellReport]
     claims: list[str] = field(default_factory=list)  # lab.claims.claim_lines: across cells
+    # the run's identity (lab.run_context): back-end, topology, engine, versions, config
+    context: dict[str, Any] = field(default_factory=dict)
 
     @property
     def workloads(self) -> list[str]:
@@ -204,7 +207,19 @@ def load_report(store: Store, ref: str) -> RunReport:
         ended_at=summary.get("ended_at"),
         cells=cells,
         claims=claim_lines(summary),
+        context=run_identity(summary),
     )
+
+
+def run_identity(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary's ``context`` with its ``backend`` and ``topology`` filled from the summary
+    when a run stored before contexts were recorded has them there (``None``: unknown)."""
+    ctx = summary.get("context")
+    out: dict[str, Any] = dict(ctx) if isinstance(ctx, dict) else {}
+    for k in ("backend", "topology"):
+        if not out.get(k):
+            out[k] = summary.get(k)
+    return out
 
 
 def cell_report(
@@ -301,8 +316,36 @@ def latency_per_second(ops: Iterable[Completed], t0: int, t1: int) -> dict[str, 
             for name in ("p50", "p95", "p99"):
                 p = percentile(xs, float(name[1:]))
                 getattr(s, name).append((p or 0.0) / NS)
+            s.max.append(xs[-1] / NS)
         out[w] = s
     return out
+
+
+MIN_PARTIAL = 0.2  # a last partial second shorter than this is too short to give a rate
+
+
+def throughput_points(counts: Sequence[float], load_seconds: float
+                      ) -> tuple[list[float], list[float], list[str]]:  # fmt: skip
+    """The throughput chart's points: (x: the middle of each second, y: ops per second, a
+    hover text). The last second of a load that does not end on a whole second is partial
+    (``[n-1, load_seconds)``): its count is divided by its length, so that it is not drawn as
+    a fall, and it is left out when shorter than ``MIN_PARTIAL``."""
+    xs: list[float] = []
+    ys: list[float] = []
+    hover: list[str] = []
+    n = len(counts)
+    for i, v in enumerate(counts):
+        frac = load_seconds - i if i == n - 1 else 1.0
+        if frac >= 1.0 - 1e-9 or frac <= 0:
+            xs.append(i + 0.5)
+            ys.append(float(v))
+            hover.append(f"{v:g} ops in second {i}")
+        elif frac >= MIN_PARTIAL:
+            xs.append(i + frac / 2)
+            ys.append(v / frac)
+            hover.append(f"{v:g} ops in the last {frac:.2f} s (a partial second): "
+                         f"{v / frac:.1f} per second")
+    return xs, ys, hover
 
 
 def sysbench_latency(samples: Iterable[Sample], t0: int, t1: int) -> dict[str, LatencySeries]:

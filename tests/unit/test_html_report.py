@@ -4,17 +4,19 @@ and `lab report`."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import struct
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from report_fixture import build_run
 
 from lab.cli import main
-from lab.html_report import SECTIONS, WORKLOAD_COLORS, build_page, ecdf
-from lab.report_data import CellReport, RunReport, load_report
+from lab.html_report import SECTIONS, WORKLOAD_COLORS, build_page, ecdf, log_ticks
+from lab.report_data import CellReport, LatencySeries, RunReport, load_report
 from lab.store import Store
 from tests.browser_check import decode_png
 
@@ -175,3 +177,98 @@ def test_png_decoding(tmp_path: Path) -> None:
     assert (img.width, img.height) == (2, 2)
     assert [img.pixel(0, 0), img.pixel(1, 0)] == [(255, 0, 0), (0, 255, 0)]
     assert [img.pixel(0, 1), img.pixel(1, 1)] == [(0, 0, 255), (255, 255, 255)]
+
+
+# --- issue 24: max latency, partial second, log labels, coinciding lines, the run's context ---
+
+
+def _figs(report: RunReport) -> dict[str, dict[str, Any]]:
+    page, _ = build_page(report)
+    return {c["id"]: c["fig"] for c in _charts(page)}  # type: ignore[misc]
+
+
+def _lat_cell() -> CellReport:
+    lat = LatencySeries(seconds=[0, 1, 2], p50=[0.001] * 3, p95=[0.001] * 3, p99=[0.001] * 3,
+                        max=[0.001, 2.0, 0.001], count=[200] * 3)
+    return CellReport(1, "a", "passed", None, 3.0, throughput={"w": [200.0] * 3, "v": [200.0] * 3},
+                      latency={"w": lat}, latency_source={"w": "ops"})
+
+
+def test_the_latency_chart_shows_each_seconds_slowest_operation() -> None:
+    figs = _figs(RunReport("r1", "e", None, "passed", 0, None, None, None, [_lat_cell()]))
+    traces = {t["name"]: t for t in figs["chart-latency-1"]["data"]}
+    assert traces["w max"]["y"] == [1.0, 2000.0, 1.0]  # ms: the 2 s stall p99 hides
+    assert traces["w max"]["mode"] == "markers"
+    assert traces["w p99"]["y"] == [1.0, 1.0, 1.0]
+    # the shared axis reaches the stall (log10 of ms)
+    assert figs["chart-latency-1"]["layout"]["yaxis"]["range"][1] > math.log10(2000)
+
+
+def test_log_axes_are_labelled_with_their_units() -> None:
+    vals, texts = log_ticks(0.8, 2500)
+    assert texts == ["1 ms", "2 ms", "5 ms", "10 ms", "20 ms", "50 ms", "100 ms", "200 ms",
+                     "500 ms", "1 s", "2 s"]  # never a bare "5, 2, 1, 5"
+    assert vals[0] == 1.0 and vals[-1] == 2000.0
+    _, wide = log_ticks(0.01, 50_000)  # over many decades: the powers of ten only
+    assert wide == ["0.01 ms", "0.1 ms", "1 ms", "10 ms", "100 ms", "1 s", "10 s"]
+    figs = _figs(RunReport("r1", "e", None, "passed", 0, None, None, None, [_lat_cell()]))
+    yaxis = figs["chart-latency-1"]["layout"]["yaxis"]
+    assert "dtick" not in yaxis and "1 ms" in yaxis["ticktext"] and "1 s" in yaxis["ticktext"]
+
+
+def test_lines_that_coincide_stay_distinguishable() -> None:
+    """Two workloads with the same throughput, percentiles that are equal: each line has its
+    own dash and marker, the percentiles are drawn wide to narrow."""
+    figs = _figs(RunReport("r1", "e", None, "passed", 0, None, None, None, [_lat_cell()]))
+    tp = figs["chart-throughput-1"]["data"]
+    assert tp[0]["y"] == tp[1]["y"]
+    styles = {(t["line"]["dash"], t["marker"]["symbol"]) for t in tp}
+    assert len(styles) == 2
+    lat = {t["name"]: t for t in figs["chart-latency-1"]["data"]}
+    widths = [lat[f"w {p}"]["line"]["width"] for p in ("p50", "p95", "p99")]
+    assert widths == sorted(widths, reverse=True) and len(set(widths)) == 3
+    assert len({lat[f"w {p}"]["line"]["dash"] for p in ("p50", "p95", "p99")}) == 3
+
+
+def test_the_last_partial_second_is_not_drawn_as_a_fall() -> None:
+    cell = CellReport(1, "a", "passed", None, 10.4, throughput={"w": [100.0] * 10 + [40.0]})
+    figs = _figs(RunReport("r1", "e", None, "passed", 0, None, None, None, [cell]))
+    (trace,) = figs["chart-throughput-1"]["data"]
+    assert trace["y"][-1] == pytest.approx(100.0) and trace["x"][-1] == pytest.approx(10.2)
+
+
+def test_the_runs_context_is_at_the_top() -> None:
+    ctx = {"backend": "containers", "topology": "galera", "engine": "mariadb 10.11",
+           "router": "proxysql", "versions": {"lab": "0.1.0", "mariadbd": "10.11.19"},
+           "images": {"g1": "rcl-node (the lab's node image)"},
+           "config": {"g1": {"wsrep_on": "ON", "innodb_buffer_pool_size": "64M"},
+                      "g2": {"wsrep_on": "ON"}},
+           "router_settings": {"mysql-monitor_ping_interval": "200"}}
+    report = RunReport("r1", "e", None, "passed", 0, None, None, None,
+                       [CellReport(1, "a", "passed", None, 1.0)], context=ctx)
+    page, _ = build_page(report)
+    top = page[page.index("<body"):page.index('class="cellhead"')]
+    for text in ("back-end <b>containers</b>", "topology <b>galera</b>",
+                 "engine <b>mariadb 10.11</b>", "router <b>proxysql</b>",
+                 "mariadbd <code>10.11.19</code>", "effective server config (2 nodes, 2 settings)",
+                 "<code>innodb_buffer_pool_size</code></td><td>64M</td><td>–</td>",
+                 "mysql-monitor_ping_interval = 200"):
+        assert text in top, text
+    old = RunReport("r1", "e", None, "passed", 0, None, None, None,
+                    [CellReport(1, "a", "passed", None, 1.0)], context={"topology": "replication"})
+    page, _ = build_page(old)
+    assert "back-end <b>unknown</b>" in page and "stored before the lab recorded" in page
+
+
+def test_lab_report_shows_the_context_stored_with_the_run(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        rid = store.create_run("e", "e.exp", context={"backend": "native",
+                                                       "topology": "replication",
+                                                       "engine": "mariadb"})
+        store.create_cell(rid, 1, "a")
+        store.finish_cell(rid, 1, "passed", load_start_ns=0, load_end_ns=10**9)
+        store.finish_run(rid, "passed", 0)
+        report = load_report(store, rid)
+    assert report.context["backend"] == "native"
+    assert "back-end <b>native</b>" in build_page(report)[0]

@@ -20,6 +20,7 @@ from lab.report_data import (
     load_report,
     outages,
     thin,
+    throughput_points,
     visibility,
 )
 from lab.store import AmbiguousRun, RunNotFound, Store
@@ -290,3 +291,23 @@ def test_a_node_is_up_again_when_its_start_says_it_was_ready() -> None:
                value={"ready_seconds": 1.25, "rejoined_as_replica_of": "db2"})
     (p,) = fault_periods(h, t(0), t(10))
     assert (p.start, p.end) == (2.0, 6.25)  # ready at 6.25 s; the rejoin took until 9 s
+
+
+def test_a_stall_p99_hides_shows_as_the_seconds_max() -> None:
+    """Second 0: 199 ops of 1 ms and one of 2 s completing in it: p99 is 1 ms, the max 2 s."""
+    specs = [(100 + i, "write", 0.3 + i / 1000, 0.301 + i / 1000, "ok", {}) for i in range(199)]
+    specs += [(1, "write", -1.5, 0.5, "ok", {})]  # invoked before the load, done in second 0
+    s = latency_per_second(pair_ops(ops(*specs)).ops, t(-2), t(1))["w"]
+    i = s.seconds.index(2)  # seconds since t(-2)
+    assert s.p99[i] == pytest.approx(0.001)
+    assert s.max[i] == pytest.approx(2.0)
+
+
+def test_the_last_partial_second_is_a_rate_not_a_fall() -> None:
+    """A 10.4 s load: the 11th bucket holds 0.4 s: 40 ops there are 100 per second."""
+    xs, ys, hover = throughput_points([100.0] * 10 + [40.0], 10.4)
+    assert ys == pytest.approx([100.0] * 11) and xs[-1] == pytest.approx(10.2)
+    assert "last 0.40 s (a partial second)" in hover[-1]
+    xs, ys, _ = throughput_points([100.0] * 10 + [5.0], 10.05)  # 50 ms: no rate to give
+    assert len(ys) == 10 and xs[-1] == 9.5
+    assert throughput_points([100.0, 100.0], 2.0)[1] == [100.0, 100.0]  # whole seconds: as is
