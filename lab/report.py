@@ -609,24 +609,43 @@ def render_expectations(summary: dict[str, Any], console: Console,
                         title: str | None = "") -> None:
     """The expectations table, one column per cell. ``title``: "" the run's (experiment, id,
     status), None "expectations"."""
+    from lab.term_fit import block_lines, fitted_table
+
     cells = summary.get("cells", [])
-    exp = Table(title=escape(_title(summary) if title == "" else (title or "expectations")))
-    exp.add_column("expect")
-    for c in cells:
-        exp.add_column(_label(c), overflow="fold")
+    heading = _title(summary) if title == "" else (title or "expectations")
     texts: list[str] = []
     for c in cells:
         for e in c.get("expectations", []):
             if e["text"] not in texts:
                 texts.append(e["text"])
+    if not texts:
+        return
+    header = ["expect", *(str(c.get("label") or f"cell {c['index']}") for c in cells)]
+    rows = []
     for t in texts:
-        row = [escape(t)]
+        row = [t]
         for c in cells:
             e = next((x for x in c.get("expectations", []) if x["text"] == t), None)
-            row.append("-" if e is None else expectation_text(e))
-        exp.add_row(*row)
-    if texts:
+            row.append("-" if e is None else plain_expectation(e))
+        rows.append(row)
+    exp = fitted_table(header, rows, console, title=escape(heading), colors=VERDICT_COLORS)
+    if exp is not None:
         console.print(exp)
+        return
+    console.print(escape(heading), soft_wrap=True)  # too narrow for a table: one block a line
+    for row in rows:
+        for line in block_lines(row[0], list(zip(header[1:], row[1:], strict=True)),
+                                console.width, indent="    "):
+            console.print(escape(line), soft_wrap=True)
+
+
+VERDICT_COLORS = {"PASS": "green", "FAIL": "red", "UNKNOWN": "yellow"}
+
+
+def plain_expectation(e: dict[str, Any]) -> str:
+    """``PASS <explanation>`` without markup (``expectation_text`` with it)."""
+    mark = {True: "PASS", False: "FAIL", None: "UNKNOWN"}[e.get("passed")]
+    return f"{mark} {e.get('explanation', '')}".strip()
 
 
 def render_reports(summary: dict[str, Any], console: Console) -> None:

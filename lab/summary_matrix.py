@@ -17,7 +17,10 @@ throughput added up over the workloads, durations and percentages of the worst w
 replication lag and replication errors are the node's own. Several cells (variants, sweeps,
 repeats): one matrix still, each workload or node row followed by one line per cell, so that
 the cells sit next to each other and the matrix fits an 80- or 120-column terminal whatever the
-number of cells.
+number of cells. No figure is broken across lines at any width (``lab.term_fit``).
+
+One module over 600 lines: the rows, the findings and their drawing read the same cell figures
+with the same helpers; the width fitting lives in ``lab.term_fit``.
 """
 
 from __future__ import annotations

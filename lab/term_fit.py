@@ -13,7 +13,7 @@ of ``name  value`` lines (``block_lines``), wrapped between atoms too.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -97,6 +97,12 @@ def fit_widths(header: Sequence[str], rows: Sequence[Sequence[str]], room: int) 
         _, i, w = best
         spare -= w - widths[i]
         widths[i] = w
+    while spare > 0:  # no one column saves a line alone: the rest to those that want most
+        want = [(natural[i] - widths[i], i) for i in range(len(cols)) if widths[i] < natural[i]]
+        if not want:
+            break
+        widths[max(want)[1]] += 1
+        spare -= 1
     return widths
 
 
@@ -108,10 +114,11 @@ def _height(cols: Sequence[Sequence[str]], widths: Sequence[int]) -> int:
 
 def fitted_table(header: Sequence[str], rows: Sequence[Sequence[str]], console: Console,
                  justify: Sequence[str] | None = None, sections: Sequence[int] = (),
-                 **table: Any) -> Table | None:
+                 colors: Mapping[str, str] | None = None, **table: Any) -> Table | None:
     """A rich table of these plain texts (escaped here) that fits
     ``console.width`` with no figure broken, or None when it cannot. ``sections``: row indexes
-    a rule goes before."""
+    a rule goes before; ``colors``: a cell that begins with one of these words (``PASS``) has
+    it in that colour."""
     n = len(header)
     room = console.width - _overhead(console, n, **table)
     widths = fit_widths(header, rows, room)
@@ -124,8 +131,16 @@ def fitted_table(header: Sequence[str], rows: Sequence[Sequence[str]], console: 
     for k, row in enumerate(rows):
         if k in sections:
             t.add_section()
-        t.add_row(*(escape("\n".join(wrap(x, w))) for x, w in zip(row, widths, strict=True)))
+        t.add_row(*(_colored(escape("\n".join(wrap(x, w))), colors)
+                    for x, w in zip(row, widths, strict=True)))
     return t
+
+
+def _colored(text: str, colors: Mapping[str, str] | None) -> str:
+    for word, color in (colors or {}).items():
+        if text == word or text.startswith(word + " ") or text.startswith(word + "\n"):
+            return f"[{color}]{word}[/]{text[len(word):]}"
+    return text
 
 
 def block_lines(title: str, pairs: Sequence[tuple[str, str]], width: int,
