@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from lab.history import NS, Completed, Op, Paired, Sample, pair_ops, time_bounds
+from lab.checkers.columns import Columns
+from lab.history import NS, Completed, Op, Paired, Sample
 
 log = logging.getLogger(__name__)
 
@@ -133,28 +134,24 @@ class CheckContext:
     def last_history(self) -> Sequence[Op] | None:
         """The history the checkers last ran on with this context (for expectations that need
         the operations again, e.g. ``latency(w) last 30s``)."""
-        hit = self.cache.get("paired")
+        hit = self.cache.get("columns")
         return hit[0] if hit is not None else None
 
+    def columns(self, history: Sequence[Op]) -> Columns:
+        """The paired client operations as arrays (``lab.checkers.columns``), built once per
+        history and shared by the checkers."""
+        return self.memo("columns", history, lambda: Columns(history))
+
     def paired(self, history: Sequence[Op]) -> Paired:
-        """``pair_ops(history)``, computed once per history and shared by the checkers."""
-        return self.memo("paired", history, lambda: pair_ops(history))
+        """``pair_ops(history)`` (one ``Completed`` per operation, made from the columns on
+        first use), computed once per history and shared by the checkers."""
+        return self.memo("paired", history, lambda: self.columns(history).paired())
 
-    def by_f(self, history: Sequence[Op]) -> dict[str, list[Completed]]:
+    def by_f(self, history: Sequence[Op]) -> Mapping[str, list[Completed]]:
         """The paired ops grouped by operation (``write``, ``read`` ...), each group in
-        completion order: checkers that look at a few kinds skip the rest cheaply."""
-
-        def group() -> dict[str, list[Completed]]:
-            out: dict[str, list[Completed]] = {}
-            for c in self.paired(history).ops:
-                lst = out.get(c.f)
-                if lst is None:
-                    out[c.f] = [c]
-                else:
-                    lst.append(c)
-            return out
-
-        return self.memo("by_f", history, group)
+        completion order, made when asked for: checkers that look at a few kinds skip the
+        rest cheaply."""
+        return self.memo("by_f", history, lambda: self.columns(history).by_f())
 
     def by_where(self, history: Sequence[Op]) -> dict[tuple[str, str], list[Completed]]:
         """The paired ops grouped by (workload, the node that answered or else the endpoint),
@@ -178,7 +175,7 @@ class CheckContext:
     def nemesis(self, history: Sequence[Op]) -> list[Op]:
         """The faults' records of the history (``process == NEMESIS``), in history order,
         picked out once per history: checkers that look at the faults skip the rest."""
-        return self.paired(history).faults  # picked out on the pairing's pass
+        return self.columns(history).faults  # picked out on the pairing's pass
 
     def bounds(self, history: Sequence[Op]) -> tuple[int, int]:
         """(load start, load end) in ns: from the context, else the span of the client ops
@@ -191,7 +188,7 @@ class CheckContext:
     def _bounds(self, history: Sequence[Op]) -> tuple[int, int]:
         start, end = self.load_start, self.load_end
         times: list[int] = []
-        tb = time_bounds([op for op in history if not op.is_fault()])
+        tb = self.columns(history).time_bounds
         if tb is not None:
             times.extend(tb)
         times.extend(s.time for s in self.samples)

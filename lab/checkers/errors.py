@@ -13,13 +13,15 @@ For sysbench: its per-second ``errors`` and ``reconnects`` columns added up over
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from lab.checkers.base import CheckContext, CheckResult
-from lab.checkers.downtime import error_label
+from lab.checkers.columns import error_labels
 from lab.checkers.series import SYSBENCH
 from lab.history import Op
 
@@ -54,14 +56,21 @@ class Counts:
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     per_node: dict[tuple[str, str], Counts] = {}
     routed: dict[tuple[str, str], int] = defaultdict(int)  # operations sent through a router
-    for k, cs in ctx.by_where(history).items():
+    col = ctx.columns(history)
+    routers = np.array([c for c, name in enumerate(col.names)
+                        if isinstance(name, str) and name.startswith("router.")], np.int32)
+    via_router = np.isin(col.endpoint, routers)
+    bad = ~col.ok
+    for (wc, ec), g in col.by_where:
+        k = (col.name(wc), col.name(ec))
         nc = per_node[k] = Counts()
-        nc.ops = len(cs)
-        for ep, n in Counter([c.endpoint for c in cs]).items():
-            if ep.startswith("router."):
-                routed[(k[0], ep)] += n
-        for c in [c for c in cs if c.type != "ok"]:
-            label = error_label(c)
+        nc.ops = len(g)
+        r = g[via_router[g]]
+        if len(r):
+            eps, ns = np.unique(col.endpoint[r], return_counts=True)
+            for ep, n in zip(eps.tolist(), ns.tolist(), strict=True):
+                routed[(k[0], col.name(ep))] += n
+        for label in error_labels(col, g[bad[g]]):
             nc.total += 1
             nc.by_code[label] = nc.by_code.get(label, 0) + 1
     per_w: dict[str, Counts] = defaultdict(Counts)

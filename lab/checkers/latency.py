@@ -12,7 +12,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from lab.checkers.base import CheckContext, CheckResult, summary
+from lab.checkers.columns import I64, summary_ints
 from lab.checkers.series import SYSBENCH
 from lab.history import NS, Op
 
@@ -20,21 +23,24 @@ NAME = "latency"
 
 
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
-    per_node: dict[tuple[str, str], list[int]] = {}
-    for k, cs in ctx.by_where(history).items():
-        xs = [c.end - c.start for c in cs if c.type == "ok" and c.end is not None]
-        if xs:
-            per_node[k] = xs
-    lat: dict[str, list[int]] = defaultdict(list)
+    col = ctx.columns(history)
+    latency = col.end - col.start
+    ok = col.ok
+    per_node: dict[tuple[str, str], I64] = {}
+    for (wc, ec), g in col.by_where:
+        xs = latency[g[ok[g]]]
+        if len(xs):
+            per_node[(col.name(wc), col.name(ec))] = xs
+    lat: dict[str, list[I64]] = defaultdict(list)
     for (w, _), xs in per_node.items():
-        lat[w].extend(xs)
+        lat[w].append(xs)
     subjects: dict[str, dict[str, Any]] = {}
-    for w, xs in lat.items():
-        subj: dict[str, Any] = dict(summary(xs, scale=1 / NS))
+    for w, parts in lat.items():
+        subj: dict[str, Any] = summary_ints(np.concatenate(parts), scale=1 / NS)
         subj["source"] = "ops"
         subjects[w] = subj
     for (w, node), xs in sorted(per_node.items()):
-        subj = dict(summary(xs, scale=1 / NS))
+        subj = summary_ints(xs, scale=1 / NS)
         subj["source"] = "ops"
         subjects[f"{w} on {node}"] = subj
     sb: dict[str, list[float]] = defaultdict(list)

@@ -21,6 +21,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from lab.checkers.base import CheckContext
 from lab.history import NS, REREAD_FS, WRITE_FS, Op, Sample
 
@@ -65,47 +67,33 @@ def _compute(
 ) -> tuple[dict[str, Series], dict[str, Series]]:
     t0, t1 = ctx.bounds(history)
     n = max(1, math.ceil((t1 - t0) / NS))
-    counts: dict[str, list[float]] = {}
-    node_counts: dict[tuple[str, str], list[float]] = {}
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
-    ryw = {w for w, info in ctx.workloads.items() if info.kind == "read_your_writes"}
-    for c in ctx.paired(history).ops:
-        w = c.workload
-        if c.f in REREAD_FS or (w in ryw and c.f not in WRITE_FS):
-            continue
-        end = c.end
-        if end is None:
-            end = t1
-        row = counts.get(w)
-        if row is None:
-            row = counts[w] = [0.0] * n
-            first[w] = c.start
-            last[w] = end
-        else:
-            if c.start < first[w]:
-                first[w] = c.start
-            if end > last[w]:
-                last[w] = end
-        if c.type == "ok" and t0 <= end <= t1:
-            b = (end - t0) // NS
-            if b >= n:
-                b = n - 1
-            row[b] += 1
-            k = (w, c.node or c.endpoint)
-            nrow = node_counts.get(k)
-            if nrow is None:
-                nrow = node_counts[k] = [0.0] * n
-            nrow[b] += 1
+    col = ctx.columns(history)
+    ryw = [w for w, info in ctx.workloads.items() if info.kind == "read_your_writes"]
+    skip = np.isin(col.f, col.codes(REREAD_FS)) | (
+        np.isin(col.workload, col.codes(ryw)) & ~np.isin(col.f, col.codes(WRITE_FS)))
+    sel = np.flatnonzero(~skip)
+    end = col.end.copy()
+    end[col.n_done:] = t1  # never completed: until the end of the load
+    # ok, within the load: their second (the last second takes the load's end)
+    counted = col.ok & (end >= t0) & (end <= t1)
+    bucket = np.minimum((end - t0) // NS, n - 1)
     out: dict[str, Series] = {}
     load_s = (t1 - t0) / NS
-    for w, row in counts.items():
-        a = max(0.0, (first[w] - t0) / NS)
-        e = min(load_s, (last[w] - t0) / NS)
+    node_counts: list[tuple[tuple[str, str], list[float]]] = []
+    for (wc,), g in col.groups(col.workload, sel=sel):
+        w = col.name(wc)
+        first, last = int(col.start[g].min()), int(end[g].max())
+        c = g[counted[g]]
+        row = np.bincount(bucket[c], minlength=n).astype(float).tolist()
+        a = max(0.0, (first - t0) / NS)
+        e = min(load_s, (last - t0) / NS)
         # within a second of the load's edges the workload ran for the whole load
         a = 0.0 if a < EDGE_S else a
         e = max(a, load_s if load_s - e < EDGE_S else e)
         out[w] = Series(w, "ops", row, a, e, sum(row))
+        for (nc,), gn in col.groups(col.where, sel=c):
+            node_counts.append(((w, col.name(nc)),
+                                np.bincount(bucket[gn], minlength=n).astype(float).tolist()))
 
     by_wl: dict[str, list[Sample]] = {}
     for smp in ctx.samples:
@@ -123,7 +111,7 @@ def _compute(
         out[w] = Series(w, SYSBENCH, series, a, e, sum(series), rows)
 
     nodes: dict[str, Series] = {}
-    for (w, node), row in sorted(node_counts.items()):
+    for (w, node), row in sorted(node_counts):
         ws = out[w]
         nodes[f"{w} on {node}"] = Series(w, "ops", row, ws.active_start, ws.active_end, sum(row))
     return out, nodes

@@ -5,7 +5,8 @@ invoke, completions out of time order, equal times, an invoke without its worklo
 write (int, text, None, polls' lists), faults, samples and final states.
 
 ``golden()`` is what the checkers returned for these histories before they worked from
-columns (``tests/unit/data/checkers_golden.json``, one digest per checker): the new ones must return the same.
+columns (``tests/unit/data/checkers_golden.json``, one digest per checker): the new ones must
+return the same.
 """
 
 from __future__ import annotations

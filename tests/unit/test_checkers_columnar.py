@@ -1,0 +1,41 @@
+"""The checkers that work from columns (``lab.checkers.columns``) return exactly what they
+returned when they walked ``Completed`` objects: one digest per checker and history, computed
+before the change (``tests/unit/data/checkers_golden.json``), over random histories with every
+irregularity (``columnar_histories``) and two small bench runs."""
+
+from __future__ import annotations
+
+import pytest
+from columnar_histories import digests, golden, runs
+
+from lab.checkers import run_checkers
+from lab.checkers.columns import columns
+from lab.history import pair_ops
+
+RUNS = runs()
+GOLDEN = golden()
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_every_checker_returns_what_it_returned_before_columns(name: str) -> None:
+    history, ctx = RUNS[name]
+    got = digests(run_checkers(history, ctx))
+    want = GOLDEN[name]
+    assert sorted(got) == sorted(want)
+    differ = sorted(n for n in want if got[n] != want[n])
+    assert not differ, f"{name}: {differ} differ from the golden results"
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_columns_pair_the_history_as_pair_ops_does(name: str) -> None:
+    history, _ = RUNS[name]
+    ref = pair_ops(history)
+    col = columns(history)
+    assert col.orphans == ref.orphans
+    assert [history[i] for i in col.fault_index.tolist()] == ref.faults
+    assert [(c.inv.index, c.comp.index if c.comp else -1) for c in ref.ops] == list(
+        zip(col.inv.tolist(), col.comp.tolist(), strict=True))
+    lazy = col.paired().ops
+    for a, b in zip(ref.ops, lazy, strict=True):
+        assert (a.inv, a.comp, a.type, a.workload, a.endpoint, a.node, a.key, a.value) == (
+            b.inv, b.comp, b.type, b.workload, b.endpoint, b.node, b.key, b.value)
