@@ -36,12 +36,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from lab.checkers.base import CheckContext, CheckResult
+from lab.checkers.columns import error_labels
 from lab.history import DUPLICATE_KEY_CODES, NS, Completed, Op
 
 NAME = "downtime"
 MAX_WINDOWS = 1000
 STALL = 200_000_000  # ns: an operation slower than this is a stall the client sees
+_NO_OK = np.iinfo(np.int64).min
 
 
 @dataclass(slots=True)
@@ -108,16 +112,22 @@ class _Tracker:
         end = c.end
         if end is None:
             end = max(load_end, c.start)
-        if c.start < self.first_start:
-            self.first_start = c.start
-        if c.type == "ok" or (c.error is not None and c.error in DUPLICATE_KEY_CODES):
+        good = c.type == "ok" or (c.error is not None and c.error in DUPLICATE_KEY_CODES)
+        self.step(c.start, end, good, "" if good else error_label(c))
+
+    def step(self, start: int, end: int, good: bool, label: str) -> None:
+        """One completion: its invoke and completion times (never completed: the end of the
+        load), whether the server answered (ok or duplicate key), else its error label."""
+        if start < self.first_start:
+            self.first_start = start
+        if good:
             if self.cur is not None:
                 self.cur.end = end
                 self.windows.append(self.cur)
                 self.cur = None
-            elif end - c.start > STALL:  # a hang that ended in success
+            elif end - start > STALL:  # a hang that ended in success
                 last = self.last_ok
-                opened = last if last is not None and c.start - last <= STALL else c.start
+                opened = last if last is not None and start - last <= STALL else start
                 if last is None:
                     self.windows.append(Window(self.first_start, end, from_start=True))
                 elif end - opened > STALL:  # another client's success during the hang
@@ -132,7 +142,6 @@ class _Tracker:
             else:
                 cur = self.cur = Window(self.last_ok, self.last_ok)
         cur.failures += 1
-        label = error_label(c)
         cur.errors[label] = cur.errors.get(label, 0) + 1
         if end > self.last_fail_end:
             self.last_fail_end = end
@@ -203,19 +212,34 @@ def windows_by_endpoint(history: Sequence[Op], ctx: CheckContext
 
 def _windows_by_endpoint(history: Sequence[Op], ctx: CheckContext
                          ) -> dict[str, dict[str, list[Window]]]:
-    paired = ctx.paired(history)
+    """A tracker per (workload, endpoint) fed only the completions that can change its state:
+    failures, hangs, and the success after a failure. Any other success only moves the last
+    success forward: the running maximum of the successes' ends, set before each step."""
+    col = ctx.columns(history)
     _, load_end = ctx.bounds(history)
-    trackers: dict[tuple[str, str], _Tracker] = {}
-    get = trackers.get
-    for c in paired.ops:  # completion order
-        k = (c.workload, c.endpoint)
-        tr = get(k)
-        if tr is None:
-            tr = trackers[k] = _Tracker(c.start)
-        tr.add(c, load_end)
+    nd = col.n_done
+    end = col.end.copy()
+    end[nd:] = np.maximum(load_end, col.start[nd:])  # never completed: the end of the load
+    bad = np.flatnonzero(~col.ok)
+    good = col.ok.copy()
+    dup = [e is not None and e in DUPLICATE_KEY_CODES for e in col.errors(bad)]
+    good[bad[np.array(dup, np.bool_)] if dup else bad[:0]] = True
+    labels = dict(zip(bad.tolist(), error_labels(col, bad), strict=True))
+    hang = (end - col.start) > STALL
     by_workload: dict[str, dict[str, list[Window]]] = {}
-    for (workload, endpoint), tr in trackers.items():
-        by_workload.setdefault(workload, {})[endpoint] = tr.finish(load_end)
+    for (wc, ec), g in col.groups(col.workload, col.endpoint):
+        gg, ge, gs = good[g], end[g], col.start[g]
+        fail = ~gg
+        after_fail = np.concatenate([[False], fail[:-1]])
+        steps = np.flatnonzero(fail | (gg & (hang[g] | after_fail)))
+        tr = _Tracker(int(gs.min()))
+        if len(steps):
+            best = np.maximum.accumulate(np.where(gg, ge, _NO_OK))  # last success so far
+            for j in steps.tolist():
+                before = int(best[j - 1]) if j > 0 else _NO_OK
+                tr.last_ok = None if before == _NO_OK else before
+                tr.step(int(gs[j]), int(ge[j]), bool(gg[j]), labels.get(int(g[j]), ""))
+        by_workload.setdefault(col.name(wc), {})[col.name(ec)] = tr.finish(load_end)
     return by_workload
 
 

@@ -41,11 +41,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from dsl.metrics import SPLIT_BRAIN_UNDEFINED
 from lab.checkers import galera_split_brain
 from lab.checkers.base import CheckContext, CheckResult, seconds
+from lab.checkers.columns import I32, I64, Columns
 from lab.checkers.split_windows import window_metrics
-from lab.history import DUPLICATE_KEY_CODES, NEMESIS, WRITE_FS, Op, Sample
+from lab.history import DUPLICATE_KEY_CODES, WRITE_FS, Op, Sample
 
 NAME = "split_brain"
 SERIES = "replication"
@@ -62,7 +65,9 @@ class _Node:
     by_writes: list[Interval] = field(default_factory=list)
     samples: int = 0
     writable_at_end: bool = False
-    acks: list[tuple[int, str]] = field(default_factory=list)  # (completion, workload)
+    # its acknowledged writes: completion times in time order, and their workloads (codes)
+    ack_t: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+    ack_w: I32 = field(default_factory=lambda: np.zeros(0, np.int32))
 
 
 def merge(intervals: Sequence[Interval]) -> list[Interval]:
@@ -176,6 +181,47 @@ def _write_spans(events: list[tuple[int, bool]]) -> list[Interval]:
     return out
 
 
+def _writes(col: Columns, known: set[str]) -> dict[str, tuple[I64, I32, list[Interval]]]:
+    """Per node, its acknowledged writes (completion times in time order, their workloads) and
+    the spans of acknowledgements not interrupted by a refusal. A write counts on the node
+    that answered it, else on its endpoint when that is a node; a refusal is a failed or
+    unknown write whose error is not one of ``NOT_REFUSALS``."""
+    sel = col.of_f(sorted(WRITE_FS))
+    sel = sel[sel < col.n_done]
+    node = col.node[sel]
+    truthy = np.array([bool(n) for n in col.names], np.bool_)
+    at_ep = np.array([n in known for n in col.names], np.bool_)
+    ep = col.endpoint[sel]
+    where = np.where(truthy[node], node, np.where(at_ep[ep], ep, -1))
+    ok = col.ok[sel]
+    bad = np.flatnonzero(~ok)
+    refused = np.zeros(len(sel), np.bool_)
+    refused[bad] = [e not in NOT_REFUSALS for e in col.errors(sel[bad])]
+    keep = (where >= 0) & (ok | refused)
+    sel, where, ok = sel[keep], where[keep], ok[keep]
+    out: dict[str, tuple[I64, I32, list[Interval]]] = {}
+    if not len(sel):
+        return out
+    t = col.end[sel]
+    order = np.argsort(where, kind="stable")
+    cuts = np.flatnonzero(np.diff(where[order])) + 1
+    for part in np.split(order, cuts):
+        name = col.name(int(where[part[0]]))
+        pt, pok = t[part], ok[part]
+        acks = part[pok]
+        ao = np.argsort(t[acks], kind="stable")
+        # the events in (time, refusal first) order; spans: the runs of acknowledgements
+        o = np.lexsort((pok, pt))
+        st, sok = pt[o], pok[o]
+        prev = np.concatenate([[False], sok[:-1]])
+        nxt = np.concatenate([sok[1:], [False]])
+        first = np.flatnonzero(sok & ~prev)
+        last = np.flatnonzero(sok & ~nxt)
+        spans = list(zip(st[first].tolist(), st[last].tolist(), strict=True))
+        out[name] = (t[acks][ao], col.workload[sel[acks]][ao], spans)
+    return out
+
+
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     topology = ctx.facts.get("topology")
     if topology == "galera":  # two disjoint primary components (wsrep_cluster_status)
@@ -190,8 +236,8 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         if s.series == SERIES:
             samples[s.subject].append(s)
     known_nodes: set[str] = set(samples)
-    known_nodes |= ctx.memo("split_brain.client_nodes", history, lambda: {
-        op.node for op in history if op.node and op.process != NEMESIS})  # fmt: skip
+    col = ctx.columns(history)
+    known_nodes |= {n for n in col.client_nodes if n}
     downs: dict[str, list[int]] = defaultdict(list)
     for op in ctx.nemesis(history):
         if op.type == "invoke" and op.f in DOWN_FAULTS and op.node:
@@ -204,24 +250,12 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         nodes[name].by_state = ivs
         nodes[name].samples = n
         nodes[name].writable_at_end = still
-    write_events: dict[str, list[tuple[int, bool]]] = defaultdict(list)
-    for f, cs in ctx.by_f(history).items():
-        if f not in WRITE_FS:
-            continue
-        for c in cs:
-            node = _node_of(c.node, c.endpoint, known_nodes)
-            if node is None or c.end is None:
-                continue
-            if c.type == "ok":
-                write_events[node].append((c.end, True))
-                nodes[node].acks.append((c.end, c.workload))
-            elif c.error not in NOT_REFUSALS:
-                write_events[node].append((c.end, False))
-    for name, evs in write_events.items():
-        nodes[name].by_writes = _write_spans(evs)
+    for name, (ack_t, ack_w, spans) in _writes(col, known_nodes).items():
+        nodes[name].ack_t, nodes[name].ack_w = ack_t, ack_w
+        nodes[name].by_writes = spans
 
     sampled = any(n.samples for n in nodes.values())
-    attributed = any(n.acks for n in nodes.values())
+    attributed = any(len(n.ack_t) for n in nodes.values())
     if not sampled and not attributed:
         return _unknown("no read_only samples and no write names the node that answered it",
                         topology)
@@ -236,9 +270,12 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     for i, ((a, b), members) in enumerate(found):
         w: dict[str, int] = {}
         for name in members:
-            inside = [wl for t, wl in nodes[name].acks if a <= t <= b]
-            for wl in inside:
-                by_workload[wl] += 1
+            nd = nodes[name]
+            lo = int(np.searchsorted(nd.ack_t, a, side="left"))
+            hi = int(np.searchsorted(nd.ack_t, b, side="right"))
+            inside = nd.ack_w[lo:hi]
+            for code in inside.tolist():
+                by_workload[col.name(code)] += 1
             k = len(inside)
             if k:
                 w[name] = k
