@@ -294,7 +294,8 @@ class _Validator:
         return sorted_errors(self.errors)
 
     def check_backend(self) -> None:
-        """What ``backend containers`` cannot run yet (``dsl.backends``)."""
+        """What the file's back-end cannot run yet: its declared capabilities against what
+        the fault families need (``dsl.backends``)."""
         from dsl.backends import problems
 
         for span, message, hint in problems(self.exp):
@@ -848,7 +849,8 @@ class _Validator:
             self.check_unsynced(a.span, [a.node.name])
 
     def check_router_process(self, a: NodeAction) -> None:
-        """``kill router`` ...: the router's own process, ProxySQL's, natively."""
+        """``kill router`` ...: the router's own process, ProxySQL's (natively: the back-ends'
+        ``RouterProcess``, ``check_backend``)."""
         r = self.exp.router
         if r is None:
             self.error(a.node.span, "'router' names the router's process, and there is no router",
@@ -856,9 +858,6 @@ class _Validator:
         elif r.kind != "proxysql":
             self.error(a.node.span, f"the {r.kind} router's own process cannot be faulted yet",
                        "router proxysql: kill, pause, resume, stop, start, restart router")
-        elif self.exp.backend != "native":
-            self.error(a.node.span, "a fault of the router's process runs natively only for now",
-                       "backend native")
         if a.verb not in ROUTER_VERBS:
             self.error(a.span, f"'{a.verb.replace('_', ' ')} router' is not a router fault",
                        "kill, pause, resume, stop, start or restart router")

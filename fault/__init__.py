@@ -7,8 +7,12 @@ skewed clocks back, I/O back to normal, start the nodes that are down, start rep
 Each family keeps what it must undo in its own state (``ctx.state(...)``). ``fault.nemesis.
 Nemesis`` applies actions and records each one in the history.
 
-A new fault family is one file here (its handlers, its state, its heal) plus its grammar
-rule, model, row in ``dsl.actions`` and docs.
+``NEEDS`` maps each action model to what it needs of the back-end (``needs(action,
+topology)``: ``runners.capabilities.Need``s); ``lab check`` refuses an action whose back-end
+lacks one (``dsl.backends``).
+
+A new fault family is one file here (its handlers, its state, its heal, its needs) plus its
+grammar rule, model, row in ``dsl.actions`` and docs (docs/faults.md: adding a fault family).
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from fault import (
     sql,
     waits,
 )
-from fault.context import ActionFailed, Context, Detail, Handler, Healer
+from fault.context import ActionFailed, Context, Detail, Handler, Healer, Needs
+from runners.capabilities import Need
 
 HANDLERS: dict[type, Handler] = {
     **process.HANDLERS,
@@ -42,6 +47,28 @@ HANDLERS: dict[type, Handler] = {
     **mongo.HANDLERS,
 }
 
+NEEDS: dict[type, Needs] = {
+    **process.NEEDS,
+    **cache.NEEDS,
+    **replication.NEEDS,
+    **network.NEEDS,
+    **disk.NEEDS,
+    **resources.NEEDS,
+    **clock.NEEDS,
+    **iofs.NEEDS,
+    **waits.NEEDS,
+    **sql.NEEDS,
+    **mongo.NEEDS,
+}
+
+
+def needs(action: object, topology: str) -> list[Need]:
+    """What ``action`` needs of the back-end on a ``topology`` (``NEEDS``; none: SQL on the
+    servers, which every back-end runs)."""
+    got = NEEDS.get(type(action))
+    return got(action, topology) if got is not None else []
+
+
 HEALERS: list[tuple[str, Healer]] = [
     ("process: resume paused nodes", process.heal_paused),
     ("network: heal links and partitions", network.heal),
@@ -54,4 +81,5 @@ HEALERS: list[tuple[str, Healer]] = [
     ("replication: start stopped replication", replication.heal),
 ]
 
-__all__ = ["HANDLERS", "HEALERS", "ActionFailed", "Context", "Detail", "Handler", "Healer"]
+__all__ = ["HANDLERS", "HEALERS", "NEEDS", "ActionFailed", "Context", "Detail", "Handler",
+           "Healer", "Needs", "needs"]

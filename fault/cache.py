@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from dsl.models import DropCaches
-from fault.context import ActionFailed, ActionIncomplete, Context, Detail, Handler
+from fault.context import ActionFailed, ActionIncomplete, Context, Detail, Handler, Needs
+from runners.capabilities import Need, PageCache
 from runners.errors import ComponentError
 
 DROP_WAIT = 2.0  # seconds the timeline waits for the kernel to finish dropping the page cache
@@ -63,6 +64,7 @@ def drop_caches(ctx: Context, a: DropCaches) -> Detail:
 
 
 HANDLERS: dict[type, Handler] = {DropCaches: drop_caches}
+NEEDS: dict[type, Needs] = {DropCaches: lambda a, _: [Need(PageCache, "drop caches")]}
 
 
 # --- page cache helpers ----------------------------------------------------------------------

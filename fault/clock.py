@@ -15,10 +15,12 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
+from typing import cast
 
 from dsl.models import ClockSkew
-from fault.context import ActionFailed, Context, Detail, Handler
+from fault.context import ActionFailed, Context, Detail, Handler, Needs
 from runners import faketime
+from runners.capabilities import Clock, ClockInNode, Need
 from runners.errors import ComponentError
 
 
@@ -40,12 +42,11 @@ def node_minus_host(ctx: Context, name: str) -> float | None:
 
 
 def write_offset(ctx: Context, name: str, seconds: float) -> str:
-    """The node's offset file: in the run directory, or in the node's container (the
-    topology's ``write_clock_offset``: ``backend containers``)."""
-    in_container = getattr(ctx.topo, "write_clock_offset", None)
-    if in_container is not None:
+    """The node's offset file: in the run directory, or in the node's container (a back-end
+    with ``ClockInNode``: ``backend containers``)."""
+    if ctx.has(ClockInNode):
         try:
-            return str(in_container(name, seconds))
+            return cast(ClockInNode, ctx.topo).write_clock_offset(name, seconds)
         except ValueError as e:
             raise ActionFailed(str(e)) from None
         except ComponentError as e:  # e.g. a paused container takes no exec
@@ -83,3 +84,4 @@ def heal(ctx: Context) -> list[str]:
 
 
 HANDLERS: dict[type, Handler] = {ClockSkew: clock_skew}
+NEEDS: dict[type, Needs] = {ClockSkew: lambda a, _: [Need(Clock, f"clock {a.verb}")]}

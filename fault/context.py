@@ -5,6 +5,12 @@ changed and must be undone at the end is kept in its family's state object,
 ``ctx.state(FamilyState)``: one per family, made on first use, read by that family's heal.
 ``ctx.down`` is shared: the nodes the faults took down (killed, stopped), which other
 families must not address.
+
+What a back-end can do is declared (``runners.capabilities``): a family asks ``ctx.has(P)``
+(its topology's back-end lists the capability ``P``) and then uses the topology as a ``P``;
+it never probes the topology's attributes nor imports a back-end's classes. Each family
+declares in ``NEEDS`` what its actions need (``Needs``), which ``lab check`` compares with
+the back-end's capabilities (``dsl.backends``).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from runners.capabilities import Need
 from runners.node import Node
 from runners.ops import NEMESIS, Op
 from runners.topology import Topology
@@ -52,10 +59,12 @@ class Context:
 
     @property
     def flavor(self) -> str:
-        """The servers' engine (``mariadb``, ``mysql``, ``percona``; a topology without a plan,
-        as tests build, is MariaDB's)."""
-        engine = getattr(getattr(self.topo, "plan", None), "engine", None)
-        return str(engine.flavor) if engine is not None else "mariadb"
+        """The servers' engine (``mariadb``, ``mysql``, ``percona``)."""
+        return str(self.topo.plan.engine.flavor)
+
+    def has(self, capability: type) -> bool:
+        """The topology's back-end declares ``capability`` (``runners.capabilities``)."""
+        return capability in self.topo.capabilities
 
     def state(self, kind: type[T]) -> T:
         """The heal state of one family (made empty on first use)."""
@@ -82,3 +91,5 @@ class Context:
 
 Handler = Callable[[Context, Any], Detail]  # applies one action; its detail goes to the history
 Healer = Callable[[Context], list[str]]  # undoes a family's faults still in force; what it did
+# what an action needs of the back-end, given the topology's kind (``runners.capabilities``)
+Needs = Callable[[Any, str], list[Need]]

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dsl.models import DiskFault
-from fault.context import ActionFailed, Context, Detail, Handler
+from fault.context import ActionFailed, Context, Detail, Handler, Needs
 from runners import disk
+from runners.capabilities import Disk, Need
 
 
 @dataclass
@@ -60,3 +61,4 @@ def heal(ctx: Context) -> list[str]:
 
 
 HANDLERS: dict[type, Handler] = {DiskFault: disk_fault}
+NEEDS: dict[type, Needs] = {DiskFault: lambda a, _: [Need(Disk, f"disk {a.verb}")]}

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from typing import cast
 
 from dsl.models import IoFault
-from fault.context import ActionFailed, Context, Detail, Handler
+from fault.context import ActionFailed, Context, Detail, Handler, Needs
 from runners import iofs
+from runners.capabilities import IoFaults, Need, UnsyncedLoss
 from runners.errors import ComponentError
 
 
@@ -93,8 +95,8 @@ def drop_unsynced(ctx: Context, name: str) -> dict[str, int]:
     """``kill NODE losing unsynced writes``, once the server is dead: lab-iofs puts every file
     of its data directory back as of its last sync (``runners.iofs.drop_unsynced``); what it
     dropped, for the kill's value."""
-    fs = getattr(ctx.topo, "iofs", {}).get(name)
-    if fs is None:
+    fs = cast(UnsyncedLoss, ctx.topo).iofs.get(name) if ctx.has(UnsyncedLoss) else None
+    if not isinstance(fs, iofs.IoFs):
         raise ActionFailed(f"{name}'s data directory is not on lab-iofs: the topology mounts "
                            f"it when the experiment has `kill {name} losing unsynced writes`")
     try:
@@ -104,3 +106,4 @@ def drop_unsynced(ctx: Context, name: str) -> dict[str, int]:
 
 
 HANDLERS: dict[type, Handler] = {IoFault: io_fault}
+NEEDS: dict[type, Needs] = {IoFault: lambda a, _: [Need(IoFaults, f"io {a.verb}")]}

@@ -22,7 +22,7 @@ from typing import Any
 from pymongo.errors import PyMongoError
 
 from dsl.models import ConvertStandalone
-from fault.context import ActionFailed, Context, Detail, Handler
+from fault.context import ActionFailed, Context, Detail, Handler, Needs
 from runners.errors import ComponentError
 from runners.mongo import (
     MongoNode,
@@ -195,3 +195,4 @@ def _is_primary(m: MongoNode) -> bool:
 
 
 HANDLERS: dict[type, Handler] = {ConvertStandalone: convert}
+NEEDS: dict[type, Needs] = {}  # through the servers: every back-end

@@ -7,11 +7,11 @@ upstream is the node (``links_to``: a primary's replicas, the other of two prima
 Galera the group connections the node opened itself as well as those opened to it
 (``iptables_rules``).
 
-On a topology whose nodes have network namespaces of their own (``runners.netcut.PeerCuts``:
-``backend containers``), ``partition`` and ``link_down`` cut the node from the peers of the
-link instead, with iptables rules inside the node (``peer_network``); latency and bandwidth go
-on toxiproxy links there too, in a container of their own, and so do the cuts of the links
-that pass through it (``cuts_and_links``).
+On a back-end whose nodes have network namespaces of their own (it declares
+``runners.netcut.PeerCuts``: ``backend containers``), ``partition`` and ``link_down`` cut the
+node from the peers of the link instead, with iptables rules inside the node
+(``peer_network``); latency and bandwidth go on toxiproxy links there too, in a container of
+their own, and so do the cuts of the links that pass through it (``cuts_and_links``).
 
 Heal state: the damaged links (their toxics removed, re-enabled), the other nodes' links a
 node's partition cut (healed with it), and, per partitioned node, the iptables rules inserted
@@ -26,11 +26,14 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from dsl.models import NetworkFault
-from fault.context import ActionFailed, Context, Detail, Handler
+from fault.context import ActionFailed, Context, Detail, Handler, Needs
 from runners import cgroups, firewall, sockets
+from runners.capabilities import Latency, LinkCut, Need
 from runners.netcut import Cut, PeerCuts
+from runners.node import ProcessNode
 from runners.toxiproxy import Link
 
 
@@ -56,8 +59,8 @@ class NetworkState:
 
 def network(ctx: Context, a: NetworkFault) -> Detail:
     topo = ctx.topo
-    if isinstance(topo, PeerCuts):
-        return cuts_and_links(ctx, topo, a)
+    if ctx.has(PeerCuts):
+        return cuts_and_links(ctx, cast(PeerCuts, topo), a)
     node = a.node.name if a.node else None
     if a.link == "group" or (topo.plan.topology == "galera" and a.verb == "partition"
                              and a.link == "all"):
@@ -77,7 +80,8 @@ def cuts_and_links(ctx: Context, topo: PeerCuts, a: NetworkFault) -> Detail:
     the traffic goes through toxiproxy, so that is where it is cut); every other partition or
     link_down is a cut between the node and its link's peers (``peer_network``); ``all``
     with links does both; a heal heals both."""
-    links = getattr(topo, "toxi", None) is not None
+    toxi = ctx.topo.toxi
+    links = toxi is not None
     on_links = links and (a.verb in ("latency", "bandwidth", "heal")
                           or a.link in ("clients", "replication", "all"))
     on_peers = a.verb in ("partition", "link_down", "heal") and not (
@@ -96,7 +100,8 @@ def cuts_and_links(ctx: Context, topo: PeerCuts, a: NetworkFault) -> Detail:
                 st = ctx.state(NetworkState)
                 for link in detail.get("links") or []:  # type: ignore[attr-defined]
                     with contextlib.suppress(Exception):
-                        topo.toxi.heal(link)  # type: ignore[attr-defined]
+                        assert toxi is not None
+                        toxi.heal(link)
                     st.damaged_links.discard(link)
             raise
     return detail
@@ -281,7 +286,8 @@ def galera_partition(ctx: Context, node: str | None, heal: bool,
         raise ActionFailed("partition needs a node")
     ports = ctx.topo.run.ports
     target = ctx.node(node)
-    group: Path | None = getattr(target, "network_group", None)
+    # natively (a back-end with PeerCuts cuts between nodes instead) a Galera node is a process
+    group: Path | None = cast(ProcessNode, target).network_group
     if group is None:
         raise ActionFailed(
             f"partitioning {node}'s group traffic needs its server in a cgroup v2 group of its "
@@ -321,10 +327,11 @@ def heal(ctx: Context) -> list[str]:
                 done.append(f"heal {link}")
     st.damaged_links.clear()
     st.cut_for.clear()
-    if st.cuts and isinstance(ctx.topo, PeerCuts):
+    if st.cuts and ctx.has(PeerCuts):
+        cuts = cast(PeerCuts, ctx.topo)
         for c in st.cuts:
             with contextlib.suppress(Exception):
-                ctx.topo.mend(c)
+                cuts.mend(c)
                 done.append(f"mend the cut of {c.node} from {', '.join(c.peers)}")
         st.cuts = []
     if st.partitions:
@@ -336,4 +343,15 @@ def heal(ctx: Context) -> list[str]:
     return done
 
 
+def needs(a: NetworkFault, topology: str) -> list[Need]:
+    """Latency and bandwidth need links that delay; partition and link_down, links that cut
+    (toxiproxy, iptables, or cuts between nodes); a heal, nothing of its own."""
+    if a.verb in ("latency", "bandwidth"):
+        return [Need(Latency, f"network {a.verb}")]
+    if a.verb in ("partition", "link_down"):
+        return [Need(LinkCut, f"network {a.verb.replace('_', ' ')}")]
+    return []
+
+
 HANDLERS: dict[type, Handler] = {NetworkFault: network}
+NEEDS: dict[type, Needs] = {NetworkFault: needs}

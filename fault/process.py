@@ -11,14 +11,23 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 from dsl.actions import ROUTER_PROCESS, spread
 from dsl.models import NodeAction, NodeGroupAction, NodeRef
 from fault import replication
 from fault.cache import evict_files
-from fault.context import ActionFailed, Context, Detail, Handler
+from fault.context import ActionFailed, Context, Detail, Handler, Needs
 from runners import settings_in_force
+from runners.capabilities import (
+    GroupRecovery,
+    Need,
+    PageCache,
+    Pause,
+    Process,
+    RouterProcess,
+    UnsyncedLoss,
+)
 from runners.galera_recovery import recover_cluster
 from runners.node import ProcessNode
 
@@ -42,13 +51,27 @@ class RouterState:
     down: bool = False
 
 
-def _router(ctx: Context) -> Any:
-    router = ctx.topo.router
-    for method in ("kill_process", "pause_process", "resume_process", "start_process"):
-        if not hasattr(router, method):
-            raise ActionFailed("this router's own process cannot be faulted (router proxysql "
-                               "can, natively)")
-    return router
+class OwnProcess(Protocol):
+    """A router whose own process the faults address (ProxySQL's)."""
+
+    proc: Any
+
+    def kill_process(self) -> None: ...
+    def pause_process(self) -> None: ...
+    def resume_process(self) -> None: ...
+    def stop_process(self) -> None: ...
+    def start_process(self) -> float: ...
+
+
+def _router(ctx: Context) -> OwnProcess:
+    """The router, when its back-end can fault its own process (``RouterProcess``) and it is
+    ProxySQL (``lab check`` refuses the rest)."""
+    planned = ctx.topo.plan.router
+    if ctx.topo.router is None or not ctx.has(RouterProcess) or planned is None \
+            or planned.kind != "proxysql":
+        raise ActionFailed("this router's own process cannot be faulted (router proxysql "
+                           "can, natively)")
+    return cast(OwnProcess, ctx.topo.router)
 
 
 def router_action(ctx: Context, a: NodeAction) -> Detail:
@@ -162,8 +185,7 @@ def drop_unsynced(ctx: Context, name: str) -> dict[str, Any]:
 def galera_all_down(ctx: Context) -> bool:
     """A Galera cluster none of whose nodes runs: starting a node means recovering the
     cluster (``runners.galera_recovery``), not joining a primary component."""
-    plan = getattr(ctx.topo, "plan", None)
-    if getattr(plan, "topology", None) != "galera":
+    if ctx.topo.plan.topology != "galera":
         return False
     return not any(n.is_running() for n in ctx.topo.nodes.values())
 
@@ -171,11 +193,10 @@ def galera_all_down(ctx: Context) -> bool:
 def recover_galera(ctx: Context, names: list[str]) -> dict[str, Any]:
     """Positions recovered, the most advanced of ``names`` bootstrapped, the others joined;
     each phase a fault of its own in the history (``runners.galera_recovery``)."""
-    nodes = [ctx.node(n) for n in names]
-    bare = [n for n in nodes if isinstance(n, ProcessNode)]
-    if len(bare) != len(nodes):
+    if not ctx.has(GroupRecovery):
         raise ActionFailed("recovering a whole Galera cluster (--wsrep-recover, bootstrap) "
                            "runs on the native back-end only")
+    bare = [cast(ProcessNode, ctx.node(n)) for n in names]  # its nodes are this machine's
     detail = recover_cluster(bare, ctx.fault)
     for n in names:
         ctx.down.discard(n)
@@ -202,7 +223,7 @@ def group_action(ctx: Context, a: NodeGroupAction) -> Detail:
                          or {})
                 starts[name] = d.get("ready_seconds")
         return {"nodes": order, "ready_seconds": starts}
-    seed = int(getattr(getattr(ctx.topo, "plan", None), "seed", 0) or 0)
+    seed = ctx.topo.plan.seed
     moments = spread(seed, names, a.within)
     t0 = time.monotonic()
     unsynced: dict[str, Any] = {}
@@ -287,4 +308,24 @@ def heal_down(ctx: Context) -> list[str]:
     return done
 
 
+def needs(a: NodeAction | NodeGroupAction, topology: str) -> list[Need]:
+    """What a process action needs of the back-end: its process primitives (``Pause`` for
+    pause and resume), the page cache for a cold restart, lab-iofs for a kill losing
+    unsynced writes, the whole-cluster recovery for several Galera nodes at once, ProxySQL's
+    own process for ``kill router`` ... (the first one a back-end lacks is what ``lab check``
+    says)."""
+    verb = a.verb.replace("_", " ")
+    if isinstance(a, NodeAction) and a.node.name == ROUTER_PROCESS:
+        return [Need(RouterProcess, f"{verb} router")]
+    out = [Need(Pause if a.verb in ("pause", "resume") else Process, verb)]
+    if a.verb == "cold_restart":
+        out.append(Need(PageCache, "cold restart"))
+    if a.lose_unsynced:
+        out.insert(0, Need(UnsyncedLoss, "a kill losing unsynced writes"))
+    if isinstance(a, NodeGroupAction) and topology == "galera":
+        out.append(Need(GroupRecovery, f"{verb} of several Galera nodes at once"))
+    return out
+
+
 HANDLERS: dict[type, Handler] = {NodeAction: node_action, NodeGroupAction: group_action}
+NEEDS: dict[type, Needs] = {NodeAction: needs, NodeGroupAction: needs}

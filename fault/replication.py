@@ -11,10 +11,12 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
+from typing import cast
 
 from dsl.models import Promote, ReplicationControl
-from fault.context import Context, Detail, Handler
+from fault.context import Context, Detail, Handler, Needs
 from runners import replication as repl
+from runners.capabilities import NamedSources
 from runners.gtid import rejoin_position
 from runners.mysql import execute_all
 
@@ -40,7 +42,7 @@ def control(ctx: Context, a: ReplicationControl) -> Detail:
 def _source(ctx: Context, replica: str, primary: str) -> tuple[str, int]:
     """Where ``replica`` reaches ``primary`` (host, port): through the replica's replication
     link when links exist (the link is pointed at the primary), else by name on the
-    topology's own network when it has one (``source_address``: ``backend containers``), else
+    topology's own network when its back-end has ``NamedSources`` (``backend containers``), else
     directly on the loopback."""
     topo = ctx.topo
     primary_port = ctx.node(primary).port
@@ -48,9 +50,8 @@ def _source(ctx: Context, replica: str, primary: str) -> tuple[str, int]:
     if topo.toxi and link in topo.toxi.links:
         topo.toxi.set_upstream(link, primary_port)
         return topo.toxi.link_host, topo.toxi.links[link].listen
-    by_name = getattr(topo, "source_address", None)
-    if by_name is not None:
-        host, port = by_name(primary)
+    if ctx.has(NamedSources):
+        host, port = cast(NamedSources, topo).source_address(primary)
         return str(host), int(port)
     return repl.LOOPBACK, primary_port
 
@@ -139,3 +140,4 @@ def heal(ctx: Context) -> list[str]:
 
 
 HANDLERS: dict[type, Handler] = {ReplicationControl: control, Promote: promote}
+NEEDS: dict[type, Needs] = {}  # SQL on the servers: every back-end

@@ -3,8 +3,8 @@
 (``runners.cgroups``) named for the run and the node.
 
 A limit moves the node's server (its ``mariadbd`` pid, all threads) into the group and writes
-the limit (on ``backend containers`` the container's own cgroup takes it, through the engine's
-API: ``runners.containers.resources``); heal moves it back where it came from and removes the
+the limit (on a back-end with ``ContainerLimits``, ``backend containers``, the container's own
+cgroup takes it, through the engine's API); heal moves it back where it came from and removes the
 group. A memory limit also
 starts a watcher (``OomWatcher``) that polls the group every ``OOM_POLL`` seconds: when the
 kernel's OOM killer kills in the group (``memory.oom_control``'s ``oom_kill`` grows) or the
@@ -25,13 +25,15 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from dsl.models import CpuLimit, MemoryLimit
-from fault.context import ActionFailed, Context, Detail, Handler
+from fault.context import ActionFailed, Context, Detail, Handler, Needs
 from runners import cgroups
-from runners.containers.resources import ContainerLimit
+from runners.capabilities import CgroupLimits, ContainerLimits, EngineLimit, Need, NodeLimit
 from runners.errors import ComponentError
 from runners.ops import NEMESIS, Op
 from runners.runtime import alive
@@ -39,8 +41,8 @@ from runners.runtime import alive
 log = logging.getLogger(__name__)
 
 OOM_POLL = 0.1  # seconds between two looks at a limited group
-# a node's limit: a cgroup of this machine, or a node container's own (``backend containers``)
-Limit = cgroups.NodeGroup | ContainerLimit
+# a node's limit: a cgroup of this machine (``NodeGroup``), or a node container's own
+Limit = NodeLimit
 
 
 @dataclass
@@ -55,8 +57,10 @@ class OomWatcher:
     """Records an ``oom_kill`` op when the kernel kills in a node's memory group, or the server
     dies while limited."""
 
-    def __init__(self, ctx: Context, node: str, group: Limit, pid: int | None) -> None:
+    def __init__(self, ctx: Context, node: str, group: Limit, pid: int | None,
+                 alive: Callable[[], bool] | None = None) -> None:
         self.ctx, self.node, self.group, self.pid = ctx, node, group, pid
+        self.alive = alive  # a container's limit (``ContainerLimits``): its container runs
         self.seen = group.oom_kills()
         self.stop = threading.Event()
         self.kills = 0
@@ -72,14 +76,13 @@ class OomWatcher:
     def poll(self) -> bool:
         """One look; True when the server is gone (the watcher ends)."""
         count = self.group.oom_kills()
-        if isinstance(self.group, ContainerLimit):
-            dead = not self.group.alive()
+        if self.alive is not None:
+            dead = not self.alive()
         else:
             dead = self.pid is None or not alive(self.pid)
         # A container's group counts the kernel's kill a moment before the container is seen
         # dead (its init exits after the server): that death is the same event, not another.
-        same_event = (isinstance(self.group, ContainerLimit) and self.kills > 0
-                      and count <= self.seen)
+        same_event = self.alive is not None and self.kills > 0 and count <= self.seen
         if count > self.seen or (dead and not same_event):
             kernel = count > self.seen
             value = {"pid": self.pid, "kernel_oom_kills": count - self.seen,
@@ -114,11 +117,10 @@ def _server_pid(ctx: Context, name: str) -> int:
 
 def _group(ctx: Context, controller: str, name: str) -> Limit:
     st = ctx.state(ResourceState)
-    container_limit = getattr(ctx.topo, "container_limit", None)
-    if container_limit is not None:  # backend containers: the container's own cgroup
+    if ctx.has(ContainerLimits):  # backend containers: the container's own cgroup
         if not ctx.node(name).is_running():
             raise ActionFailed(f"{name} is not running: there is no server to limit")
-        limit: ContainerLimit = container_limit(name, controller)
+        limit = cast(ContainerLimits, ctx.topo).container_limit(name, controller)
         st.groups[(controller, name)] = limit
         return limit
     pid = _server_pid(ctx, name)
@@ -165,8 +167,9 @@ def memory_limit(ctx: Context, a: MemoryLimit) -> Detail:
         usage = group.memory_usage()
         raise ActionFailed(f"memory limit {name}: {e}; the group holds {usage} bytes the "
                            "kernel could not reclaim below the limit") from None
-    if name not in st.watchers and (group.pid is not None or isinstance(group, ContainerLimit)):
-        watcher = OomWatcher(ctx, name, group, group.pid)
+    alive = cast(EngineLimit, group).alive if ctx.has(ContainerLimits) else None
+    if name not in st.watchers and (group.pid is not None or alive is not None):
+        watcher = OomWatcher(ctx, name, group, group.pid, alive)
         st.watchers[name] = watcher
         watcher.start()
     return {"cgroup": str(group.path), "pid": group.pid, **detail}
@@ -200,3 +203,7 @@ def heal(ctx: Context) -> list[str]:
 
 
 HANDLERS: dict[type, Handler] = {CpuLimit: cpu_limit, MemoryLimit: memory_limit}
+NEEDS: dict[type, Needs] = {
+    CpuLimit: lambda a, _: [Need(CgroupLimits, f"cpu {a.verb}")],
+    MemoryLimit: lambda a, _: [Need(CgroupLimits, f"memory {a.verb}")],
+}

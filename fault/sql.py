@@ -14,7 +14,7 @@ import re
 import MySQLdb
 
 from dsl.models import RunSql, SetGlobal
-from fault.context import ActionFailed, Context, Detail, Handler
+from fault.context import ActionFailed, Context, Detail, Handler, Needs
 from runners import settings_in_force
 from runners.mysql import connect
 
@@ -115,3 +115,4 @@ def run_sql(ctx: Context, a: RunSql) -> Detail:
 
 
 HANDLERS: dict[type, Handler] = {SetGlobal: set_global, RunSql: run_sql}
+NEEDS: dict[type, Needs] = {}  # through the servers: every back-end

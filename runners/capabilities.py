@@ -100,6 +100,11 @@ class RouterProcess(Protocol):
     """``kill router`` ...: ProxySQL's own process."""
 
 
+# every capability an action can need (``fault.NEEDS``)
+NEEDED: tuple[type, ...] = (Process, Pause, Latency, LinkCut, Disk, CgroupLimits, Clock,
+                            PageCache, IoFaults, UnsyncedLoss, GroupRecovery, RouterProcess)
+
+
 # --- how a back-end does one its own way ----------------------------------------------------------
 class NamedSources(Protocol):
     """Replicas reach a primary by its name on the topology's own network (promote, rejoin)."""
@@ -129,10 +134,16 @@ class NodeLimit(Protocol):
     def release(self) -> list[int]: ...
 
 
+class EngineLimit(NodeLimit, Protocol):
+    """A limit on a node's container: it knows whether the container still runs."""
+
+    def alive(self) -> bool: ...
+
+
 class ContainerLimits(Protocol):
     """``cpu limit`` / ``memory limit`` on the node's container, through the engine's API."""
 
-    def container_limit(self, name: str, controller: str) -> NodeLimit: ...
+    def container_limit(self, name: str, controller: str) -> EngineLimit: ...
 
 
 # --- what the check says -----------------------------------------------------------------------
@@ -169,7 +180,7 @@ class Need:
         return f"{self.what} ({MEANS[self.capability]})"
 
 
-__all__ = ["MEANS", "CgroupLimits", "Clock", "ClockInNode", "ContainerLimits", "Disk",
-           "GroupRecovery", "IoFaults", "Latency", "LinkCut", "NamedSources", "Need",
-           "NodeLimit", "PageCache", "Pause", "PeerCuts", "Process", "RouterProcess",
-           "UnsyncedLoss"]
+__all__ = ["MEANS", "NEEDED", "CgroupLimits", "Clock", "ClockInNode", "EngineLimit",
+           "ContainerLimits", "Disk", "GroupRecovery", "IoFaults", "Latency", "LinkCut",
+           "NamedSources", "Need", "NodeLimit", "PageCache", "Pause", "PeerCuts", "Process",
+           "RouterProcess", "UnsyncedLoss"]

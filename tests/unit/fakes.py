@@ -12,6 +12,7 @@ from fault.nemesis import Nemesis
 from runners.mysql import Address, Credentials
 from runners.ops import Op
 from runners.runtime import PortLayout
+from runners.topology import NativeTopology
 from runners.toxiproxy import Toxiproxy
 
 ADMIN = Credentials("lab_admin", "pw")
@@ -27,6 +28,7 @@ class FakeNode:
         self.running = True
         self.paused = False
         self.scalars: dict[str, Any] = {}  # statement -> what SELECT returns
+        self.network_group: Path | None = None  # a native Galera node's (runners.node.ProcessNode)
 
     def scalar(self, statement: str, timeout: float = 5.0) -> Any:
         return self.scalars.get(statement, "")
@@ -61,8 +63,11 @@ class FakeToxiproxy(Toxiproxy):
 class FakeTopology:
     """The Topology protocol's process primitives, as a log of what was asked."""
 
+    capabilities = NativeTopology.capabilities
+
     def __init__(self, tmp_path: Path, kind: str = "replication") -> None:
-        self.plan = SimpleNamespace(topology=kind)
+        self.plan = SimpleNamespace(topology=kind, seed=0, router=None,
+                                    engine=SimpleNamespace(flavor="mariadb"))
         self.run = SimpleNamespace(ports=PortLayout(23000), dir=tmp_path, id="r1")
         self.admin = self.app = ADMIN
         self.repl = Credentials("lab_repl", "pw")

@@ -5,7 +5,8 @@ Galera servers' arguments in containers, and HAProxy's configuration in its cont
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, ClassVar
 
 from dsl.api import plan_text
 from dsl.models import NetworkFault, NodeRef
@@ -14,7 +15,7 @@ from fault.nemesis import leave_in_place
 from fault.network import NetworkState, heal, network
 from runners import netcut
 from runners.containers.router import ContainerHAProxy, agent_command, backends
-from runners.containers.topology import provider_options, server_args
+from runners.containers.topology import ContainerTopology, provider_options, server_args
 
 
 def test_a_partition_drops_both_directions_per_peer() -> None:
@@ -41,6 +42,7 @@ def test_a_link_down_resets_tcp_before_dropping_the_rest() -> None:
 class FakeCuts:
     """A topology that can cut (netcut.PeerCuts), recording what it was asked."""
 
+    capabilities: ClassVar[frozenset[type]] = ContainerTopology.capabilities
     nodes: dict[str, Any] = field(default_factory=lambda: {"g1": 0, "g2": 0, "g3": 0})
     toxi: Any = None
     made: list[netcut.Cut] = field(default_factory=list)
@@ -172,6 +174,8 @@ def test_promote_repoints_replicas_by_name_on_a_topology_with_its_own_network() 
             return "0-100-9"  # a GTID position, for the rejoin
 
     class Topo:
+        capabilities = ContainerTopology.capabilities
+        plan = SimpleNamespace(engine=SimpleNamespace(flavor="mariadb"))
         nodes = {n: N(n, 27700 + i) for i, n in enumerate(["db1", "db2", "db3"], 1)}
         primary = "db1"
         router = None

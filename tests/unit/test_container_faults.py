@@ -7,7 +7,7 @@ API, the OOM watcher on a container, the servers' arguments with the lab's tmpfs
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -136,6 +136,7 @@ class FakeToxi:
 class FakeTopo:
     """A topology that cuts between nodes (netcut.PeerCuts) and has toxiproxy links."""
 
+    capabilities: ClassVar[frozenset[type]] = ContainerTopology.capabilities
     toxi: Any = field(default_factory=FakeToxi)
     nodes: dict[str, Any] = field(default_factory=dict)
     made: list[netcut.Cut] = field(default_factory=list)
@@ -277,7 +278,7 @@ def test_an_oom_kill_on_a_container_is_recorded_once() -> None:
     ctx = Context(None, ops.append)  # type: ignore[arg-type]
     kills = iter([0, 0, 1])  # the watcher reads the count when it starts
     limit.oom_kills = lambda: next(kills)  # type: ignore[method-assign]
-    watcher = OomWatcher(ctx, "db1", limit, None)
+    watcher = OomWatcher(ctx, "db1", limit, None, limit.alive)
     assert watcher.poll() is False and ops == []  # no kill yet
     node.running = False
     assert watcher.poll() is True  # the kill and the death, seen together

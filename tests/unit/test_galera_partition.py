@@ -251,7 +251,7 @@ def iptables(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 def galera(tmp_path: Path) -> FakeTopology:
     topo = FakeTopology(tmp_path, "galera")
     for node in topo.nodes.values():
-        node.network_group = tmp_path / f"rcl-r-{node.name}"  # type: ignore[attr-defined]
+        node.network_group = tmp_path / f"rcl-r-{node.name}"
     return topo
 
 
