@@ -38,6 +38,7 @@ _F = attrgetter("f")
 _WORKLOAD = attrgetter("workload")
 _ENDPOINT = attrgetter("endpoint")
 _NODE = attrgetter("node")
+_ERROR = attrgetter("error")
 
 
 class _Codes(dict[Any, int]):
@@ -222,8 +223,31 @@ class Columns:
 
     def errors(self, sel: I64) -> list[int | None]:
         """``Completed.error`` at the positions (None: never completed)."""
+        names = self.names
+        return [names[c] for c in self.error[sel].tolist()]
+
+    @cached_property
+    def error(self) -> I32:
+        """``Completed.error`` as codes (None: never completed), read on first use."""
+        get = self._codes.__getitem__
         h = self.history
-        return [h[c].error if c >= 0 else None for c in self.comp[sel].tolist()]
+        done = np.fromiter(map(get, map(_ERROR, map(h.__getitem__, self.comp[: self.n_done]
+                                                     .tolist()))), np.int32, self.n_done)
+        self.names.extend(list(self._codes)[len(self.names):])
+        none = self._code_of(None)
+        return np.concatenate([done, np.full(self.n - self.n_done, none, np.int32)])
+
+    def f_positions(self, names: Any) -> I64:
+        """Positions of the operations whose ``f`` is one of ``names``, as ``by_f`` has them:
+        by operation (first seen first), each in order."""
+        parts = [np.flatnonzero(self.f == self.code(f)) for f in self.f_order if f in names]
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    @cached_property
+    def f_order(self) -> list[str]:
+        """The operations (``f``) in the order they are first seen."""
+        codes, first = np.unique(self.f, return_index=True)
+        return [self.names[c] for c in codes[np.argsort(first)].tolist()]
 
     def error_msgs(self, sel: I64) -> list[str | None]:
         h = self.history
@@ -255,7 +279,7 @@ class Columns:
         return Paired(self.completed_at(np.arange(self.n)), self.orphans, self.faults)
 
     def by_f(self) -> Mapping[str, list[Completed]]:
-        return LazyGroups(self, "f")
+        return LazyGroups(self)
 
     @cached_property
     def by_where(self) -> list[tuple[tuple[int, int], I64]]:
@@ -265,7 +289,8 @@ class Columns:
 
     def groups(self, *cols: I32, sel: I64 | None = None) -> list[tuple[tuple[int, ...], I64]]:
         """The positions (``sel``, default every operation) grouped by the codes of ``cols``,
-        groups in the order of their first position, positions in order within each."""
+        groups in the order they are first seen in ``sel``, positions in ``sel``'s order
+        within each."""
         idx = np.arange(self.n) if sel is None else sel
         if not len(idx):
             return []
@@ -281,7 +306,7 @@ class Columns:
         for a, b in zip(starts.tolist(), stops.tolist(), strict=True):
             g = idx[order[a:b]]
             first = int(g[0])
-            out.append((first, tuple(int(c[first]) for c in cols), g))
+            out.append((int(order[a]), tuple(int(c[first]) for c in cols), g))
         out.sort(key=lambda x: x[0])
         return [(codes, g) for _, codes, g in out]
 
@@ -291,11 +316,10 @@ class LazyGroups(Mapping[str, list[Completed]]):
     kind is asked for (a checker that looks for ``rmw`` in a history without any pays
     nothing)."""
 
-    def __init__(self, col: Columns, field: str) -> None:
+    def __init__(self, col: Columns) -> None:
         self.col = col
         self._made: dict[str, list[Completed]] = {}
-        codes, first = np.unique(getattr(col, field), return_index=True)
-        self._order: list[str] = [col.names[c] for c in codes[np.argsort(first)].tolist()]
+        self._order: list[str] = col.f_order
 
     def __getitem__(self, f: str) -> list[Completed]:
         got = self._made.get(f)

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from lab.checkers.base import CheckContext, CheckResult
 from lab.history import DUPLICATE_KEY_CODES, WRITE_FS, Op
 
@@ -44,18 +46,17 @@ class Dups:
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     per_workload: dict[str, Dups] = defaultdict(Dups)
     per_node: dict[tuple[str, str], Dups] = {}
-    get = per_node.get
-    writes = [c for f, cs in ctx.by_f(history).items() if f in WRITE_FS for c in cs]
-    for c in writes:
-        k = (c.workload, c.node or c.endpoint)
-        nd = get(k)
-        if nd is None:
-            nd = per_node[k] = Dups()
-        nd.attempts += 1
-        if c.error is None or c.error not in DUPLICATE_KEY_CODES:
-            continue
-        per_workload[c.workload].add(c.key, c.error)
-        nd.add(c.key, c.error)
+    col = ctx.columns(history)
+    writes = col.f_positions(WRITE_FS)
+    dup = writes[np.isin(col.error[writes], col.codes(DUPLICATE_KEY_CODES))]
+    for (wc, ec), g in col.groups(col.workload, col.where, sel=writes):
+        per_node[(col.name(wc), col.name(ec))] = Dups(attempts=len(g))
+    # in the order of the writes (``by_f``'s): the keys listed are the first ones
+    for w, e, key, code in zip(col.workload[dup].tolist(), col.where[dup].tolist(),
+                               col.keys(dup), col.errors(dup), strict=True):
+        assert code is not None
+        per_workload[col.name(w)].add(key, code)
+        per_node[(col.name(w), col.name(e))].add(key, code)
     for (w, _), nd in per_node.items():
         per_workload[w].attempts += nd.attempts
     subjects: dict[str, dict[str, Any]] = {}
