@@ -160,3 +160,17 @@ def test_the_probe_finder_finds_what_it_looks_for() -> None:
 @pytest.mark.parametrize("path", sorted((ROOT / "fault").glob("*.py")), ids=lambda p: p.name)
 def test_no_fault_family_probes_a_topology_or_imports_a_backend(path: Path) -> None:
     assert probes(path.read_text()) == []
+
+
+def test_the_doc_table_says_what_the_backends_declare() -> None:
+    """docs/faults.md's table of capabilities: a row per needed capability, its native and
+    containers columns as the back-ends declare them."""
+    rows = {}
+    for line in (ROOT / "docs" / "faults.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = (cells[3], cells[4])
+    assert set(rows) == {c.__name__ for c in caps.NEEDED}
+    for c in caps.NEEDED:
+        want = tuple("yes" if c in b.capabilities else "not yet" for b in BACKENDS)
+        assert rows[c.__name__] == want, c.__name__
