@@ -26,15 +26,17 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from dsl.models import NetworkFault
 from fault.context import ActionFailed, Context, Detail, Handler, Needs
 from runners import cgroups, firewall, sockets
 from runners.capabilities import Latency, LinkCut, Need
 from runners.netcut import Cut, PeerCuts
-from runners.node import ProcessNode
 from runners.toxiproxy import Link
+
+if TYPE_CHECKING:  # a native node's class, for the type only
+    from runners.node import ProcessNode
 
 
 @dataclass
@@ -287,7 +289,7 @@ def galera_partition(ctx: Context, node: str | None, heal: bool,
     ports = ctx.topo.run.ports
     target = ctx.node(node)
     # natively (a back-end with PeerCuts cuts between nodes instead) a Galera node is a process
-    group: Path | None = cast(ProcessNode, target).network_group
+    group: Path | None = cast("ProcessNode", target).network_group
     if group is None:
         raise ActionFailed(
             f"partitioning {node}'s group traffic needs its server in a cgroup v2 group of its "

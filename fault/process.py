@@ -11,7 +11,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from dsl.actions import ROUTER_PROCESS, spread
 from dsl.models import NodeAction, NodeGroupAction, NodeRef
@@ -29,7 +29,9 @@ from runners.capabilities import (
     UnsyncedLoss,
 )
 from runners.galera_recovery import recover_cluster
-from runners.node import ProcessNode
+
+if TYPE_CHECKING:  # a native node's class, for the type only
+    from runners.node import ProcessNode
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +198,7 @@ def recover_galera(ctx: Context, names: list[str]) -> dict[str, Any]:
     if not ctx.has(GroupRecovery):
         raise ActionFailed("recovering a whole Galera cluster (--wsrep-recover, bootstrap) "
                            "runs on the native back-end only")
-    bare = [cast(ProcessNode, ctx.node(n)) for n in names]  # its nodes are this machine's
+    bare = [cast("ProcessNode", ctx.node(n)) for n in names]  # its nodes are this machine's
     detail = recover_cluster(bare, ctx.fault)
     for n in names:
         ctx.down.discard(n)
