@@ -213,6 +213,28 @@ class Columns:
             out.append(v if v is not None else getattr(h[i], attr))
         return out
 
+    def keys_values(self, sel: I64) -> tuple[list[Any], list[Any]]:
+        """``keys(sel)`` and ``values(sel)`` in one pass."""
+        h = self.history
+        ks: list[Any] = []
+        vs: list[Any] = []
+        for i, c in zip(self.inv[sel].tolist(), self.comp[sel].tolist(), strict=True):
+            if c >= 0:
+                o = h[c]
+                k, v = o.key, o.value
+                if k is None or v is None:
+                    o = h[i]
+                    if k is None:
+                        k = o.key
+                    if v is None:
+                        v = o.value
+            else:
+                o = h[i]
+                k, v = o.key, o.value
+            ks.append(k)
+            vs.append(v)
+        return ks, vs
+
     def keys(self, sel: I64) -> list[Any]:
         """``Completed.key`` at the positions: the completion's, else the invoke's."""
         return self._pick(sel, "key")

@@ -39,7 +39,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from lab.checkers.base import CheckContext, CheckResult
+from lab.checkers.columns import I64, Bools, Columns
 from lab.checkers.stale_reads import version
 from lab.history import DUPLICATE_KEY_CODES, NS, WRITE_FS, Completed, Op, never_sent
 
@@ -95,17 +98,70 @@ class _LaterWrites:
     """key -> the writes (not failed) of that key; built on first use, only needed when a final
     value differs from the written one."""
 
-    def __init__(self, ws: list[Completed]) -> None:
+    def __init__(self, ws: _Writes) -> None:
         self.ws = ws
-        self.index: dict[int, list[Completed]] | None = None
+        self.index: dict[Any, list[int]] | None = None
 
     def __getitem__(self, key: int | None) -> list[Completed]:
         if self.index is None:
             self.index = defaultdict(list)
-            for c in self.ws:
-                if c.key is not None and c.type != "fail":
-                    self.index[c.key].append(c)
-        return self.index.get(key, []) if key is not None else []
+            for j, (k, failed) in enumerate(zip(self.ws.keys, self.ws.failed, strict=True)):
+                if k is not None and not failed:
+                    self.index[k].append(j)
+        return [self.ws.op(j) for j in self.index.get(key, [])] if key is not None else []
+
+
+class _Writes:
+    """One workload's writes, in ``by_f``'s order, as columns: their keys and values read once
+    (``Completed`` objects made only for the writes that need a closer look)."""
+
+    def __init__(self, col: Columns, pos: I64) -> None:
+        self.col = col
+        self.pos = pos
+        self.keys, self.values = col.keys_values(pos)
+        self.failed = (col.type[pos] == col.code("fail")).tolist()
+        self._made: dict[int, Completed] = {}
+
+    def op(self, j: int) -> Completed:
+        c = self._made.get(j)
+        if c is None:
+            c = self._made[j] = self.col.completed(int(self.pos[j]))
+        return c
+
+    def fine(self, final: dict[str, dict[int, Any]], nodes: list[str]) -> Bools:
+        """The acknowledged writes whose key is an int and whose value an int found as such on
+        every node: nothing to look at (the common case, found with arrays)."""
+        ok = self.col.ok[self.pos]
+        kis = np.fromiter((type(k) is int for k in self.keys), np.bool_, len(self.keys))
+        vis = np.fromiter((type(v) is int for v in self.values), np.bool_, len(self.values))
+        good = ok & kis & vis
+        sel = np.flatnonzero(good)
+        if not len(sel):
+            return good
+        try:
+            k = np.array([self.keys[j] for j in sel.tolist()], np.int64)
+            v = np.array([self.values[j] for j in sel.tolist()], np.int64)
+        except OverflowError:
+            return np.zeros(len(self.pos), np.bool_)
+        same = np.ones(len(sel), np.bool_)
+        for n in nodes:
+            fk, fv = _int_state(final[n])
+            i = np.minimum(np.searchsorted(fk, k), max(len(fk) - 1, 0))
+            same &= (fk[i] == k) & (fv[i] == v) if len(fk) else False
+        good[sel[~same]] = False
+        return good
+
+
+def _int_state(state: dict[int, Any]) -> tuple[I64, I64]:
+    """The int keys holding an int value, sorted, and their values."""
+    items = [(k, v) for k, v in state.items()
+             if type(k) is int and type(v) is int and -2**63 <= k < 2**63
+             and -2**63 <= v < 2**63]  # fmt: skip
+    if not items:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    a = np.array(items, np.int64)
+    o = np.argsort(a[:, 0], kind="stable")
+    return a[o, 0], a[o, 1]
 
 
 _COUNTS = ("count", "acknowledged", "unknown", "unknown_applied", "failed_but_present",
@@ -114,11 +170,11 @@ _COUNTS = ("count", "acknowledged", "unknown", "unknown_applied", "failed_but_pr
 
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     t0, _ = ctx.bounds(history)
-    writes: dict[str, list[Completed]] = defaultdict(list)
-    for f, cs in ctx.by_f(history).items():
-        if f in WRITE_FS:
-            for c in cs:
-                writes[c.workload].append(c)
+    col = ctx.columns(history)
+    wpos = col.f_positions(WRITE_FS)
+    writes: dict[str, I64] = {}
+    for (wc,), g in col.groups(col.workload, sel=wpos):
+        writes[col.name(wc)] = g
     authority = ctx.facts.get("authority")
     # the writer is down at the end (a fault left in place): the surviving nodes hold the truth
     survivors: list[str] | None = ctx.facts.get("survivors")
@@ -136,12 +192,16 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         info = ctx.workloads.get(workload)
         versioned = info is not None and info.kind == "read_your_writes"
         nodes = sorted(final)
-        by_key = _LaterWrites(ws)
+        wcol = _Writes(col, ws)
+        by_key = _LaterWrites(wcol)
         per_node = {n: NodeLoss(authoritative=n == authority) for n in nodes}
         lost: list[dict[str, Any]] = []
         unknown_ops: list[dict[str, Any]] = []
         s = dict.fromkeys(_COUNTS, 0)
-        for c in ws:
+        fine = wcol.fine(final, nodes)
+        _count_fine(s, fine, col, ws, final, authority, survivors)
+        for j in np.flatnonzero(~fine).tolist():
+            c = wcol.op(j)
             if c.type == "ok":
                 s["acknowledged"] += 1
                 if c.key is None:
@@ -247,6 +307,25 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         return CheckResult(NAME, None, metrics, "; ".join(notes))
     valid = tot["count"] == 0 and tot["failed_but_present"] == 0
     return CheckResult(NAME, valid, metrics, "; ".join(notes))
+
+
+def _count_fine(s: dict[str, int], fine: Bools, col: Columns, ws: I64,
+                final: dict[str, dict[int, Any]], authority: Any,
+                survivors: list[str] | None) -> None:
+    """What the acknowledged writes found on every node add: acknowledged, and unchecked when
+    no node can judge them."""
+    n = int(np.count_nonzero(fine))
+    s["acknowledged"] += n
+    if survivors is not None:
+        if not [x for x in survivors if x in final]:
+            s["unchecked"] += n
+    elif authority is not None:
+        if authority not in final:
+            s["unchecked"] += n
+    else:  # judged on the node that acknowledged it
+        judges = np.array([c for c, name in enumerate(col.names)
+                           if name is not None and name in final], np.int32)
+        s["unchecked"] += int(np.count_nonzero(~np.isin(col.node[ws[fine]], judges)))
 
 
 def _divergent(final: dict[str, dict[int, Any]]) -> int:
