@@ -1,6 +1,7 @@
 """No leftovers after Ctrl-C, nor after ``kill -9`` of the lab plus ``lab gc``: a run that holds at
 once a CPU limit, a memory limit, a clock skew and a full data directory on one node is
-interrupted while all four are in force. Afterwards no cgroup named for the run is left, no
+interrupted while all four are in force (with ProxySQL in front when this machine has it).
+Afterwards no cgroup named for the run is left, no
 tmpfs under its directory, no process of the run (its recorded pids, any process whose command
 line or libfaketime offset file points into the run's directory), and the stored run keeps what
 was measured (interrupted, or abandoned once ``lab gc`` ran, with its history).
@@ -29,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from runners import cgroups
+from runners.components import find
 from runners.runtime import alive, mounts_under
 
 from .conftest import ROOT, our_processes, require
@@ -40,6 +42,7 @@ EXPERIMENT = """experiment "leftovers-it" {
   duration 5m
   topology replication { primary db1  replicas db2 }
   workload w: probe { target db1  every 10ms }
+ROUTER
   at 1s cpu limit db1 to 50%
   at 2s memory limit db1 to 2G
   at 3s clock skew db1 by +30s
@@ -47,6 +50,14 @@ EXPERIMENT = """experiment "leftovers-it" {
   at 4s io delay db2 1ms on reads
 }
 """
+ROUTER = "  router proxysql { writers db1  readers db2 }"
+
+
+def experiment_text() -> str:
+    """The experiment, with ProxySQL in front when it is here (its leftovers are checked)."""
+    return EXPERIMENT.replace("ROUTER\n", ROUTER + "\n" if find("proxysql").ok else "")
+
+
 # all in force when stopped (lab-iofs cannot share db1's data directory with the tmpfs)
 FAULTS = ("cpu_limit", "memory_limit", "clock_skew", "disk_full", "io_delay")
 
@@ -102,6 +113,11 @@ def processes_in_run_dir_left(t: RunTrace) -> list[str]:
     return out
 
 
+def proxysql_left(t: RunTrace) -> list[str]:
+    """ProxySQL processes (its watchdog and its worker) serving the run's directory."""
+    return [p for p in processes_in_run_dir_left(t) if "proxysql" in p]
+
+
 def fuse_daemons_left(t: RunTrace) -> list[str]:
     """lab-iofs daemons serving a directory of the run (the FUSE layer of ``io delay``)."""
     return [p for p in processes_in_run_dir_left(t) if "lab-iofs" in p]
@@ -130,11 +146,17 @@ LEFTOVER_CHECKS: list[tuple[str, Check]] = [
     ("processes in the run directory", processes_in_run_dir_left),
     ("skewed clocks", skewed_clocks_left),
     ("FUSE daemons", fuse_daemons_left),
+    ("ProxySQL", proxysql_left),
 ]
 
 
+def checks() -> list[tuple[str, Check]]:
+    """The checks that apply: ProxySQL's only when the run has it."""
+    return [(n, c) for n, c in LEFTOVER_CHECKS if n != "ProxySQL" or find("proxysql").ok]
+
+
 def leftovers(t: RunTrace) -> dict[str, list[str]]:
-    found = {name: check(t) for name, check in LEFTOVER_CHECKS}
+    found = {name: check(t) for name, check in checks()}
     return {name: what for name, what in found.items() if what}
 
 
@@ -149,7 +171,7 @@ def _query(db: Path, sql: str) -> list[tuple[object, ...]]:
 def start_and_wait_for_the_faults(tmp_path: Path) -> tuple[subprocess.Popen[str], RunTrace,
                                                             dict[str, str]]:
     exp = tmp_path / "leftovers.exp"
-    exp.write_text(EXPERIMENT)
+    exp.write_text(experiment_text())
     env = dict(os.environ, LAB_HOME=str(tmp_path / "home"))
     db = tmp_path / "home" / "results.db"
     proc = subprocess.Popen([*LAB, "run", str(exp)], cwd=ROOT, env=env,
@@ -197,7 +219,8 @@ def _needs() -> None:
 def test_ctrl_c_leaves_nothing_behind(tmp_path: Path) -> None:
     _needs()
     proc, trace, _ = start_and_wait_for_the_faults(tmp_path)
-    in_force = {"cgroups", "mounts", "skewed clocks", "FUSE daemons"}
+    in_force = {"cgroups", "mounts", "skewed clocks", "FUSE daemons"} | (
+        {"ProxySQL"} if find("proxysql").ok else set())
     assert leftovers(trace).keys() >= in_force  # all in force
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=90)
@@ -215,7 +238,7 @@ def test_kill_9_then_lab_gc_leaves_nothing_behind(tmp_path: Path) -> None:
     proc.communicate(timeout=30)
     # nothing tore the run down: every check finds what it looks for (none is blind)
     left = leftovers(trace)
-    assert set(left) == {name for name, _ in LEFTOVER_CHECKS}, left
+    assert set(left) == {name for name, _ in checks()}, left
     gc = subprocess.run([*LAB, "gc"], cwd=ROOT, env=env, capture_output=True, text=True,
                         timeout=120)
     assert gc.returncode == 0, gc.stderr
