@@ -19,10 +19,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from lab.exits import EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK, EXIT_USAGE
 from lab.report import render_summary
@@ -192,21 +192,30 @@ def cmd_runs(db: str | None = None) -> int:
         return store_missing(e)
     except (StoreError, sqlite3.Error, OSError) as e:
         return store_failed(db, e)
-    table = Table(title=f"runs in {store.path}")
-    for col in ("run", "experiment", "back-end", "topology", "started", "status", "exit"):
-        table.add_column(col)
-    for r in runs:
-        table.add_row(
-            str(r["id"]),
-            str(r["experiment"]),
-            str(r.get("backend") or "unknown"),
-            str(r.get("topology") or "unknown"),
-            str(r["started_at"]),
-            str(r["status"]),
-            str(r.get("exit_code")),
-        )
-    Console().print(table)
+    print_runs(runs, str(store.path), Console())
     return EXIT_OK
+
+
+def print_runs(runs: list[dict[str, Any]], where: str, console: Console) -> None:
+    """``lab runs``: id (whole: it is what one copies), experiment, what it ran on (back-end
+    and topology; ``unknown`` before they were recorded), start, status, exit code; fitted to
+    the terminal (``lab.term_fit``), one block per run when no table fits."""
+    from lab.term_fit import block_lines, fitted_table
+
+    header = ["run", "experiment", "ran on", "started", "status", "exit"]
+    rows = [[str(r["id"]), str(r["experiment"]),
+             f"{r.get('backend') or 'unknown'} {r.get('topology') or 'unknown'}",
+             str(r["started_at"] or "")[:19].replace("T", " "), str(r["status"]),
+             str(r.get("exit_code"))] for r in runs]  # fmt: skip
+    table = fitted_table(header, rows, console, title=escape(f"runs in {where}"))
+    if table is not None:
+        console.print(table)
+        return
+    console.print(escape(f"runs in {where}"), soft_wrap=True)
+    for row in rows:
+        for line in block_lines(row[0], list(zip(header[1:], row[1:], strict=True)),
+                                console.width, indent="    "):
+            console.print(escape(line), soft_wrap=True)
 
 
 def ambiguous(store: Store, e: AmbiguousRun, shown: int = 20) -> str:

@@ -274,3 +274,22 @@ def test_an_older_database_gets_the_identity_columns(tmp_path: Path) -> None:
     row = s.get_run("r1")
     assert (row["backend"], row["topology"], row["context"]) == (None, "replication", None)
     assert s.summary("r1")["topology"] == "replication"
+
+
+def test_lab_runs_shows_what_each_run_ran_on_and_its_whole_id(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    from lab.cli import main
+
+    db = tmp_path / "r.db"
+    with Store(db) as s:
+        new = s.create_run("quickstart", "q.exp", run_id="a1b2c3d4e5f6",
+                           context={"backend": "containers", "topology": "galera"})
+        s.finish_run(new, "passed", 0)
+        old = s.create_run("quickstart", "q.exp", run_id="0f0f0f0f0f0f")  # before version 6
+        s.finish_run(old, "failed", 1)
+    assert main(["runs", "--db", str(db)]) == 0
+    lines = capsys.readouterr().out.splitlines()  # piped: 80 columns
+    assert all(len(x) <= 80 for x in lines)
+    row = next(x for x in lines if "a1b2c3d4e5f6" in x)  # never cut: it is what one copies
+    assert "containers" in row
+    assert "unknown" in next(x for x in lines if "0f0f0f0f0f0f" in x)
