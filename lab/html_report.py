@@ -73,8 +73,8 @@ SECTIONS = (  # (id, title, how to read it)
      "Each expect line of the experiment and its verdict; report lines give a figure only."),
     ("throughput", "Throughput per second",
      "ok operations completed in each second, per workload (each its own dash and marker, so "
-     "that lines that coincide both show); the last second, when partial, as a rate over its "
-     "length; shaded: fault periods."),
+     "that lines that coincide both show), within its active window; a second it covers in "
+     "part (the last one, often) as a rate over that part; shaded: fault periods."),
     ("latency", "Latency percentiles per second",
      "p50 (wide, solid), p95 (dashed), p99 (thin, dotted) of the operations completed in each "
      "second, and ▲ the slowest of them (a stall p99 hides); percentiles that coincide show "
@@ -339,7 +339,8 @@ def throughput_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
         col = pal.workload[w]
         colors.append(col)
         name = w + (" (sysbench tps)" if c.throughput_source.get(w) == "sysbench" else "")
-        xs, ys, hover = throughput_points(series, c.load_seconds)
+        start, end = c.throughput_window.get(w, (0.0, c.load_seconds))
+        xs, ys, hover = throughput_points(series, min(end, c.load_seconds), start)
         fig.add_trace(go.Scatter(
             x=xs, y=ys, name=name, mode="lines+markers",
             line={"color": col, "width": 2, "dash": DASHES[i % len(DASHES)]},

@@ -147,6 +147,8 @@ class CellReport:
     notes: list[str] = field(default_factory=list)
     throughput: dict[str, list[float]] = field(default_factory=dict)
     throughput_source: dict[str, str] = field(default_factory=dict)
+    # each workload's active window (seconds: first invoke, last completion; series.Series)
+    throughput_window: dict[str, tuple[float, float]] = field(default_factory=dict)
     latency: dict[str, LatencySeries] = field(default_factory=dict)
     latency_source: dict[str, str] = field(default_factory=dict)
     outages: dict[str, list[Outage]] = field(default_factory=dict)
@@ -256,6 +258,7 @@ def cell_report(
     for w, s in per_second(history, ctx).items():
         out.throughput[w] = list(s.per_second)
         out.throughput_source[w] = s.source
+        out.throughput_window[w] = (s.active_start, s.active_end)
     out.latency = latency_per_second(paired, t0, t1)
     out.latency_source = {w: "ops" for w in out.latency}
     for w, lat in sysbench_latency(samples, t0, t1).items():
@@ -324,26 +327,29 @@ def latency_per_second(ops: Iterable[Completed], t0: int, t1: int) -> dict[str, 
 MIN_PARTIAL = 0.2  # a last partial second shorter than this is too short to give a rate
 
 
-def throughput_points(counts: Sequence[float], load_seconds: float
+def throughput_points(counts: Sequence[float], end: float, start: float = 0.0
                       ) -> tuple[list[float], list[float], list[str]]:  # fmt: skip
     """The throughput chart's points: (x: the middle of each second, y: ops per second, a
-    hover text). The last second of a load that does not end on a whole second is partial
-    (``[n-1, load_seconds)``): its count is divided by its length, so that it is not drawn as
-    a fall, and it is left out when shorter than ``MIN_PARTIAL``."""
+    hover text), over the workload's active window ``[start, end)`` (seconds since the start
+    of the load). A second the window covers only in part — the last one of a load that does
+    not end on a whole second, the one where a workload stopped before the load ended — has
+    its count divided by the part covered, so that it is not drawn as a fall; one covered less
+    than ``MIN_PARTIAL`` gives no rate and is left out, as are the seconds outside the
+    window."""
     xs: list[float] = []
     ys: list[float] = []
     hover: list[str] = []
-    n = len(counts)
     for i, v in enumerate(counts):
-        frac = load_seconds - i if i == n - 1 else 1.0
-        if frac >= 1.0 - 1e-9 or frac <= 0:
+        lo, hi = max(float(i), start), min(i + 1.0, end)
+        frac = hi - lo
+        if frac >= 1.0 - 1e-9:
             xs.append(i + 0.5)
             ys.append(float(v))
             hover.append(f"{v:g} ops in second {i}")
         elif frac >= MIN_PARTIAL:
-            xs.append(i + frac / 2)
+            xs.append((lo + hi) / 2)
             ys.append(v / frac)
-            hover.append(f"{v:g} ops in the last {frac:.2f} s (a partial second): "
+            hover.append(f"{v:g} ops in {frac:.2f} s of second {i} (a partial second): "
                          f"{v / frac:.1f} per second")
     return xs, ys, hover
 

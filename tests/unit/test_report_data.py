@@ -307,7 +307,16 @@ def test_the_last_partial_second_is_a_rate_not_a_fall() -> None:
     """A 10.4 s load: the 11th bucket holds 0.4 s: 40 ops there are 100 per second."""
     xs, ys, hover = throughput_points([100.0] * 10 + [40.0], 10.4)
     assert ys == pytest.approx([100.0] * 11) and xs[-1] == pytest.approx(10.2)
-    assert "last 0.40 s (a partial second)" in hover[-1]
+    assert "40 ops in 0.40 s of second 10 (a partial second)" in hover[-1]
     xs, ys, _ = throughput_points([100.0] * 10 + [5.0], 10.05)  # 50 ms: no rate to give
     assert len(ys) == 10 and xs[-1] == 9.5
     assert throughput_points([100.0, 100.0], 2.0)[1] == [100.0, 100.0]  # whole seconds: as is
+
+
+def test_a_workload_that_stops_before_the_load_ends_does_not_fall_to_zero() -> None:
+    """A 30 s workload in a 31.3 s load (the timeline waited after it): the seconds after it
+    stopped are not drawn as 0; one it started half-way through is a rate over its half."""
+    counts = [50.0] + [100.0] * 29 + [1.0, 0.0]
+    xs, ys, _ = throughput_points(counts, 30.003, 0.5)
+    assert ys == pytest.approx([100.0] * 30) and xs[0] == pytest.approx(0.75)
+    assert xs[-1] == 29.5
