@@ -72,13 +72,11 @@ SECTIONS = (  # (id, title, how to read it)
     ("expectations", "Expectations",
      "Each expect line of the experiment and its verdict; report lines give a figure only."),
     ("throughput", "Throughput per second",
-     "ok operations completed in each second, per workload (each its own dash and marker, so "
-     "that lines that coincide both show), within its active window; a second it covers in "
-     "part (the last one, often) as a rate over that part; shaded: fault periods."),
+     "ok operations completed in each second, per workload (own dash and marker); a second "
+     "covered in part as a rate over that part; shaded: fault periods."),
     ("latency", "Latency percentiles per second",
-     "p50 (wide, solid), p95 (dashed), p99 (thin, dotted) of the operations completed in each "
-     "second, and ▲ the slowest of them (a stall p99 hides); percentiles that coincide show "
-     "as a wide line under narrower ones; log scale."),
+     "p50 (wide), p95 (dashed), p99 (thin, dotted) per second; ▲ the slowest operation of "
+     "the second (a stall p99 hides); log scale."),
     ("downtime", "Downtime windows",
      "Stretches with no successful completion, per workload: red after a failure, orange a "
      "stall (an operation slower than 200 ms); ≥ still down at the end."),
