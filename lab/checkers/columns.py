@@ -39,6 +39,8 @@ _WORKLOAD = attrgetter("workload")
 _ENDPOINT = attrgetter("endpoint")
 _NODE = attrgetter("node")
 _ERROR = attrgetter("error")
+_KEY = attrgetter("key")
+_VALUE = attrgetter("value")
 
 
 class _Codes(dict[Any, int]):
@@ -214,25 +216,18 @@ class Columns:
         return out
 
     def keys_values(self, sel: I64) -> tuple[list[Any], list[Any]]:
-        """``keys(sel)`` and ``values(sel)`` in one pass."""
+        """``keys(sel)`` and ``values(sel)``: the completion's, else (None) the invoke's."""
         h = self.history
-        ks: list[Any] = []
-        vs: list[Any] = []
-        for i, c in zip(self.inv[sel].tolist(), self.comp[sel].tolist(), strict=True):
-            if c >= 0:
-                o = h[c]
-                k, v = o.key, o.value
-                if k is None or v is None:
-                    o = h[i]
-                    if k is None:
-                        k = o.key
-                    if v is None:
-                        v = o.value
-            else:
-                o = h[i]
-                k, v = o.key, o.value
-            ks.append(k)
-            vs.append(v)
+        get = h.__getitem__
+        comp = self.comp[sel].tolist()
+        inv = self.inv[sel].tolist()
+        ops = list(map(get, [c if c >= 0 else i for i, c in zip(inv, comp, strict=True)]))
+        ks = list(map(_KEY, ops))
+        vs = list(map(_VALUE, ops))
+        for xs, field in ((ks, _KEY), (vs, _VALUE)):
+            if None in xs:  # the invoke's, where the completion has none
+                for j in [j for j, x in enumerate(xs) if x is None]:
+                    xs[j] = field(h[inv[j]])
         return ks, vs
 
     def keys(self, sel: I64) -> list[Any]:

@@ -103,12 +103,19 @@ class _LaterWrites:
         self.index: dict[Any, list[int]] | None = None
 
     def __getitem__(self, key: int | None) -> list[Completed]:
+        if key is None:
+            return []
+        ws = self.ws
+        if ws.key_array is not None and type(key) is int and -2**63 <= key < 2**63:
+            order, sk = ws.by_key()
+            lo, hi = np.searchsorted(sk, key, "left"), np.searchsorted(sk, key, "right")
+            return [ws.op(j) for j in sorted(order[lo:hi].tolist()) if not ws.failed[j]]
         if self.index is None:
             self.index = defaultdict(list)
-            for j, (k, failed) in enumerate(zip(self.ws.keys, self.ws.failed, strict=True)):
+            for j, (k, failed) in enumerate(zip(ws.keys, ws.failed, strict=True)):
                 if k is not None and not failed:
                     self.index[k].append(j)
-        return [self.ws.op(j) for j in self.index.get(key, [])] if key is not None else []
+        return [ws.op(j) for j in self.index.get(key, [])]
 
 
 class _Writes:
@@ -121,6 +128,16 @@ class _Writes:
         self.keys, self.values = col.keys_values(pos)
         self.failed = (col.type[pos] == col.code("fail")).tolist()
         self._made: dict[int, Completed] = {}
+        self.key_array: I64 | None = None  # every key an int: the keys as an array
+        self._by_key: tuple[I64, I64] | None = None
+
+    def by_key(self) -> tuple[I64, I64]:
+        """The writes in key order (stable) and their keys, sorted."""
+        if self._by_key is None:
+            assert self.key_array is not None
+            o = np.argsort(self.key_array, kind="stable")
+            self._by_key = (o, self.key_array[o])
+        return self._by_key
 
     def op(self, j: int) -> Completed:
         c = self._made.get(j)
@@ -128,40 +145,64 @@ class _Writes:
             c = self._made[j] = self.col.completed(int(self.pos[j]))
         return c
 
-    def fine(self, final: dict[str, dict[int, Any]], nodes: list[str]) -> Bools:
+    def fine(self, final: dict[str, dict[int, Any]], nodes: list[str], cache: States) -> Bools:
         """The acknowledged writes whose key is an int and whose value an int found as such on
         every node: nothing to look at (the common case, found with arrays)."""
         ok = self.col.ok[self.pos]
-        kis = np.fromiter((type(k) is int for k in self.keys), np.bool_, len(self.keys))
-        vis = np.fromiter((type(v) is int for v in self.values), np.bool_, len(self.values))
-        good = ok & kis & vis
-        sel = np.flatnonzero(good)
+        m = len(self.keys)
+        try:
+            if set(map(type, self.keys)) <= {int} and set(map(type, self.values)) <= {int}:
+                good = ok.copy()
+                sel = np.flatnonzero(good)
+                self.key_array = np.fromiter(self.keys, np.int64, m)
+                k = self.key_array[sel]
+                v = np.fromiter(self.values, np.int64, m)[sel]
+            else:
+                kis = np.fromiter((type(x) is int for x in self.keys), np.bool_, m)
+                vis = np.fromiter((type(x) is int for x in self.values), np.bool_, m)
+                good = ok & kis & vis
+                sel = np.flatnonzero(good)
+                k = np.array([self.keys[j] for j in sel.tolist()], np.int64)
+                v = np.array([self.values[j] for j in sel.tolist()], np.int64)
+        except OverflowError:
+            return np.zeros(m, np.bool_)
         if not len(sel):
             return good
-        try:
-            k = np.array([self.keys[j] for j in sel.tolist()], np.int64)
-            v = np.array([self.values[j] for j in sel.tolist()], np.int64)
-        except OverflowError:
-            return np.zeros(len(self.pos), np.bool_)
         same = np.ones(len(sel), np.bool_)
         for n in nodes:
-            fk, fv = _int_state(final[n])
+            fk, fv = _int_state(final[n], cache)
             i = np.minimum(np.searchsorted(fk, k), max(len(fk) - 1, 0))
             same &= (fk[i] == k) & (fv[i] == v) if len(fk) else False
         good[sel[~same]] = False
         return good
 
 
-def _int_state(state: dict[int, Any]) -> tuple[I64, I64]:
-    """The int keys holding an int value, sorted, and their values."""
-    items = [(k, v) for k, v in state.items()
-             if type(k) is int and type(v) is int and -2**63 <= k < 2**63
-             and -2**63 <= v < 2**63]  # fmt: skip
-    if not items:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    a = np.array(items, np.int64)
-    o = np.argsort(a[:, 0], kind="stable")
-    return a[o, 0], a[o, 1]
+States = dict[int, tuple[dict[int, Any], I64, I64]]
+
+
+def _int_state(state: dict[int, Any], cache: States) -> tuple[I64, I64]:
+    """The int keys holding an int value, sorted, and their values (``cache``: the final
+    states converted in this check, by identity: a state shared by several nodes once)."""
+    hit = cache.get(id(state))
+    if hit is not None and hit[0] is state:
+        return hit[1], hit[2]
+    n = len(state)
+    got = None
+    if set(map(type, state)) <= {int} and set(map(type, state.values())) <= {int}:
+        try:
+            got = (np.fromiter(state, np.int64, n), np.fromiter(state.values(), np.int64, n))
+        except OverflowError:
+            got = None
+    if got is None:
+        items = [(k, v) for k, v in state.items()
+                 if type(k) is int and type(v) is int and -2**63 <= k < 2**63
+                 and -2**63 <= v < 2**63]  # fmt: skip
+        got = (np.array([k for k, _ in items], np.int64), np.array([v for _, v in items],
+                                                                   np.int64))
+    o = np.argsort(got[0], kind="stable")
+    k, v = got[0][o], got[1][o]
+    cache[id(state)] = (state, k, v)
+    return k, v
 
 
 _COUNTS = ("count", "acknowledged", "unknown", "unknown_applied", "failed_but_present",
@@ -182,6 +223,7 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     multi = authority is None and survivors is None
 
     subjects: dict[str, dict[str, Any]] = {}
+    states: States = {}  # the final states as arrays, converted once in this check
     unchecked: list[str] = []
     tot = dict.fromkeys(_COUNTS, 0)
     for workload, ws in writes.items():
@@ -198,7 +240,7 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         lost: list[dict[str, Any]] = []
         unknown_ops: list[dict[str, Any]] = []
         s = dict.fromkeys(_COUNTS, 0)
-        fine = wcol.fine(final, nodes)
+        fine = wcol.fine(final, nodes, states)
         _count_fine(s, fine, col, ws, final, authority, survivors)
         for j in np.flatnonzero(~fine).tolist():
             c = wcol.op(j)
@@ -268,7 +310,7 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
                 if any(same_value(final[n].get(c.key, _MISSING), c.value) for n in nodes):
                     s["failed_but_present"] += 1
         s["not_replicated"] = sum(nl.count for nl in per_node.values() if not nl.authoritative)
-        s["divergent"] = _divergent(final)
+        s["divergent"] = _divergent(final, states)
         subj: dict[str, Any] = dict(s)
         subj["ratio"] = s["count"] / s["acknowledged"] if s["acknowledged"] else None
         subj["nodes"] = nodes
@@ -328,11 +370,26 @@ def _count_fine(s: dict[str, int], fine: Bools, col: Columns, ws: I64,
         s["unchecked"] += int(np.count_nonzero(~np.isin(col.node[ws[fine]], judges)))
 
 
-def _divergent(final: dict[str, dict[int, Any]]) -> int:
+def _divergent(final: dict[str, dict[int, Any]], cache: States | None = None) -> int:
     """Keys held by two or more nodes with different values."""
     nodes = list(final)
     if len(nodes) < 2:
         return 0
+    cache = {} if cache is None else cache
+    arrays = [_int_state(final[nd], cache) for nd in nodes]
+    if all(len(a[0]) == len(final[nd]) for a, nd in zip(arrays, nodes, strict=True)):
+        # every key and value an int: different text, different int; a key's values differ
+        # when it has two distinct (key, value) pairs
+        ka = np.concatenate([a[0] for a in arrays])
+        va = np.concatenate([a[1] for a in arrays])
+        o = np.lexsort((va, ka))
+        ka, va = ka[o], va[o]
+        distinct = np.ones(len(ka), np.bool_)
+        distinct[1:] = (ka[1:] != ka[:-1]) | (va[1:] != va[:-1])
+        kk = ka[distinct]
+        again = kk[1:] == kk[:-1]  # a key's second (third ...) distinct value
+        first_again = again & ~np.concatenate([[False], again[:-1]])
+        return int(np.count_nonzero(first_again))
     n = 0
     maps = [final[nd] for nd in nodes]
     keys = set(maps[0])
