@@ -10,7 +10,7 @@ Loaded with the plugin (its ``pytest_plugins``); it adds items only when asked:
   commands to replay and shrink it; with ``--lab-shrink K/N`` it is shrunk there and then
   (``lab.shrink``, a candidate failing in K of N runs) and the failure shows the smallest
   schedule and the file it was written to. "Explore 20 schedules" nightly is ``pytest
-  experiments/x.exp --lab-explore 20 -k explore``.
+  experiments/x.exp --lab-explore 20 -k "explore["``.
 - ``--lab-search KNOB=A..B`` (``--lab-search-expect``, ``--lab-search-repeats K/N``,
   ``--lab-search-resolution``, ``--lab-search-within LO..HI``): every collected ``.exp`` gets
   one item ``search[KNOB=A..B]`` that bisects the knob as ``lab search`` does. It fails when

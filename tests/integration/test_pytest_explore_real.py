@@ -24,7 +24,7 @@ def test_two_schedules_as_items_one_losing_writes(pytester: pytest.Pytester) -> 
     pytester.makefile(".exp", **{"explore-writer-kills": text})
     db = pytester.path / "results.db"
     result = pytester.runpytest(*PLUGIN, "--lab-db", str(db), "--lab-explore", "2",
-                                "--lab-explore-seed", "51", "-k", "explore")
+                                "--lab-explore-seed", "51", "-k", "explore[")
     out = result.stdout.str()
     result.assert_outcomes(passed=1, failed=1)
     m = re.search(r"schedule 2 of seed 51: run ([0-9a-f]{12}) failed: (.*)", out)

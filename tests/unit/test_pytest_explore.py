@@ -122,7 +122,7 @@ def test_one_item_per_schedule_named_by_seed_and_index(pytester: pytest.Pytester
 def test_a_failing_schedule_shows_it_and_how_to_shrink_it(
         pytester: pytest.Pytester, fake: Fake) -> None:
     pytester.makefile(".exp", space=SPACE)
-    result = _run(pytester, "--lab-explore", "2", "-k", "explore")
+    result = _run(pytester, "--lab-explore", "2", "-k", "explore[")
     result.assert_outcomes(passed=1, failed=1)  # seed 22: schedule 2 pauses db2 at 7.7s for 1.6s
     out = result.stdout.str()
     assert "schedule 2 of seed 22: run run02 failed: " in out
@@ -153,7 +153,7 @@ def test_a_search_item_prints_the_boundary(pytester: pytest.Pytester, fake: Fake
     pytester.makefile(".exp", delay=DELAY)
     result = _run(pytester, "--lab-search", f"{PROMOTE_LINE}:at=6.2s..9s",
                   "--lab-search-repeats", "1/1", "--lab-search-resolution", "200ms",
-                  "-k", "search")
+                  "-k", "search[")
     result.assert_outcomes(passed=1)
     out = result.stdout.str()
     m = re.search(r"flips over 6:at between ([\d.]+)s .* and ([\d.]+)s", out)
@@ -167,11 +167,11 @@ def test_a_search_fails_outside_within_and_without_a_flip(pytester: pytest.Pytes
     fake.fails = _promote_before(7.6)
     pytester.makefile(".exp", delay=DELAY)
     outside = _run(pytester, "--lab-search", f"{PROMOTE_LINE}:at=6.2s..9s",
-                   "--lab-search-repeats", "1/1", "--lab-search-within", "8s..9s", "-k", "search")
+                   "--lab-search-repeats", "1/1", "--lab-search-within", "8s..9s", "-k", "search[")
     outside.assert_outcomes(failed=1)
     assert "the boundary is not within 8s..9s" in outside.stdout.str()
     none = _run(pytester, "--lab-search", f"{PROMOTE_LINE}:at=8s..9s",
-                "--lab-search-repeats", "1/1", "-k", "search")
+                "--lab-search-repeats", "1/1", "-k", "search[")
     none.assert_outcomes(failed=1)
     assert "holds at both ends: no flip between them" in none.stdout.str()
 
