@@ -211,6 +211,9 @@ def cmd_shrink(ref: str, expect: str | None = None, k: int = 2, n: int = 3,
               f"{summary_line(smallest)}")
         print(f"  {final.line()}")
         print(f"{len(s.judged)} candidates, {runs} runs, all stored (lab runs)")
+        if s.budget_spent:
+            print(f"the budget of {max_candidates} candidates was spent before the end: its "
+                  "faults may shorten or move earlier still (--max-candidates)")
         print(f"written to {dest} (lab run {dest})")
         return EXIT_OK
 

@@ -105,6 +105,7 @@ class Shrinking:
     on_judged: Callable[[int, Judged], None] | None = None
     judged: list[Judged] = field(default_factory=list)
     cache: dict[tuple[str, ...], Judged] = field(default_factory=dict)
+    budget_spent: bool = False  # a candidate went unjudged: max_candidates were judged
 
     def candidate_text(self, entries: Sequence[Entry], comment: str | None = None) -> str:
         return schedule_text(self.text, self.exp, entries, comment)
@@ -114,6 +115,7 @@ class Shrinking:
         if key in self.cache:
             return self.cache[key]
         if len(self.judged) >= self.max_candidates:
+            self.budget_spent = True
             return Judged(list(entries), False, invalid="the trial budget is spent")
         from dsl.api import check_text
 

@@ -227,6 +227,12 @@ def test_explore_then_shrink_then_replay(tmp_path: Path, fake_servers: None,
     assert f"# shrunk by lab shrink from run {failed[0]}" in shrunk
     assert "faults" not in shrunk
     assert len(store.list_runs()) > 8  # the exploration's runs and every trial's
+    assert "the budget of" not in out
+    # a budget too small to finish: said, as on real servers (lesson 28's shrink ran out of 12)
+    assert main(["shrink", failed[0], "--fails", "1", "--of", "1", "--max-candidates", "3",
+                 "--out", str(tmp_path / "early.exp"), "--db", db]) == 0
+    assert ("the budget of 3 candidates was spent before the end: its faults may shorten or "
+            "move earlier still (--max-candidates)") in capsys.readouterr().out
 
 
 def test_replay_runs_the_stored_schedule(tmp_path: Path, fake_servers: None,
