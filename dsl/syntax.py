@@ -552,11 +552,41 @@ def _misspelt_keyword(word: str, expected: set[str]) -> bool:
     return bool(close) and close[0] != word
 
 
+SWEEPS_DOC = "docs/language.md, \"Variants, sweeps and repeats\""
+
+
+def _beyond_the_language(tok: Token, text: str, path: str, span: Span, prev: str
+                         ) -> LanguageError | None:
+    """What new users write and the language does not have, said in its words: a
+    ``$parameter`` outside a workload (a fault's size swept with ``vary``) and a variant that
+    names a node."""
+    if tok.type == "PARAM":
+        return LanguageError(
+            path, span,
+            f"'{tok}' cannot be used here: a $parameter is for a workload's numbers "
+            "(threads $n)",
+            "a fault's size and time are fixed; to try several: lab search FILE --knob "
+            f"LINE:size (or LINE:for, LINE:at), a fault space's range, or one file each "
+            f"({SWEEPS_DOC})",
+        )  # fmt: skip
+    if prev == "config" and _enclosing_block(text, span.line, span.column) == "variant":
+        return LanguageError(
+            path, span,
+            f"a variant sets its values on every node: it cannot name a node ('config {tok}')",
+            f"set it on {tok} alone with config {tok} {{ ... }} (the same in every cell), or "
+            f"write one file per choice and compare the runs with lab compare ({SWEEPS_DOC})",
+        )  # fmt: skip
+    return None
+
+
 def describe_token_error(exc: UnexpectedToken, text: str, path: str) -> LanguageError:
     tok = exc.token
     span = _token_span(tok, text)
     prev = _previous_word(text, span.line, span.column)
     shown = _token_text(tok)
+    beyond = _beyond_the_language(tok, text, path, span, prev)
+    if beyond is not None:
+        return beyond
     # use_accepts=False: with lark 1.3.1, use_accepts=True crashes in a debug log line
     # ("%d" applied to a ParserState) whenever two accept sets differ. Several mistakes share
     # a parser state (after a metric: '=' or a missing comparison), so a match on the token's

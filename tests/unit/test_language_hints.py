@@ -88,3 +88,20 @@ def test_every_action_s_first_word_has_a_hint() -> None:
     words = action_first_words()
     assert {"cpu", "memory", "clock", "io", "kill", "network"} <= words
     assert sorted(w for w in words if w not in KEYWORD_HOME) == []
+
+
+def test_a_parameter_in_a_fault_says_what_sweeps_a_fault() -> None:
+    text = TOP.format(line="at 5s network latency db2 $lat").replace(
+        "  workload w", "  vary lat in 10, 50\n  workload w")
+    found = errors(text)
+    (message, hint) = next(e for e in found if "$lat" in e[0] and "cannot be used" in e[0])
+    assert message == "'$lat' cannot be used here: a $parameter is for a workload's numbers " \
+                      "(threads $n)"
+    assert hint is not None and "lab search FILE --knob LINE:size" in hint
+
+
+def test_a_variant_naming_a_node_says_a_variant_is_for_every_node() -> None:
+    [(message, hint)] = errors(TOP.format(line="variant v { config db2 { sync_binlog = 0 } }"))
+    assert message == ("a variant sets its values on every node: it cannot name a node "
+                       "('config db2')")  # fmt: skip
+    assert hint is not None and hint.startswith("set it on db2 alone with config db2 { ... }")
