@@ -48,7 +48,7 @@ def test_the_window_queries_count_what_they_say(tmp_path: Path) -> None:
         s.create_cell(RUN, 1)
         s.conn.execute("update cells set load_start_ns = ? where run_id = ?", [100 * NS, RUN])
         s.conn.commit()
-        ops = []
+        ops: list[Op] = []
         for sec in range(30):  # one ok write a second; errors at 12 s and 13 s
             t = (100 + sec) * NS
             ops.append(Op(type="invoke", f="write", process=0, time=t, workload="w", value=sec,
