@@ -68,22 +68,37 @@ def load_experiment_action() -> object:
     return load_experiment(path).timeline[0].action
 
 
-def test_a_router_process_fault_is_refused_on_containers_by_lab_run_too() -> None:
-    """``kill router`` needs ``RouterProcess``, which only the native back-end declares: a
-    native file run with --backend containers is refused before anything starts."""
+def test_an_io_fault_is_refused_on_containers_by_lab_run_too() -> None:
+    """``io delay`` needs ``IoFaults``, which only the native back-end declares: a native
+    file run with --backend containers is refused before anything starts."""
     text = """experiment "r" {
   duration 10s
   topology replication { primary db1  replicas db2 }
-  router proxysql { writer db1  readers db2 }
-  workload w: unique_writes { target router.writer  rate 50/s }
-  at 2s kill router
+  workload w: unique_writes { target db1  rate 50/s }
+  at 2s io delay db2 1ms on reads
 }
 """
     assert check_text(text) == []
     path = Path(tempfile.mkdtemp()) / "r.exp"
     path.write_text(text)
     assert [e.message for e in backend_errors(path, "containers")] == [
-        "kill router (ProxySQL's own process) runs natively only, not on containers yet"]
+        "io delay (lab-iofs under the node's data directory) runs natively only, not on "
+        "containers yet"]
+
+
+def test_a_router_process_fault_runs_on_containers() -> None:
+    """``kill router`` needs ``RouterProcess``: ProxySQL's container on containers."""
+    text = """experiment "r" {
+  duration 10s
+  backend containers
+  topology replication { primary db1  replicas db2 }
+  router proxysql { writer db1  readers db2 }
+  workload w: unique_writes { target router.writer  rate 50/s }
+  at 2s kill router
+  at 4s start router
+}
+"""
+    assert check_text(text) == []
 
 
 def _members(proto: type) -> set[str]:
