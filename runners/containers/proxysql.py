@@ -119,8 +119,42 @@ class ContainerProxySQL(ContainerPart, ProxySQL):
             out.append(Server(b.name, port, host))
         return tuple(out)
 
+    # --- faults of its own process: its container's (ProxySQL is the container's one process
+    # under its init; a started container reads the configuration it saved in its datadir)
+    def kill_process(self) -> None:
+        """SIGKILL to the container: clients' connections through it break at once."""
+        if not self.running():
+            raise self._fail("cannot kill: not running")
+        with contextlib.suppress(Exception):
+            self.container.unpause()  # a paused one dies as well
+        self.container.kill(signal="SIGKILL")
+        self.container.wait(timeout=10)
+
+    def pause_process(self) -> None:
+        if not self.running():
+            raise self._fail("cannot pause: not running")
+        self.container.pause()
+
+    def resume_process(self) -> None:
+        with contextlib.suppress(Exception):
+            self.container.unpause()
+
+    def stop_process(self, timeout: float = 20.0) -> None:
+        """SIGTERM through the container's init, as its service would: it closes its
+        listeners and exits."""
+        if not self.running():
+            return
+        self.resume_process()
+        self.container.stop(timeout=int(timeout))
+
+    def stop(self) -> None:
+        self.resume_process()  # a paused container is thawed first: then killed
+        ContainerPart.stop(self)
+
     def _launch(self, initial: bool = True) -> None:
-        del initial  # a container starts from its cnf (`kill router` is native only for now)
+        if not initial and self.container is not None:  # `start router`: the same container,
+            self.container.start()  # from what ProxySQL saved in its datadir
+            return
         engines.testcontainers_env()
         from testcontainers.core.container import DockerContainer
 
@@ -130,7 +164,9 @@ class ContainerProxySQL(ContainerPart, ProxySQL):
             init=True, hostname=NAME, labels=engines.run_labels(self.run.id, self.run.dir),
             entrypoint=["proxysql"],
         )
-        tc.with_command(["-f", "-c", CONFIG_PATH, "-D", DATADIR, "--initial"])
+        # no --initial: the datadir is new in a new container (the cnf is read), and a
+        # container started again after `kill router` reads what was saved there
+        tc.with_command(["-f", "-c", CONFIG_PATH, "-D", DATADIR])
         tc.with_copy_into_container(self.config_text().encode(), CONFIG_PATH)
         for port in (self.admin_port, self.writer_port, self.reader_port):
             tc.ports[f"{port}/tcp"] = (self.engine.address, port)  # type: ignore[assignment]

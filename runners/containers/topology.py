@@ -66,6 +66,7 @@ from runners.capabilities import (
     Pause,
     PeerCuts,
     Process,
+    RouterProcess,
 )
 from runners.containers import engine as engines
 from runners.containers import image as images
@@ -326,11 +327,11 @@ class ContainerTopology(NodePrimitives):
     """Servers as containers of the lab's node image on a container engine
     (``runners.containers.engine``)."""
 
-    # what it lacks yet (io faults, unsynced loss, a whole Galera cluster's recovery, the
-    # router's own process) ``lab check`` refuses there (``dsl.backends``)
+    # what it lacks yet (io faults, unsynced loss, a whole Galera cluster's recovery)
+    # ``lab check`` refuses there (``dsl.backends``)
     capabilities: ClassVar[Capabilities] = frozenset({
         Process, Pause, Latency, LinkCut, Disk, CgroupLimits, Clock, PageCache,
-        PeerCuts, NamedSources, ClockInNode, ContainerLimits})
+        RouterProcess, PeerCuts, NamedSources, ClockInNode, ContainerLimits})
 
     run: Run
     plan: Plan

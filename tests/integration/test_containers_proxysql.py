@@ -1,9 +1,10 @@
 """ProxySQL on the container back-end in front of replication and of two primaries, each with
-a writer failure: the catalogue's native files (experiments/proxysql-replication-failover.exp,
-experiments/proxysql-two-primaries.exp) run again with ``lab run --backend containers`` and
-every expectation must hold there too (Galera behind ProxySQL on containers is the catalogue's
-containers-proxysql.exp). ProxySQL runs in a container of its own, made from this machine's
-binary; nothing of the run is left afterwards."""
+a writer failure, and the faults of ProxySQL's own process (its container killed, started,
+frozen, restarted): the catalogue's native files (experiments/proxysql-replication-failover.exp,
+proxysql-two-primaries.exp, proxysql-router-faults.exp) run again with ``lab run --backend
+containers`` and every expectation must hold there too (Galera behind ProxySQL on containers
+is the catalogue's containers-proxysql.exp). ProxySQL runs in a container of its own, made
+from this machine's binary; nothing of the run is left afterwards."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ pytestmark = pytest.mark.integration
 LAB = [sys.executable, "-m", "lab.cli"]
 
 
-@pytest.mark.parametrize("name", ["proxysql-replication-failover", "proxysql-two-primaries"])
-def test_proxysql_on_containers_moves_the_writes_off_a_dead_writer(name: str,
-                                                                    tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["proxysql-replication-failover", "proxysql-two-primaries",
+                                  "proxysql-router-faults"])
+def test_proxysql_experiment_holds_on_containers(name: str, tmp_path: Path) -> None:
     _require_podman()
     require("proxysql")
     env = dict(os.environ, LAB_HOME=str(tmp_path / "home"))

@@ -86,7 +86,6 @@ def test_kill_pause_restart_router_are_actions_on_its_process() -> None:
 
 @pytest.mark.parametrize(("backend", "kind", "action", "message"), [
     ("", "haproxy", "at 2s kill router", "cannot be faulted yet"),
-    ("backend containers", "proxysql", "at 2s kill router", "natively only"),
     ("", "proxysql", "at 2s cold restart router", "not a router fault"),
     ("", "proxysql", "at 2s restart router with innodb_buffer_pool_size = 64M", "no options"),
 ])
