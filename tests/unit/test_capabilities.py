@@ -101,6 +101,26 @@ def test_a_router_process_fault_runs_on_containers() -> None:
     assert check_text(text) == []
 
 
+def test_a_router_process_fault_is_refused_where_it_is_not_declared(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a back-end without ``RouterProcess`` a ``kill router`` of a native file run with
+    --backend containers is refused before anything starts (validate's own check, before the
+    declarations, saw only a file that said ``backend containers``)."""
+    monkeypatch.setattr(ContainerTopology, "capabilities",
+                        ContainerTopology.capabilities - {caps.RouterProcess})
+    path = Path(tempfile.mkdtemp()) / "r.exp"
+    path.write_text("""experiment "r" {
+  duration 10s
+  topology replication { primary db1  replicas db2 }
+  router proxysql { writer db1  readers db2 }
+  workload w: unique_writes { target router.writer  rate 50/s }
+  at 2s kill router
+}
+""")
+    assert [e.message for e in backend_errors(path, "containers")] == [
+        "kill router (ProxySQL's own process) runs natively only, not on containers yet"]
+
+
 def _members(proto: type) -> set[str]:
     names = {n for n in vars(proto) if not n.startswith("_")}
     return names | set(getattr(proto, "__annotations__", {}))
