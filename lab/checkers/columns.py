@@ -309,23 +309,29 @@ class Columns:
         groups in the order they are first seen in ``sel``, positions in ``sel``'s order
         within each."""
         idx = np.arange(self.n) if sel is None else sel
-        if not len(idx):
-            return []
-        key = np.zeros(len(idx), np.int64)
-        for c in cols:
-            key = key * len(self.names) + c[idx]
-        order = np.argsort(key, kind="stable")
-        k = key[order]
-        cuts = np.flatnonzero(k[1:] != k[:-1]) + 1
-        starts = np.concatenate([[0], cuts])
-        stops = np.concatenate([cuts, [len(k)]])
-        out = []
-        for a, b in zip(starts.tolist(), stops.tolist(), strict=True):
-            g = idx[order[a:b]]
-            first = int(g[0])
-            out.append((int(order[a]), tuple(int(c[first]) for c in cols), g))
-        out.sort(key=lambda x: x[0])
-        return [(codes, g) for _, codes, g in out]
+        return [(codes, idx[rows]) for codes, rows in group_rows(*(c[idx] for c in cols))]
+
+
+def group_rows(*cols: I32) -> list[tuple[tuple[int, ...], I64]]:
+    """Row numbers grouped by the codes in ``cols`` (arrays of one length), groups in the
+    order they are first seen, rows in order within each."""
+    if not cols or not len(cols[0]):
+        return []
+    key = np.zeros(len(cols[0]), np.int64)
+    for c in cols:
+        key = key * (int(c.max()) + 1) + c
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    cuts = np.flatnonzero(k[1:] != k[:-1]) + 1
+    starts = np.concatenate([[0], cuts]).tolist()
+    stops = np.concatenate([cuts, [len(k)]]).tolist()
+    out = []
+    for a, b in zip(starts, stops, strict=True):
+        rows = order[a:b]
+        first = int(rows[0])
+        out.append((first, tuple(int(c[first]) for c in cols), rows))
+    out.sort(key=lambda x: x[0])
+    return [(codes, rows) for _, codes, rows in out]
 
 
 class LazyGroups(Mapping[str, list[Completed]]):

@@ -39,3 +39,15 @@ def test_columns_pair_the_history_as_pair_ops_does(name: str) -> None:
     for a, b in zip(ref.ops, lazy, strict=True):
         assert (a.inv, a.comp, a.type, a.workload, a.endpoint, a.node, a.key, a.value) == (
             b.inv, b.comp, b.type, b.workload, b.endpoint, b.node, b.key, b.value)
+
+
+@pytest.mark.parametrize("name", ["random-3", "random-6", "random-18", "bench-1"])
+def test_stale_reads_per_object_path_gives_the_same(name: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workload whose reads touch very many keys goes the per-object way: same figures."""
+    from lab.checkers import stale_columns, stale_reads
+
+    monkeypatch.setattr(stale_columns, "MANY_KEYS", 0)
+    history, ctx = RUNS[name]
+    got = digests({"stale_reads": stale_reads.check(history, ctx)})
+    assert got["stale_reads"] == GOLDEN[name]["stale_reads"]
