@@ -39,7 +39,7 @@ from lab.cell_store import (
 from lab.checkers import CheckContext, WorkloadInfo, run_checkers
 from lab.claims import measure_sides
 from lab.exits import EXIT_EXPECTATION, EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK
-from lab.expectations import all_passed, evaluate_all
+from lab.expectations import all_passed, evaluate_all, not_judged
 from lab.history import fault_windows
 from lab.load import Load
 from lab.outcome import CellOutcome, RunOutcome, View, conclude
@@ -220,9 +220,11 @@ class CellRunner:
             elif run is not None:
                 run.set_state("kept", endpoints=self.topo.endpoints() if self.topo else {})
             if self.out.status in ("interrupted", "error") and self.recorder is not None:
-                # Keep what was measured so far: check the partial history too.
+                # Keep what was measured so far: check the partial history too, and judge
+                # nothing on it (its expectations are unknown, with the reason).
                 with contextlib.suppress(Exception):
                     self._check()
+                self.out.expectations = not_judged(self.out.expectations, self._cut_short())
             store_cell(self.store, self.run_id, self.plan, self.out, self.recorder,
                        self._load_bounds())
         self.view.cell_finished(self.out)
@@ -233,6 +235,17 @@ class CellRunner:
     def _record(self, op: Op) -> Op:
         assert self.recorder is not None
         return self.recorder.record(op)
+
+    def _cut_short(self) -> str:
+        """Why a cell's expectations are not judged: how it ended and how much load it ran."""
+        why = "interrupted" if self.out.status == "interrupted" else "stopped by an error"
+        start = self.load.load_start if self.load is not None else None
+        if start is None:
+            return f"the cell was {why} before its load started"
+        end = self.load.load_end if self.load is not None else None
+        ran = ((end if end is not None else time.monotonic_ns()) - start) / 1e9
+        return (f"the cell was {why} after {ran:.1f} s of its {self.plan.duration:g} s load "
+                "(its figures cover part of the cell only)")
 
     def _check_store(self) -> None:
         """Stop the cell when the recorder could not write to the results database."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from dsl.metrics import METRICS as METRIC_SPECS
@@ -1162,6 +1162,14 @@ def evaluate_all(
     """The expectations that apply in a cell of ``variant`` (``applies_in_cell``), judged."""
     return [evaluate(e, results, ctx, history) for e in expectations
             if applies_in_cell(e, variant)]
+
+
+def not_judged(outcomes: Iterable[ExpectationOutcome], why: str) -> list[ExpectationOutcome]:
+    """A cell cut short (interrupted, or stopped by an error) judges nothing: each outcome
+    becomes unknown, with ``why`` and what the partial load measured (its figure is kept)."""
+    return [replace(o, passed=None, explanation=f"not judged: {why}; on the load until then: "
+                                                f"{o.explanation}")  # fmt: skip
+            for o in outcomes]
 
 
 def all_passed(outcomes: Iterable[ExpectationOutcome]) -> bool:

@@ -70,6 +70,13 @@ def conclude(outcome: RunOutcome) -> RunOutcome:
     outcome.claims = judge_claims(outcome.plan, [CellSides(c.cell, c.claim_sides)
                                                  for c in outcome.cells])
     statuses = [c.status for c in outcome.cells]
+    short = [c.cell.index for c in outcome.cells if c.status in ("interrupted", "error")]
+    if short or outcome.status == "interrupted":  # a run cut short judges no claim either
+        where = f"cell {short[0]} was cut short" if short else "the run was interrupted"
+        for claim in outcome.claims:
+            if claim.passed is not None:
+                claim.explanation = f"not judged: {where}; {claim.explanation}"
+                claim.passed = None
     outcome.store_error = next((c.store_error for c in outcome.cells if c.store_error), None)
     if outcome.status == "interrupted" or "interrupted" in statuses:
         outcome.status, outcome.exit_code = "interrupted", EXIT_INCOMPLETE

@@ -458,6 +458,9 @@ def test_engine_stops_the_cell_and_still_reports_when_the_disk_fills_mid_run(
     assert f"in {fb}" in cell.error
     assert "the cell stopped early" in cell.error
     assert cell.operations > 0 and cell.results  # checked from the history in memory
+    assert cell.expectations and all(e.passed is None for e in cell.expectations)
+    assert cell.expectations[0].explanation.startswith("not judged: the cell was stopped by an "
+                                                       "error after ")  # fmt: skip
     assert (outcome.status, outcome.exit_code) == ("error", 3)
     assert outcome.store_error is not None
     assert outcome.store_error.startswith(f"results database {db} cannot be written: {FULL}")
@@ -593,11 +596,19 @@ def test_ctrl_c_mid_load_keeps_the_cell_in_the_run_s_summary(
     (cell,) = outcome.cells
     assert cell.status == "interrupted" and outcome.status == "interrupted"
     assert FakeTopology.torn_down == 1
-    assert cell.expectations  # checked on the partial history
+    assert cell.expectations  # checked on the partial history, and judged on none of it
+    assert [e.passed for e in cell.expectations] == [None] * len(cell.expectations)
+    for e in cell.expectations:
+        assert e.explanation.startswith("not judged: the cell was interrupted after 1.")
+        assert "s of its 30 s load (its figures cover part of the cell only); on the load " \
+               "until then: " in e.explanation
+    assert any(e.measured is not None for e in cell.expectations)  # the figures are kept
     with Store(tmp_path / "results.db") as s:
         run = s.get_run(outcome.run_id)
+        stored = s.expectations(outcome.run_id, 1)
     assert run["status"] == "interrupted"
     assert [c["status"] for c in run["summary"]["cells"]] == ["interrupted"]
+    assert stored and [e["passed"] for e in stored] == [None] * len(stored)
 
 
 def test_a_second_ctrl_c_does_not_cut_the_teardown_short(capfd: pytest.CaptureFixture[str]) -> None:
