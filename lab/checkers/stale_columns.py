@@ -10,13 +10,13 @@ to the per-object path (``stale_reads.check_objects``), which costs less there.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from lab.checkers.columns import I64, Columns, group_rows
-from lab.history import READ_FS, REREAD_FS, WRITE_FS
+from lab.checkers.columns import I64, Bools, Columns, group_rows
+from lab.history import READ_FS, REREAD_FS, WRITE_FS, Completed
 
 MANY_KEYS = 4096
 NOTHING_SEEN = -(2**63)
@@ -33,63 +33,113 @@ def seen_of(v: Any, version: Any) -> int | None:
 
 @dataclass(slots=True)
 class NodeLooks:
-    """What one workload read on one node: its first reads (``READ_FS``: positions, keys,
-    invoke times, values) and every look at a key (reads and polls: key, start, end, the
-    version seen, None when no version)."""
+    """What one workload read on one node: its first reads (``READ_FS``, with a key) and
+    every look at a key (first reads, re-reads and each key of a poll) that saw a version.
 
-    read_col: list[int] = field(default_factory=list)  # positions in the columns
-    read_key: list[Any] = field(default_factory=list)
-    read_start: list[int] = field(default_factory=list)
-    read_value: list[Any] = field(default_factory=list)
-    look_key: list[int] = field(default_factory=list)
-    look_start: list[int] = field(default_factory=list)
-    look_end: list[int] = field(default_factory=list)
-    look_value: list[Any] = field(default_factory=list)
+    ``read_rows`` index the looks' arrays of ``gather`` (``Gathered``); a first read's
+    ``read_seen`` is its version (``read_none``: it found no row; ``incomparable`` counts
+    those whose value is no version and are left out)."""
+
+    read_rows: I64
+    read_key: I64
+    read_start: I64
+    read_seen: I64
+    read_none: Bools
+    incomparable: int
+    look_key: I64
+    look_start: I64
+    look_end: I64
+    look_seen: I64
+    first_rows: I64  # every first read with a key, comparable or not
+    plain_rows: I64  # every look but the polls'
+    poll_looks: list[tuple[int, int, int, Any]]  # (key, start, end, value) of each poll key
+
+    def objects(self, g: Gathered, col: Columns) -> tuple[list[Completed], list[Any]]:
+        """The first reads as ``Completed`` and every look as ``stale_reads.Look``, for the
+        per-object path."""
+        rs = [col.completed(int(g.pos[j])) for j in self.first_rows.tolist()]
+        start, end = col.start[g.pos], col.end[g.pos]
+        looks = [(g.keys[j], int(start[j]), int(end[j]), g.values[j])
+                 for j in self.plain_rows.tolist()]  # fmt: skip
+        return rs, looks + self.poll_looks
 
 
-def gather(col: Columns) -> tuple[dict[str, dict[str, NodeLooks]], list[str]]:
+@dataclass(slots=True)
+class Gathered:
+    """The ok reads and polls of the history (rows, in ``by_f``'s order)."""
+
+    pos: I64  # their positions in the columns
+    keys: list[Any]
+    values: list[Any]
+    nodes: dict[str, dict[str, NodeLooks]]
+    order: list[str]  # the workloads, as stale_reads lists them
+
+
+def gather(col: Columns, version: Any) -> Gathered | None:
     """Per workload and node (the node that answered, else the endpoint), its looks; and the
     workloads in ``stale_reads``' order: those with a first read, by their first one, then
-    the others by their first look."""
+    the others by their first look. None when a key is no int or a version is beyond 64 bits
+    (the per-object path takes the history)."""
     pos = col.f_positions(READ_FS | REREAD_FS)
     pos = pos[col.ok[pos]]
+    n = len(pos)
     keys, values = col.keys_values(pos)
-    first = np.isin(col.f[pos], col.codes(READ_FS)).tolist()
-    start = col.start[pos].tolist()
-    pcol = pos.tolist()
-    end = col.end[pos].tolist()
+    tk, tv = set(map(type, keys)), set(map(type, values))
+    if not tk <= {int, type(None)}:
+        return None
+    try:
+        has_key = (np.fromiter((k is not None for k in keys), np.bool_, n)
+                   if type(None) in tk else np.ones(n, np.bool_))  # fmt: skip
+        key = np.fromiter((0 if k is None else k for k in keys), np.int64, n)
+        poll = (np.fromiter((isinstance(v, list) for v in values), np.bool_, n)
+                if tv - {int, type(None)} else np.zeros(n, np.bool_))  # fmt: skip
+        vnone = np.fromiter((v is None for v in values), np.bool_, n)
+        if tv <= {int, type(None)}:
+            seen = np.fromiter((NOTHING_SEEN if v is None else v for v in values), np.int64, n)
+            has_seen = np.ones(n, np.bool_)
+        else:
+            raw = [None if p else seen_of(v, version)
+                   for p, v in zip(poll.tolist(), values, strict=True)]  # fmt: skip
+            has_seen = np.fromiter((x is not None for x in raw), np.bool_, n)
+            seen = np.fromiter((0 if x is None else x for x in raw), np.int64, n)
+    except OverflowError:
+        return None
+    first = np.isin(col.f[pos], col.codes(READ_FS))
+    plain = has_key & ~poll
+    start, end = col.start[pos], col.end[pos]
+    polls: dict[int, list[tuple[int, int, int, Any]]] = {}
+    for j in np.flatnonzero(poll).tolist():
+        polls[j] = [(int(pair[0]), int(start[j]), int(end[j]), pair[1]) for pair in values[j]
+                    if isinstance(pair, list | tuple) and len(pair) == 2]  # fmt: skip
     out: dict[str, dict[str, NodeLooks]] = {}
     first_read: dict[str, int] = {}
-    for (wc, ec), rows in group_rows(col.workload[pos], col.where[pos]):
+    for (wc, ec), g in group_rows(col.workload[pos], col.where[pos]):
         w = col.name(wc)
-        nl = out.setdefault(w, {}).setdefault(col.name(ec), NodeLooks())
-        for j in rows.tolist():
-            v = values[j]
-            if isinstance(v, list):  # a poll: [[key, version or None], ...]
-                for pair in v:
-                    if isinstance(pair, list | tuple) and len(pair) == 2:
-                        nl.look_key.append(int(pair[0]))
-                        nl.look_start.append(start[j])
-                        nl.look_end.append(end[j])
-                        nl.look_value.append(pair[1])
-                continue
-            k = keys[j]
-            if k is None:
-                continue
-            nl.look_key.append(k)
-            nl.look_start.append(start[j])
-            nl.look_end.append(end[j])
-            nl.look_value.append(v)
-            if first[j]:
-                nl.read_col.append(pcol[j])
-                nl.read_key.append(k)
-                nl.read_start.append(start[j])
-                nl.read_value.append(v)
-                if w not in first_read or j < first_read[w]:
-                    first_read[w] = j
+        reads = g[plain[g] & first[g]]
+        if len(reads) and (w not in first_read or int(reads[0]) < first_read[w]):
+            first_read[w] = int(reads[0])
+        comparable = reads[has_seen[reads]]
+        lk = g[plain[g] & has_seen[g]]
+        pl = [x for j in g[poll[g]].tolist() for x in polls[j]]
+        pseen = [seen_of(v, version) for _, _, _, v in pl]
+        pk = [x for x, s_ in zip(pl, pseen, strict=True) if s_ is not None]
+        if any(not (-(2**63) <= x[0] < 2**63) for x in pk):
+            return None
+        ps = [s_ for s_ in pseen if s_ is not None]
+        if any(not (-(2**63) <= x < 2**63) for x in ps):
+            return None
+        out.setdefault(w, {})[col.name(ec)] = NodeLooks(
+            read_rows=comparable, read_key=key[comparable], read_start=start[comparable],
+            read_seen=np.where(vnone[comparable], 0, seen[comparable]),
+            read_none=vnone[comparable], incomparable=len(reads) - len(comparable),
+            look_key=np.concatenate([key[lk], np.array([x[0] for x in pk], np.int64)]),
+            look_start=np.concatenate([start[lk], np.array([x[1] for x in pk], np.int64)]),
+            look_end=np.concatenate([end[lk], np.array([x[2] for x in pk], np.int64)]),
+            look_seen=np.concatenate([seen[lk], np.array(ps, np.int64)]),
+            first_rows=reads, plain_rows=g[plain[g]], poll_looks=pl)
     order = sorted(first_read, key=first_read.__getitem__)
     order += [w for w in out if w not in first_read]
-    return out, order
+    return Gathered(pos, keys, values, out, order)
 
 
 def write_pairs(col: Columns, workloads: set[str], version: Any

@@ -31,8 +31,8 @@ import numpy as np
 
 from lab.checkers import stale_columns as sc
 from lab.checkers.base import CheckContext, CheckResult, summary
-from lab.checkers.columns import I64
-from lab.history import NS, Completed, Op
+from lab.checkers.columns import I64, group_rows
+from lab.history import NS, READ_FS, REREAD_FS, WRITE_FS, Completed, Op
 
 NAME = "stale_reads"
 MAX_EXAMPLES = 50
@@ -142,34 +142,130 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     col = ctx.columns(history)
     # every look at a key per workload and node; the workloads in the order of their first
     # read (then those only polled): the order of the subjects and of the examples
-    looks, order = sc.gather(col)
-    write_pairs = sc.write_pairs(col, set(looks), version)
+    g = sc.gather(col, version)
+    if g is None:
+        return _check_objects(history, ctx)
+    write_pairs = sc.write_pairs(col, set(g.nodes), version)
 
     subjects: dict[str, dict[str, Any]] = {}
     total = Tally()
     examples: list[dict[str, Any]] = []
-    for workload in order:
-        by_node = looks[workload]
+    for workload in g.order:
+        by_node = g.nodes[workload]
         pairs = write_pairs.get(workload, {})
         arrays = _arrays(pairs)
-        keys = {k: KeyWrites.build(p) for k, p in pairs.items()} if arrays is None else {}
+        keys = {k: KeyWrites.build(list(p)) for k, p in pairs.items()} if arrays is None else {}
         tally = Tally()
         vis_all: list[int] = []
         node_subjects: dict[str, dict[str, Any]] = {}
         vis_bounds: list[int] = []
         res_all: list[int] = []
         for node, nl in sorted(by_node.items()):
-            got = None if arrays is None else _node_arrays(workload, node, nl, arrays,
-                                                           examples, t0)  # fmt: skip
-            if got is None:  # the per-object path: many keys, or versions beyond 64 bits
-                if not keys:
-                    keys = {k: KeyWrites.build(list(p)) for k, p in pairs.items()}
-                rs = [col.completed(int(col_pos)) for col_pos in nl.read_col]
+            if arrays is None:  # the per-object path: many keys, or versions beyond 64 bits
+                rs, looks = nl.objects(g, col)
                 nt = _check_node(workload, node, rs, keys, examples, t0)
-                vis = _visibility(keys, list(zip(nl.look_key, nl.look_start, nl.look_end,
-                                                 nl.look_value, strict=True)))
+                vis = _visibility(keys, looks)
             else:
-                nt, vis = got
+                nt, vis = _node_arrays(workload, node, nl, g, arrays, examples, t0)
+            vis_all.extend(vis.times)
+            vis_bounds.extend(vis.bounds)
+            res_all.extend(vis.gaps)
+            sj = nt.as_json()
+            sj["visibility"] = vis.as_json()
+            node_subjects[f"{workload} on {node}"] = sj
+            tally.merge(nt)
+        subj = tally.as_json()
+        subj["nodes"] = sorted(by_node)
+        subj["visibility"] = Visibility(vis_all, vis_bounds, res_all).as_json()
+        subjects[workload] = subj
+        subjects.update(node_subjects)
+        total.merge(tally)
+
+    metrics = total.as_json()
+    metrics["examples"] = examples
+    metrics["examples_truncated"] = total.stale > len(examples)
+    metrics["subjects"] = subjects
+    details = (
+        f"{total.stale} stale of {total.eligible} eligible reads"
+        if total.eligible
+        else "no read had an acknowledged write to compare with"
+    )
+    return CheckResult(NAME, total.stale == 0, metrics, details)
+
+
+def _check_objects(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
+    """The per-object path, for histories whose keys are not all ints."""
+    t0, _ = ctx.bounds(history)
+    write_pairs: dict[str, dict[int, list[tuple[int, int]]]] = {}
+    reads: dict[str, dict[str, list[Completed]]] = {}  # workload -> node -> first reads
+    looks: dict[str, dict[str, list[Look]]] = {}  # workload -> node -> every look at a key
+    groups = ctx.by_f(history)
+    # reads first: only workloads that read a key need their writes indexed
+    # each (workload, node)'s lists looked up once, created where they always were (the
+    # dicts' order is the order of the subjects and of the examples)
+    look_lists: dict[tuple[str, str], list[Look]] = {}
+    read_lists: dict[tuple[str, str], list[Completed]] = {}
+    for f, cs in groups.items():
+        if f not in READ_FS and f not in REREAD_FS:
+            continue
+        first = f in READ_FS
+        for c in cs:
+            if c.type != "ok":
+                continue
+            wn = (c.workload, c.node or c.endpoint)
+            lk = look_lists.get(wn)
+            if lk is None:
+                lk = look_lists[wn] = looks.setdefault(wn[0], {}).setdefault(wn[1], [])
+            v = c.value
+            if isinstance(v, list):  # a poll: [[key, version or None], ...]
+                for pair in v:
+                    if isinstance(pair, list | tuple) and len(pair) == 2:
+                        lk.append((int(pair[0]), c.start, c.end, pair[1]))  # type: ignore[arg-type]
+                continue
+            if c.key is None:
+                continue
+            lk.append((c.key, c.start, c.end, v))  # type: ignore[arg-type]
+            if first:
+                rl = read_lists.get(wn)
+                if rl is None:
+                    rl = read_lists[wn] = reads.setdefault(wn[0], {}).setdefault(wn[1], [])
+                rl.append(c)
+    for w, per_node in looks.items():  # a node polled but never read first still counts
+        for node in per_node:
+            reads.setdefault(w, {}).setdefault(node, [])
+    for f, cs in groups.items():
+        if f not in WRITE_FS:
+            continue
+        for c in cs:
+            if c.type != "ok" or c.key is None or c.workload not in reads:
+                continue
+            v = c.value
+            if type(v) is not int:
+                v = version(v)
+                if v is None:
+                    continue
+            per_key = write_pairs.get(c.workload)
+            if per_key is None:
+                per_key = write_pairs[c.workload] = {}
+            lst = per_key.get(c.key)
+            if lst is None:
+                per_key[c.key] = [(c.end, v)]  # type: ignore[list-item]
+            else:
+                lst.append((c.end, v))  # type: ignore[arg-type]
+
+    subjects: dict[str, dict[str, Any]] = {}
+    total = Tally()
+    examples: list[dict[str, Any]] = []
+    for workload, by_node in reads.items():
+        keys = {k: KeyWrites.build(p) for k, p in write_pairs.get(workload, {}).items()}
+        tally = Tally()
+        vis_all: list[int] = []
+        node_subjects: dict[str, dict[str, Any]] = {}
+        vis_bounds: list[int] = []
+        res_all: list[int] = []
+        for node, rs in sorted(by_node.items()):
+            nt = _check_node(workload, node, rs, keys, examples, t0)
+            vis = _visibility(keys, looks.get(workload, {}).get(node, []))
             vis_all.extend(vis.times)
             vis_bounds.extend(vis.bounds)
             res_all.extend(vis.gaps)
@@ -210,76 +306,52 @@ def _arrays(pairs: dict[Any, list[tuple[int, int]]]) -> dict[int, sc.KeyArrays] 
     return out
 
 
-def _node_arrays(workload: str, node: str, nl: sc.NodeLooks, keys: dict[int, sc.KeyArrays],
-                 examples: list[dict[str, Any]], t0: int) -> tuple[Tally, Visibility] | None:
-    """``_check_node`` and ``_visibility`` for one node with arrays; None when a version
-    seen does not fit in 64 bits."""
+def _node_arrays(workload: str, node: str, nl: sc.NodeLooks, g: sc.Gathered,
+                 keys: dict[int, sc.KeyArrays], examples: list[dict[str, Any]], t0: int
+                 ) -> tuple[Tally, Visibility]:
+    """``_check_node`` and ``_visibility`` for one node, with arrays."""
     nt = Tally()
-    nt.reads = len(nl.read_key)
-    rows: list[int] = []
-    seen: list[int] = []
-    none: list[bool] = []
-    for j, v in enumerate(nl.read_value):
-        s = None if v is None else (v if type(v) is int else version(v))
-        if s is None and v is not None:
-            nt.incomparable += 1
-            continue
-        rows.append(j)
-        seen.append(0 if s is None else s)
-        none.append(s is None)
-    looks_seen = [sc.seen_of(v, version) for v in nl.look_value]
-    if not all(-(2**63) <= x < 2**63 for x in seen) or not all(
-            x is None or -(2**63) <= x < 2**63 for x in looks_seen):
-        return None
+    nt.reads = len(nl.first_rows)
+    nt.incomparable = nl.incomparable
     stale: list[sc.Stale] = []
-    if rows:
-        r = np.array(rows, np.int64)
-        rk = [nl.read_key[j] for j in rows]
-        rs = np.array([nl.read_start[j] for j in rows], np.int64)
-        sn, nn = np.array(seen, np.int64), np.array(none, np.bool_)
-        for key, g in _by_key(rk):
-            kw = keys.get(key)
-            if kw is None:
-                nt.without_prior_write += len(g)
-                continue
-            e, w, st = sc.stale_of_key(kw, rs[g], sn[g], nn[g], r[g])
-            nt.eligible += e
-            nt.without_prior_write += w
-            stale.extend(st)
+    rows = np.arange(len(nl.read_rows))
+    for key, gk in _by_key(nl.read_key):
+        kw = keys.get(key)
+        if kw is None:
+            nt.without_prior_write += len(gk)
+            continue
+        e, w, st = sc.stale_of_key(kw, nl.read_start[gk], nl.read_seen[gk], nl.read_none[gk],
+                                   rows[gk])
+        nt.eligible += e
+        nt.without_prior_write += w
+        stale.extend(st)
     stale.sort(key=lambda x: x.j)
     for x in stale:
         nt.add_stale(x.missed, x.behind)
         if len(examples) < MAX_EXAMPLES:
+            row = int(nl.read_rows[x.j])
+            start = int(nl.read_start[x.j])
             examples.append({
-                "workload": workload, "node": node, "key": nl.read_key[x.j],
-                "read": nl.read_value[x.j], "required": x.required,
+                "workload": workload, "node": node, "key": g.keys[row],
+                "read": g.values[row], "required": x.required,
                 "versions_behind": x.missed, "time_behind": x.behind / NS,
-                "at": (nl.read_start[x.j] - t0) / NS,
+                "at": (start - t0) / NS,
             })  # fmt: skip
     vis = Visibility([], [], [])
-    lk = [j for j, x in enumerate(looks_seen) if x is not None]
-    if lk:
-        keys_l = [nl.look_key[j] for j in lk]
-        le = np.array([nl.look_end[j] for j in lk], np.int64)
-        ls = np.array([nl.look_start[j] for j in lk], np.int64)
-        lv = np.array([looks_seen[j] for j in lk], np.int64)
-        for key, g in _by_key(keys_l):
-            kw = keys.get(key)
-            if kw is not None:
-                sc.visibility_of_key(kw, le[g], ls[g], lv[g], vis.times, vis.bounds, vis.gaps)
+    for key, gk in _by_key(nl.look_key):
+        kw = keys.get(key)
+        if kw is not None:
+            sc.visibility_of_key(kw, nl.look_end[gk], nl.look_start[gk], nl.look_seen[gk],
+                                 vis.times, vis.bounds, vis.gaps)
     return nt, vis
 
 
-def _by_key(keys: list[Any]) -> list[tuple[Any, I64]]:
-    """Row numbers per key, keys first seen first."""
-    out: dict[Any, list[int]] = {}
-    for j, k in enumerate(keys):
-        lst = out.get(k)
-        if lst is None:
-            out[k] = [j]
-        else:
-            lst.append(j)
-    return [(k, np.array(v, np.int64)) for k, v in out.items()]
+def _by_key(keys: I64) -> list[tuple[int, I64]]:
+    """Row numbers per key (rows in order within each)."""
+    if not len(keys):
+        return []
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return [(int(uniq[c]), rows) for (c,), rows in group_rows(inv.astype(np.int64))]
 
 
 def _check_node(
