@@ -260,8 +260,11 @@ def read_run(db: str | None, ref: str, read: Callable[[Store, str], T]) -> T | i
 def cmd_show(ref: str, db: str | None = None, as_json: bool = False,
              show_all: bool = False) -> int:
     """The run's compact summary (faults, the matrix, expectations); ``show_all``: every
-    figure (the measurements table)."""
-    s = read_run(db, ref, Store.summary)
+    figure (the measurements table). A cell of an abandoned run that stored operations and
+    no figures is measured now (``lab.unchecked``)."""
+    from lab.unchecked import fill_unchecked
+
+    s = read_run(db, ref, lambda store, r: fill_unchecked(store, store.summary(r)))
     if isinstance(s, int):
         return s
     if as_json:
