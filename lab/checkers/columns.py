@@ -240,8 +240,11 @@ class Columns:
 
     def errors(self, sel: I64) -> list[int | None]:
         """``Completed.error`` at the positions (None: never completed)."""
-        names = self.names
-        return [names[c] for c in self.error[sel].tolist()]
+        if "error" in self.__dict__:  # the column, when some checker read it
+            names = self.names
+            return [names[c] for c in self.error[sel].tolist()]
+        h = self.history
+        return [h[c].error if c >= 0 else None for c in self.comp[sel].tolist()]
 
     @cached_property
     def error(self) -> I32:

@@ -52,7 +52,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lab.checkers.base import CheckContext, CheckResult
-from lab.history import DUPLICATE_KEY_CODES, NEMESIS, NS, WRITE_FS, Completed, Op
+from lab.history import DUPLICATE_KEY_CODES, NS, WRITE_FS, Completed, Op
 
 NAME = "failover"
 MAX_FAILOVERS = 100
@@ -178,9 +178,9 @@ def _worst(per: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _promotes(history: Sequence[Op]) -> list[tuple[Op, Op | None, Op | None]]:
-    """(promote ok, its invoke, the fault on the old primary) for every successful promote."""
-    faults = [op for op in history if op.process == NEMESIS]
+def _promotes(faults: Sequence[Op]) -> list[tuple[Op, Op | None, Op | None]]:
+    """(promote ok, its invoke, the fault on the old primary) for every successful promote,
+    from the faults' records (``ctx.nemesis``: the history's, in its order)."""
     out: list[tuple[Op, Op | None, Op | None]] = []
     prev_done = -(2**63)
     for i, op in enumerate(faults):
@@ -204,7 +204,7 @@ def _promotes(history: Sequence[Op]) -> list[tuple[Op, Op | None, Op | None]]:
 
 def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     t0, load_end = ctx.bounds(history)
-    promotes = _promotes(history)
+    promotes = _promotes(ctx.nemesis(history))
     if not promotes:
         return CheckResult(NAME, True, {"count": 0, "failovers": [], "subjects": {}},
                            "no promote in the history")  # fmt: skip

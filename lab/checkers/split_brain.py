@@ -274,8 +274,9 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
             lo = int(np.searchsorted(nd.ack_t, a, side="left"))
             hi = int(np.searchsorted(nd.ack_t, b, side="right"))
             inside = nd.ack_w[lo:hi]
-            for code in inside.tolist():
-                by_workload[col.name(code)] += 1
+            codes, counts = np.unique(inside, return_counts=True)
+            for code, m in zip(codes.tolist(), counts.tolist(), strict=True):
+                by_workload[col.name(code)] += m
             k = len(inside)
             if k:
                 w[name] = k
