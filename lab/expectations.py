@@ -24,10 +24,11 @@ unknown when it is 3 s so far).
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
+
+import numpy as np
 
 from dsl.metrics import METRICS as METRIC_SPECS
 from dsl.metrics import resolve_stat
@@ -37,7 +38,6 @@ from lab.checkers.downtime import error_label
 from lab.checkers.stale_reads import visibility_lower_bound, visibility_upper
 from lab.history import NS, Op
 
-_NEVER = 2**63  # sorts after every completion time
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,22 +386,16 @@ def _last_ops(inp: Inputs, workload: str) -> list[Any]:
     m = inp.metric
     h = _history(inp)
     lo, hi = _last_window(inp)
-    ops = inp.ctx.paired(h).ops  # completion order, never-completed ops last
-
-    def end_key(c: Any) -> int:
-        return c.end if c.end is not None else _NEVER
-
-    first = bisect_left(ops, lo, key=end_key)
-    last = bisect_right(ops, hi, key=end_key)
-    tail = bisect_left(ops, _NEVER, key=end_key)
-    out = []
-    for c in [*ops[first:last], *ops[tail:]]:  # the window, then those that never completed
-        if c.workload != workload:
-            continue
-        if m.on is not None and (c.node or c.endpoint) != m.on:
-            continue
-        out.append(c)
-    return out
+    col = inp.ctx.columns(h)  # the checkers' columns: completion order, never-completed last
+    ends = col.end[: col.n_done]
+    first = int(np.searchsorted(ends, lo, side="left"))
+    last = int(np.searchsorted(ends, hi, side="right"))
+    # the window, then those that never completed
+    sel = np.concatenate([np.arange(first, last), np.arange(col.n_done, col.n)])
+    sel = sel[col.workload[sel] == col.code(workload)]
+    if m.on is not None:
+        sel = sel[col.where[sel] == col.code(m.on)]
+    return col.completed_at(sel)
 
 
 # --- one function per metric -----------------------------------------------------------------
