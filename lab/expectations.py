@@ -39,7 +39,6 @@ from lab.checkers.stale_reads import visibility_lower_bound, visibility_upper
 from lab.history import NS, Op
 
 
-
 @dataclass(frozen=True, slots=True)
 class ExpectationOutcome:
     passed: bool | None  # None: could not be measured or decided
