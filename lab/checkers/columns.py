@@ -31,13 +31,8 @@ I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 Bools = npt.NDArray[np.bool_]
 
-_PROCESS = attrgetter("process")
-_TYPE = attrgetter("type")
+_FEW = attrgetter("process", "type", "f", "workload", "endpoint", "node")
 _TIME = attrgetter("time")
-_F = attrgetter("f")
-_WORKLOAD = attrgetter("workload")
-_ENDPOINT = attrgetter("endpoint")
-_NODE = attrgetter("node")
 _ERROR = attrgetter("error")
 _KEY = attrgetter("key")
 _VALUE = attrgetter("value")
@@ -63,15 +58,15 @@ class Columns:
         self.history = history
         enc = self._codes = _Codes()
         size = len(history)
-        get = enc.__getitem__
-
-        def col(field: attrgetter[Any]) -> I32:  # one pass over the records, in C
-            return np.fromiter(map(get, map(field, history)), np.int32, size)
-
-        pcode = col(_PROCESS)
-        tcode = col(_TYPE)
+        # one pass over the records (in C) for the fields with few values: each distinct
+        # (process, type, f, workload, endpoint, node) gets a code, then each field its own
+        combos = _Codes()
+        combo = np.fromiter(map(combos.__getitem__, map(_FEW, history)), np.int32, size)
         self._time = time = np.fromiter(map(_TIME, history), np.int64, size)
-        fcode, wcode, ecode, ncode = col(_F), col(_WORKLOAD), col(_ENDPOINT), col(_NODE)
+        table = list(combos)
+        get = enc.__getitem__
+        pcode, tcode, fcode, wcode, ecode, ncode = (
+            np.array([get(t[i]) for t in table], np.int32)[combo] for i in range(6))
         self.names: list[Any] = list(enc)
         invoke = self.code("invoke")
 
