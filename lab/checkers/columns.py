@@ -65,15 +65,18 @@ class Columns:
         self._time = time = np.fromiter(map(_TIME, history), np.int64, size)
         table = list(combos)
         get = enc.__getitem__
-        pcode, tcode, fcode, wcode, ecode, ncode = (
-            np.array([get(t[i]) for t in table], np.int32)[combo] for i in range(6))
+        # per field, combination -> the field's code (taken at the records that need it)
+        lp, lt, lf, lw, le, ln = (np.array([get(t[i]) for t in table], np.int32)
+                                  for i in range(6))  # fmt: skip
         self.names: list[Any] = list(enc)
+        # every node a client record names (each combination is some record's)
+        self.client_nodes: set[Any] = {t[5] for t in table if t[0] != NEMESIS}
         invoke = self.code("invoke")
 
-        nem = pcode == self.code(NEMESIS)
+        nem = (lp == self.code(NEMESIS))[combo]
         self.fault_index: I64 = np.flatnonzero(nem)
         client = np.flatnonzero(~nem) if len(self.fault_index) else np.arange(size)
-        cp = pcode[client]
+        cp = lp[combo[client]]
         ct = time[client]
         # (first, last) time of the client records, as ``time_bounds`` over them
         self.time_bounds: tuple[int, int] | None = (
@@ -83,7 +86,7 @@ class Columns:
                            kind="stable")  # fmt: skip
         pos = client[order]
         pp = cp[order]
-        is_inv = tcode[pos] == invoke
+        is_inv = (lt == invoke)[combo[pos]]
         same = pp[1:] == pp[:-1]
         # a completion pairs with the record before it when that is its process's invoke
         pair = np.flatnonzero(is_inv[:-1] & ~is_inv[1:] & same)
@@ -104,14 +107,15 @@ class Columns:
         # never completed: the end is unknown; ``end`` holds the start there (see ``n_done``)
         self.end: I64 = np.concatenate([time[cd], self.start[nd:]])
         info = self._code_of("info")
-        self.type: I32 = np.concatenate([tcode[cd], np.full(self.n - nd, info, np.int32)])
-        self.process_code: I32 = pcode[inv]
-        self.f: I32 = fcode[inv]
-        self.workload: I32 = self._either(wcode, inv, cd, self.code(""))
-        self.endpoint: I32 = self._either(ecode, inv, cd, self.code(""))
+        ci, cc = combo[inv], combo[cd]
+        self.type: I32 = np.concatenate([lt[cc], np.full(self.n - nd, info, np.int32)])
+        self.process_code: I32 = lp[ci]
+        self.f: I32 = lf[ci]
+        self.workload: I32 = self._either(lw[ci], lw[cc], self.code(""))
+        self.endpoint: I32 = self._either(le[ci], le[cc], self.code(""))
         # node: the completion's, else the invoke's (never completed: the invoke's)
-        node = ncode[inv]
-        cn = ncode[cd]
+        node = ln[ci]
+        cn = ln[cc]
         none = self.code(None)
         node[:nd] = np.where(cn == none, node[:nd], cn) if none >= 0 else cn
         self.node: I32 = node
@@ -124,7 +128,6 @@ class Columns:
                 where[m] = self.endpoint[m]
         self.where: I32 = where
         self.ok: Bools = self.type == self.code("ok")
-        self._client_nodes = ncode[client]
 
     # --- construction helpers ------------------------------------------------------------
 
@@ -135,12 +138,13 @@ class Columns:
             self.names.append(name)
         return self._codes[name]
 
-    def _either(self, codes: I32, inv: I64, cd: I64, empty: int) -> I32:
+    @staticmethod
+    def _either(at_inv: I32, at_comp: I32, empty: int) -> I32:
         """The invoke's field, else (when it is empty) the completion's."""
-        out = codes[inv]
+        out = at_inv.copy()
         if empty >= 0:
-            head = out[: len(cd)]
-            out[: len(cd)] = np.where(head == empty, codes[cd], head)
+            head = out[: len(at_comp)]
+            out[: len(at_comp)] = np.where(head == empty, at_comp, head)
         return out
 
     @staticmethod
@@ -268,11 +272,6 @@ class Columns:
         h = self.history
         return [h[c].error_msg if c >= 0 else "no completion recorded"
                 for c in self.comp[sel].tolist()]  # fmt: skip
-
-    @cached_property
-    def client_nodes(self) -> set[Any]:
-        """Every node named by a client record (invokes, completions, orphans)."""
-        return {self.names[c] for c in np.unique(self._client_nodes).tolist()}
 
     def of_f(self, names: Any) -> I64:
         """Positions (in order) of the operations whose ``f`` is one of ``names``."""
