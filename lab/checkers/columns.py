@@ -31,9 +31,8 @@ I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 Bools = npt.NDArray[np.bool_]
 
-_FEW = attrgetter("process", "type", "f", "workload", "endpoint", "node")
+_FEW = attrgetter("process", "type", "f", "workload", "endpoint", "node", "error")
 _TIME = attrgetter("time")
-_ERROR = attrgetter("error")
 _KEY = attrgetter("key")
 _VALUE = attrgetter("value")
 
@@ -59,15 +58,16 @@ class Columns:
         enc = self._codes = _Codes()
         size = len(history)
         # one pass over the records (in C) for the fields with few values: each distinct
-        # (process, type, f, workload, endpoint, node) gets a code, then each field its own
+        # (process, type, f, workload, endpoint, node, error) gets a code, then each field its
+        # own
         combos = _Codes()
         combo = np.fromiter(map(combos.__getitem__, map(_FEW, history)), np.int32, size)
         self._time = time = np.fromiter(map(_TIME, history), np.int64, size)
         table = list(combos)
         get = enc.__getitem__
         # per field, combination -> the field's code (taken at the records that need it)
-        lp, lt, lf, lw, le, ln = (np.array([get(t[i]) for t in table], np.int32)
-                                  for i in range(6))  # fmt: skip
+        lp, lt, lf, lw, le, ln, lerr = (np.array([get(t[i]) for t in table], np.int32)
+                                        for i in range(7))  # fmt: skip
         self.names: list[Any] = list(enc)
         # every node a client record names (each combination is some record's)
         self.client_nodes: set[Any] = {t[5] for t in table if t[0] != NEMESIS}
@@ -128,6 +128,9 @@ class Columns:
                 where[m] = self.endpoint[m]
         self.where: I32 = where
         self.ok: Bools = self.type == self.code("ok")
+        # the completion's error (never completed: None)
+        self.error: I32 = np.concatenate([lerr[cc], np.full(self.n - nd, self._code_of(None),
+                                                             np.int32)])
 
     # --- construction helpers ------------------------------------------------------------
 
@@ -239,22 +242,8 @@ class Columns:
 
     def errors(self, sel: I64) -> list[int | None]:
         """``Completed.error`` at the positions (None: never completed)."""
-        if "error" in self.__dict__:  # the column, when some checker read it
-            names = self.names
-            return [names[c] for c in self.error[sel].tolist()]
-        h = self.history
-        return [h[c].error if c >= 0 else None for c in self.comp[sel].tolist()]
-
-    @cached_property
-    def error(self) -> I32:
-        """``Completed.error`` as codes (None: never completed), read on first use."""
-        get = self._codes.__getitem__
-        h = self.history
-        done = np.fromiter(map(get, map(_ERROR, map(h.__getitem__, self.comp[: self.n_done]
-                                                     .tolist()))), np.int32, self.n_done)
-        self.names.extend(list(self._codes)[len(self.names):])
-        none = self._code_of(None)
-        return np.concatenate([done, np.full(self.n - self.n_done, none, np.int32)])
+        names = self.names
+        return [names[c] for c in self.error[sel].tolist()]
 
     def f_positions(self, names: Any) -> I64:
         """Positions of the operations whose ``f`` is one of ``names``, as ``by_f`` has them:

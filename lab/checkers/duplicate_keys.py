@@ -48,9 +48,7 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     per_node: dict[tuple[str, str], Dups] = {}
     col = ctx.columns(history)
     writes = col.f_positions(WRITE_FS)
-    errors = col.errors(writes)
-    dup = writes[np.fromiter((e is not None and e in DUPLICATE_KEY_CODES for e in errors),
-                             np.bool_, len(errors))]
+    dup = writes[np.isin(col.error[writes], col.codes(DUPLICATE_KEY_CODES))]
     for (wc, ec), g in col.groups(col.workload, col.where, sel=writes):
         per_node[(col.name(wc), col.name(ec))] = Dups(attempts=len(g))
     # in the order of the writes (``by_f``'s): the keys listed are the first ones
