@@ -307,10 +307,11 @@ class SearchItem(_RunsItem):
         except Interrupted as e:
             raise KeyboardInterrupt(str(e)) from None
         runs = sum(p.runs for p in found.points)
+        h, f = found.holds, found.fails
         line = (f"{self.shown}: '{target}' flips over {s.knob} between {render(found.low, kind)} "
-                f"(holds: {found.holds.failures} of {found.holds.runs} failed) and "
-                f"{render(found.high, kind)} (fails: {found.fails.failures} of "
-                f"{found.fails.runs}); {len(found.points)} values, {runs} runs: "
+                f"and {render(found.high, kind)}: holds at {render(h.value, kind)} ({h.failures} "
+                f"of {h.runs} runs failed), fails at {render(f.value, kind)} ({f.failures} of "
+                f"{f.runs}); {len(found.points)} values, {runs} runs: "
                 f"{', '.join(t.run_id for p in found.points for t in p.trials)}")
         self.user_properties.append(("lab_search", line))
         self.config.stash[_SEARCHES].append(line)
