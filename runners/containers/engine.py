@@ -98,6 +98,35 @@ def host_label() -> str:
     return socket.gethostname()
 
 
+# Every container's open-file and process limits, given in its create call (as the private
+# service's containers.conf gives them): an engine started plainly (`podman system service
+# tcp://...`) would give rootful containers nofile 1048576, which a host whose hard limit is
+# lower refuses ("error setting rlimit type 7: operation not permitted").
+ULIMITS = {"nofile": 20000, "nproc": 32768}
+
+
+def limits() -> dict[str, Any]:
+    """The ``ulimits`` argument of a container's create call (``ULIMITS``)."""
+    from docker.types import Ulimit
+
+    return {"ulimits": [Ulimit(name=k, soft=v, hard=v) for k, v in ULIMITS.items()]}
+
+
+def start_container(tc: Any, what: str, url: str) -> Any:
+    """Start a testcontainers container; an engine that refuses says why in one line
+    (``ComponentError``: what it lacks, e.g. an rlimit or a runtime), never a traceback.
+    Returns the engine's container object."""
+    import docker.errors
+
+    try:
+        tc.start()
+    except docker.errors.APIError as e:
+        reason = " ".join(str(e.explanation or e).split())
+        raise ComponentError(what, f"the container engine ({url}) could not start it: "
+                             f"{reason}") from None
+    return tc.get_wrapped_container()
+
+
 def run_labels(run_id: str, run_dir: Path | None = None) -> dict[str, str]:
     labels = {LABEL_RUN: run_id, LABEL_HOST: host_label()}
     if run_dir is not None:
@@ -155,6 +184,7 @@ class Engine:
     local: bool  # the engine runs on this machine (nsenter, /proc, its files are reachable)
     address: str = "127.0.0.1"  # where containers' ports are published and the lab reaches them
     service: int | None = None
+    host_net: bool = False  # the host's network was recorded for this run: put back after it
     socket_path: Path | None = None
     conf: Path | None = None
     info: dict[str, Any] = field(default_factory=dict)
@@ -206,7 +236,10 @@ def connect(run: Run) -> Engine:
             client.ping()
         except Exception as e:  # noqa: BLE001 - any failure: the engine is not there
             raise ComponentError("container engine", f"{url} does not answer: {e}") from None
-        return Engine(url, client, local=is_local_url(url), address=publish_address())
+        local = is_local_url(url)
+        if local:  # an engine on this machine changes its network as the lab's own does
+            HostNetState.remember(run.dir)
+        return Engine(url, client, local=local, address=publish_address(), host_net=local)
     HostNetState.remember(run.dir)
     sock = run.dir / "podman.sock"
     conf = write_containers_conf()
@@ -214,7 +247,8 @@ def connect(run: Run) -> Engine:
     run.record(proc.pid, SERVICE_NAME)
     url = f"unix://{sock}"
     client = docker_client(url)
-    return Engine(url, client, local=True, service=proc.pid, socket_path=sock, conf=conf)
+    return Engine(url, client, local=True, service=proc.pid, host_net=True, socket_path=sock,
+                  conf=conf)
 
 
 def start_service(sock: Path, conf: Path, log_path: Path) -> subprocess.Popen[bytes]:

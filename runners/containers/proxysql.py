@@ -162,6 +162,7 @@ class ContainerProxySQL(ContainerPart, ProxySQL):
             self.image, docker_client_kw=self.engine.client_kw,
             name=f"lab-{self.run.id}-{NAME}", network=self.network, network_aliases=[NAME],
             init=True, hostname=NAME, labels=engines.run_labels(self.run.id, self.run.dir),
+            **engines.limits(),
             entrypoint=["proxysql"],
         )
         # no --initial: the datadir is new in a new container (the cnf is read), and a
@@ -170,8 +171,7 @@ class ContainerProxySQL(ContainerPart, ProxySQL):
         tc.with_copy_into_container(self.config_text().encode(), CONFIG_PATH)
         for port in (self.admin_port, self.writer_port, self.reader_port):
             tc.ports[f"{port}/tcp"] = (self.engine.address, port)  # type: ignore[assignment]
-        tc.start()
-        self.container = tc.get_wrapped_container()
+        self.container = engines.start_container(tc, "proxysql (container)", self.engine.url)
 
     def _alive(self) -> bool:
         return self.running()

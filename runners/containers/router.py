@@ -103,6 +103,7 @@ class ContainerHAProxy(ContainerPart, HAProxy):
                  "LAB_ADMIN_PASSWORD": self.admin_creds.password},
             name=f"lab-{self.run.id}-{NAME}", network=self.network, network_aliases=[NAME],
             init=True, hostname=NAME, labels=engines.run_labels(self.run.id, self.run.dir),
+            **engines.limits(),
             cap_add=["NET_ADMIN"], entrypoint=["/bin/sh", "-c"],
         )
         tc.with_command([agent_command(self.backends, self.writers, self.readers,
@@ -112,8 +113,7 @@ class ContainerHAProxy(ContainerPart, HAProxy):
         host = self.engine.address
         tc.ports[f"{WRITER_PORT}/tcp"] = (host, self.published[0])  # type: ignore[assignment]
         tc.ports[f"{READER_PORT}/tcp"] = (host, self.published[1])  # type: ignore[assignment]
-        tc.start()
-        self.container = tc.get_wrapped_container()
+        self.container = engines.start_container(tc, "haproxy (container)", self.engine.url)
         wait_until(lambda: bool(self.stat()), 10, "answering on its admin socket", "haproxy",
                    None, alive=self.running)
 

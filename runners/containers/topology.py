@@ -518,12 +518,13 @@ class ContainerTopology(NodePrimitives):
             self.user_images[self._node_images()[p.name]],
             docker_client_kw=self.engine.client_kw, name=container_name(self.run.id, p.name),
             network=self.network, network_aliases=[p.name], init=True, hostname=p.name,
-            labels=self._labels(), cap_add=["NET_ADMIN"], entrypoint=["/bin/sh", START_SCRIPT])
+            labels=self._labels(), cap_add=["NET_ADMIN"], entrypoint=["/bin/sh", START_SCRIPT],
+            **engines.limits())
         tc.with_copy_into_container(START_SCRIPT_TEXT.encode(), START_SCRIPT, mode=0o755)
         tc.with_copy_into_container("".join(f"{a}\n" for a in args).encode(), ARGS_PATH)
         tc.ports[f"{MONGO_PORT}/tcp"] = (self.engine.address, p.port)  # type: ignore[assignment]
-        tc.start()
-        return ContainerMongoNode(self.run, p, tc.get_wrapped_container(), self.engine,
+        container = engines.start_container(tc, f"node {p.name}", self.engine.url)
+        return ContainerMongoNode(self.run, p, container, self.engine,
                                   replset_name(self.run.id), p.config)
 
     def _router_image(self) -> list[str]:
@@ -617,6 +618,7 @@ class ContainerTopology(NodePrimitives):
             # init: a stop is the server's shutdown, not a 10 s wait for a PID 1 that ignores
             # SIGTERM; NET_ADMIN: iptables inside the node (partitions between named nodes)
             init=True, hostname=p.name, labels=self._labels(), cap_add=["NET_ADMIN"], **extra,
+            **engines.limits(),
         )
         if p.image is not None:
             tc.with_copy_into_container(images.ENTRYPOINT.read_bytes(), USER_ENTRYPOINT,
@@ -629,8 +631,8 @@ class ContainerTopology(NodePrimitives):
             tc.with_copy_into_container(b"--wsrep-new-cluster\n", START_OPTIONS)
         # published on the loopback only (testcontainers' with_bind_ports takes no address)
         tc.ports[f"{SERVER_PORT}/tcp"] = (self.engine.address, p.port)  # type: ignore[assignment]
-        tc.start()
-        node = ContainerNode(self.run, p, self.admin, tc.get_wrapped_container(), self.engine)
+        container = engines.start_container(tc, f"node {p.name}", self.engine.url)
+        node = ContainerNode(self.run, p, self.admin, container, self.engine)
         node.host_datadir = mounts.get("data")
         node.host_binlog_dir = mounts.get("binlog")
         return node
@@ -908,5 +910,6 @@ class ContainerTopology(NodePrimitives):
             eng.close()
             if service is not None:
                 self.run.forget(service)
+            if eng.host_net:  # the lab's service, or an engine the user runs on this machine
                 engines.HostNetState.release(self.run.dir)
         return time.monotonic() - t0

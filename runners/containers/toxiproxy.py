@@ -76,6 +76,7 @@ class ContainerToxiproxy(ContainerPart, Toxiproxy):
             self.image, docker_client_kw=self.engine.client_kw,
             name=f"lab-{self.run.id}-{NAME}", network=self.network, network_aliases=[NAME],
             init=True, hostname=NAME, labels=engines.run_labels(self.run.id, self.run.dir),
+            **engines.limits(),
             entrypoint=[BINARY_PATH],
         )
         tc.with_command(["-host", "0.0.0.0", "-port", str(API_PORT)])
@@ -84,8 +85,7 @@ class ContainerToxiproxy(ContainerPart, Toxiproxy):
         tc.ports[f"{API_PORT}/tcp"] = (host, self.api_port)  # type: ignore[assignment]
         for port in self.published:
             tc.ports[f"{port}/tcp"] = (host, port)  # type: ignore[assignment]
-        tc.start()
-        self.container = tc.get_wrapped_container()
+        self.container = engines.start_container(tc, "toxiproxy (container)", self.engine.url)
         try:
             wait_until(lambda: self._call("GET", "/version") is not None, 15,
                        "answering its API", "toxiproxy (container)", None, alive=self.running)

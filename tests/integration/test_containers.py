@@ -411,7 +411,9 @@ experiment "ctr-remote" {
 
 def test_an_engine_named_by_docker_host_through_its_api_only(tmp_path: Path) -> None:
     """The one switch: an engine named by LAB_DOCKER_HOST — podman's TCP API on the loopback,
-    taken as another machine's (LAB_ENGINE_REMOTE=1: nothing of it is read from this machine).
+    started with the plain command the docs give; first as this machine's engine (the host's
+    network is put back after the run), then taken as another machine's (LAB_ENGINE_REMOTE=1:
+    nothing of it is read from this machine).
     Everything goes through the API: the image, the containers, pause, kill and start, a cut
     inside a node (exec), toxiproxy's container and a cpu limit (podman's update); the pause
     is measured as natively. What needs the engine's machine (the page cache) is refused
@@ -422,24 +424,25 @@ def test_an_engine_named_by_docker_host_through_its_api_only(tmp_path: Path) -> 
     from lab.store import Store
     from runners.containers.engine import (
         HostNetState,
-        podman_env,
         stop_service,
-        write_containers_conf,
     )
     from runners.runtime import Run
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    holder = Run(experiment="remote-engine")  # the service's record, and the host's user
-    HostNetState.remember(holder.dir)
+    before = _host_state()
+    holder = Run(experiment="remote-engine")  # the service's record
     log = open(holder.dir / "podman-tcp.log", "ab")
+    # the plain command docs/scale-out.md gives: none of the lab's containers.conf
     service = subprocess.Popen(["podman", "system", "service", "--time=0",
                                 f"tcp://127.0.0.1:{port}"], stdout=log, stderr=log,
-                               env=podman_env(write_containers_conf()), start_new_session=True)
+                               start_new_session=True)
     holder.record(service.pid, "podman service (tcp)")
-    env = dict(os.environ, LAB_DOCKER_HOST=f"tcp://127.0.0.1:{port}", LAB_ENGINE_REMOTE="1",
-               LAB_HOME=str(tmp_path / "home"))
+    local = dict(os.environ, LAB_DOCKER_HOST=f"tcp://127.0.0.1:{port}",
+                 LAB_HOME=str(tmp_path / "home"))
+    local.pop("LAB_ENGINE_REMOTE", None)
+    env = dict(local, LAB_ENGINE_REMOTE="1")
     try:
         deadline = time.monotonic() + 30
         while subprocess.run(["curl", "-sf", f"http://127.0.0.1:{port}/_ping"],
@@ -448,6 +451,14 @@ def test_an_engine_named_by_docker_host_through_its_api_only(tmp_path: Path) -> 
             time.sleep(0.2)
         exp = tmp_path / "ctr-remote.exp"
         exp.write_text(REMOTE)
+        # an engine on this machine: its changes to the host's network are put back after
+        # the run, as for the lab's own engine (ip_forward, the NETAVARK chains)
+        out = subprocess.run([*LAB, "run", str(exp)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=300, env=local)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        assert _host_state() == before
+        # taken as another machine's from here: the test holds the host's network for it
+        HostNetState.remember(holder.dir)
         out = subprocess.run([*LAB, "run", str(exp), "--json"], cwd=ROOT, capture_output=True,
                              text=True, timeout=300, env=env)
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

@@ -306,3 +306,65 @@ def test_remove_labelled_asks_with_the_run_and_its_directory_label() -> None:
     engine.remove_labelled(client, dead)
     assert removed == ["c1", "n1"]
     assert ("r1", "%2Ftmp%2Fr1") in asked and ("r2", None) in asked
+
+
+def test_an_engine_that_refuses_a_container_says_why_in_one_line() -> None:
+    """A plain `podman system service` refused the lab's containers with a traceback ending in
+    "error setting rlimit type 7"; an engine's refusal is a ComponentError naming the part and
+    the engine, on one line."""
+    import docker.errors
+
+    from runners.containers import engine as engines
+    from runners.errors import ComponentError
+
+    class Refused:
+        def start(self) -> None:
+            raise docker.errors.APIError(
+                "500 Server Error", explanation="runc create failed:\n error setting rlimit "
+                "type 7: operation not permitted: OCI permission denied")
+
+    with pytest.raises(ComponentError) as e:
+        engines.start_container(Refused(), "node db1", "tcp://127.0.0.1:2375")
+    assert e.value.component == "node db1"
+    assert "\n" not in e.value.message
+    assert e.value.message == ("the container engine (tcp://127.0.0.1:2375) could not start it: "
+                               "runc create failed: error setting rlimit type 7: operation not "
+                               "permitted: OCI permission denied")
+
+
+def test_every_container_asks_for_the_open_file_limit_it_needs() -> None:
+    """Given in the create call, not left to the engine's defaults (a plain rootful podman gives
+    nofile 1048576, which a host with a lower hard limit refuses)."""
+    from runners.containers import engine as engines
+
+    got = {u["Name"]: (u["Soft"], u["Hard"]) for u in engines.limits()["ulimits"]}
+    assert got == {"nofile": (20000, 20000), "nproc": (32768, 32768)}
+    for f in ("topology.py", "proxysql.py", "router.py", "toxiproxy.py"):
+        text = (Path("runners/containers") / f).read_text()
+        assert text.count("DockerContainer(") == text.count("**engines.limits()"), f
+        assert "tc.start()" not in text, f  # started through engines.start_container
+
+
+@pytest.mark.parametrize(("remote", "recorded"), [("", True), ("1", False)])
+def test_an_engine_on_this_machine_has_the_hosts_network_recorded_and_put_back(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, remote: str, recorded: bool) -> None:
+    """An engine the user runs on this machine (podman's TCP API on the loopback) changes the
+    host's network as the lab's own does: the run registers it (put back at teardown and by
+    lab gc); an engine taken as another machine's does not."""
+    from types import SimpleNamespace
+
+    from runners.containers import engine as engines
+
+    class Client:
+        def ping(self) -> bool:
+            return True
+
+    remembered: list[Path | None] = []
+    monkeypatch.setenv("LAB_DOCKER_HOST", "tcp://127.0.0.1:2375")
+    monkeypatch.setenv("LAB_ENGINE_REMOTE", remote)
+    monkeypatch.setattr(engines, "docker_client", lambda url: Client())
+    monkeypatch.setattr(engines.HostNetState, "remember",
+                        classmethod(lambda cls, run_dir=None: remembered.append(run_dir)))
+    eng = engines.connect(SimpleNamespace(dir=tmp_path))  # type: ignore[arg-type]
+    assert eng.host_net is recorded and eng.local is recorded
+    assert remembered == ([tmp_path] if recorded else [])
