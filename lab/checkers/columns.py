@@ -208,37 +208,38 @@ class Columns:
         return [Completed(get(i), get(c) if c >= 0 else None)
                 for i, c in zip(inv, comp, strict=True)]
 
-    def _pick(self, sel: I64, attr: str) -> list[Any]:
-        """``Completed.<attr>`` for key and value: the completion's, else the invoke's."""
-        h = self.history
-        out = []
-        for i, c in zip(self.inv[sel].tolist(), self.comp[sel].tolist(), strict=True):
-            v = getattr(h[c], attr) if c >= 0 else None
-            out.append(v if v is not None else getattr(h[i], attr))
-        return out
+    @cached_property
+    def _keys(self) -> npt.NDArray[np.object_]:
+        """Every record's key (one pass in C, on first use)."""
+        return np.fromiter(map(_KEY, self.history), object, len(self.history))
+
+    @cached_property
+    def _values(self) -> npt.NDArray[np.object_]:
+        """Every record's value (one pass in C, on first use)."""
+        return np.fromiter(map(_VALUE, self.history), object, len(self.history))
+
+    def _pick(self, every: npt.NDArray[np.object_], sel: I64) -> list[Any]:
+        """A field of ``Completed`` at the positions: the completion's, else (None) the
+        invoke's."""
+        comp = self.comp[sel]
+        inv = self.inv[sel]
+        got = every[np.where(comp >= 0, comp, inv)]
+        none = np.flatnonzero(got == None)  # noqa: E711 - elementwise, on an object array
+        if len(none):
+            got[none] = every[inv[none]]
+        return got.tolist()  # type: ignore[no-any-return]
 
     def keys_values(self, sel: I64) -> tuple[list[Any], list[Any]]:
-        """``keys(sel)`` and ``values(sel)``: the completion's, else (None) the invoke's."""
-        h = self.history
-        get = h.__getitem__
-        comp = self.comp[sel].tolist()
-        inv = self.inv[sel].tolist()
-        ops = list(map(get, [c if c >= 0 else i for i, c in zip(inv, comp, strict=True)]))
-        ks = list(map(_KEY, ops))
-        vs = list(map(_VALUE, ops))
-        for xs, field in ((ks, _KEY), (vs, _VALUE)):
-            if None in xs:  # the invoke's, where the completion has none
-                for j in [j for j, x in enumerate(xs) if x is None]:
-                    xs[j] = field(h[inv[j]])
-        return ks, vs
+        """``keys(sel)`` and ``values(sel)``."""
+        return self._pick(self._keys, sel), self._pick(self._values, sel)
 
     def keys(self, sel: I64) -> list[Any]:
         """``Completed.key`` at the positions: the completion's, else the invoke's."""
-        return self._pick(sel, "key")
+        return self._pick(self._keys, sel)
 
     def values(self, sel: I64) -> list[Any]:
         """``Completed.value`` at the positions: the completion's, else the invoke's."""
-        return self._pick(sel, "value")
+        return self._pick(self._values, sel)
 
     def errors(self, sel: I64) -> list[int | None]:
         """``Completed.error`` at the positions (None: never completed)."""
