@@ -218,7 +218,7 @@ class Columns:
         """Every record's value (one pass in C, on first use)."""
         return np.fromiter(map(_VALUE, self.history), object, len(self.history))
 
-    def _pick(self, every: npt.NDArray[np.object_], sel: I64) -> list[Any]:
+    def _pick(self, every: npt.NDArray[np.object_], sel: I64) -> npt.NDArray[np.object_]:
         """A field of ``Completed`` at the positions: the completion's, else (None) the
         invoke's."""
         comp = self.comp[sel]
@@ -227,19 +227,25 @@ class Columns:
         none = np.flatnonzero(got == None)  # noqa: E711 - elementwise, on an object array
         if len(none):
             got[none] = every[inv[none]]
-        return got.tolist()  # type: ignore[no-any-return]
+        return got
 
     def keys_values(self, sel: I64) -> tuple[list[Any], list[Any]]:
         """``keys(sel)`` and ``values(sel)``."""
+        k, v = self.key_value_arrays(sel)
+        return k.tolist(), v.tolist()
+
+    def key_value_arrays(self, sel: I64) -> tuple[npt.NDArray[np.object_],
+                                                  npt.NDArray[np.object_]]:
+        """``keys(sel)`` and ``values(sel)`` as object arrays."""
         return self._pick(self._keys, sel), self._pick(self._values, sel)
 
     def keys(self, sel: I64) -> list[Any]:
         """``Completed.key`` at the positions: the completion's, else the invoke's."""
-        return self._pick(self._keys, sel)
+        return self._pick(self._keys, sel).tolist()  # type: ignore[no-any-return]
 
     def values(self, sel: I64) -> list[Any]:
         """``Completed.value`` at the positions: the completion's, else the invoke's."""
-        return self._pick(self._values, sel)
+        return self._pick(self._values, sel).tolist()  # type: ignore[no-any-return]
 
     def errors(self, sel: I64) -> list[int | None]:
         """``Completed.error`` at the positions (None: never completed)."""

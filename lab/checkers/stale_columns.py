@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from lab.checkers.columns import I64, Bools, Columns, group_rows
 from lab.history import READ_FS, REREAD_FS, WRITE_FS, Completed
@@ -69,8 +70,8 @@ class Gathered:
     """The ok reads and polls of the history (rows, in ``by_f``'s order)."""
 
     pos: I64  # their positions in the columns
-    keys: list[Any]
-    values: list[Any]
+    keys: npt.NDArray[np.object_]
+    values: npt.NDArray[np.object_]
     nodes: dict[str, dict[str, NodeLooks]]
     order: list[str]  # the workloads, as stale_reads lists them
 
@@ -83,23 +84,22 @@ def gather(col: Columns, version: Any) -> Gathered | None:
     pos = col.f_positions(READ_FS | REREAD_FS)
     pos = pos[col.ok[pos]]
     n = len(pos)
-    keys, values = col.keys_values(pos)
+    keys, values = col.key_value_arrays(pos)
     tk, tv = set(map(type, keys)), set(map(type, values))
     if not tk <= {int, type(None)}:
         return None
     try:
-        has_key = (np.fromiter((k is not None for k in keys), np.bool_, n)
-                   if type(None) in tk else np.ones(n, np.bool_))  # fmt: skip
-        key = np.fromiter((0 if k is None else k for k in keys), np.int64, n)
+        has_key = keys != None  # noqa: E711 - elementwise
+        key = np.where(has_key, keys, 0).astype(np.int64)
         poll = (np.fromiter((isinstance(v, list) for v in values), np.bool_, n)
                 if tv - {int, type(None)} else np.zeros(n, np.bool_))  # fmt: skip
-        vnone = np.fromiter((v is None for v in values), np.bool_, n)
+        vnone = values == None  # noqa: E711 - elementwise
         if tv <= {int, type(None)}:
-            seen = np.fromiter((NOTHING_SEEN if v is None else v for v in values), np.int64, n)
+            seen = np.where(vnone, NOTHING_SEEN, values).astype(np.int64)
             has_seen = np.ones(n, np.bool_)
         else:
             raw = [None if p else seen_of(v, version)
-                   for p, v in zip(poll.tolist(), values, strict=True)]  # fmt: skip
+                   for p, v in zip(poll.tolist(), values.tolist(), strict=True)]  # fmt: skip
             has_seen = np.fromiter((x is not None for x in raw), np.bool_, n)
             seen = np.fromiter((0 if x is None else x for x in raw), np.int64, n)
     except OverflowError:
@@ -169,6 +169,51 @@ def write_pairs(col: Columns, workloads: set[str], version: Any
         else:
             lst.append((ack[j], v))
     return out
+
+
+Pairs = dict[Any, list[tuple[int, int]]]
+
+
+def write_arrays(col: Columns, workloads: set[str]
+                 ) -> tuple[dict[str, dict[int, KeyArrays]], dict[str, Pairs]] | None:
+    """``write_pairs`` made with arrays: per workload, ``key_arrays`` per key, or (a workload
+    with more than ``MANY_KEYS`` keys, for the per-object path) its pairs. None unless every
+    key and value (of the writes with both) is an int within 64 bits (then ``write_pairs``)."""
+    pos = col.f_positions(WRITE_FS)
+    pos = pos[col.ok[pos] & np.isin(col.workload[pos], col.codes(workloads))]
+    keys, values = col.key_value_arrays(pos)
+    # a write without a key, or without a value (no version), is left out
+    keep = (keys != None) & (values != None)  # noqa: E711 - elementwise
+    keys, values = keys[keep], values[keep]
+    if not set(map(type, keys)) <= {int} or not set(map(type, values)) <= {int}:
+        return None
+    try:
+        k = keys.astype(np.int64)
+        v = values.astype(np.int64)
+    except OverflowError:
+        return None
+    wl = col.workload[pos][keep]
+    ack = col.end[pos][keep]
+    arrays: dict[str, dict[int, KeyArrays]] = {}
+    many: dict[str, Pairs] = {}
+    for (wc,), rows in group_rows(wl):
+        o = rows[np.lexsort((v[rows], ack[rows], k[rows]))]  # by key, then ack, then version
+        ks = k[o]
+        cuts = (np.flatnonzero(ks[1:] != ks[:-1]) + 1).tolist()
+        if len(cuts) + 1 > MANY_KEYS:
+            pairs: Pairs = {}
+            for key, a, ver in zip(ks.tolist(), ack[o].tolist(), v[o].tolist(), strict=True):
+                pairs.setdefault(key, []).append((a, ver))
+            many[col.name(wc)] = pairs
+            continue
+        per_key: dict[int, KeyArrays] = {}
+        for a, b in zip([0, *cuts], [*cuts, len(o)], strict=True):
+            acks, versions = ack[o[a:b]], v[o[a:b]]
+            monotonic = bool(np.all(versions[1:] >= versions[:-1]))
+            per_key[int(ks[a])] = KeyArrays(acks, versions, np.maximum.accumulate(versions),
+                                            monotonic)
+        arrays[col.name(wc)] = per_key
+    return arrays, many
 
 
 @dataclass(slots=True)

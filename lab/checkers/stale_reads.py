@@ -145,7 +145,8 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     g = sc.gather(col, version)
     if g is None:
         return _check_objects(history, ctx)
-    write_pairs = sc.write_pairs(col, set(g.nodes), version)
+    fast = sc.write_arrays(col, set(g.nodes))
+    write_pairs = sc.write_pairs(col, set(g.nodes), version) if fast is None else fast[1]
 
     subjects: dict[str, dict[str, Any]] = {}
     total = Tally()
@@ -153,7 +154,8 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     for workload in g.order:
         by_node = g.nodes[workload]
         pairs = write_pairs.get(workload, {})
-        arrays = _arrays(pairs)
+        arrays = _arrays(pairs) if fast is None else (
+            None if workload in fast[1] else fast[0].get(workload, {}))
         keys = {k: KeyWrites.build(list(p)) for k, p in pairs.items()} if arrays is None else {}
         tally = Tally()
         vis_all: list[int] = []

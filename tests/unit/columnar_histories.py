@@ -23,6 +23,7 @@ from lab.history import NEMESIS, Op, Sample
 NS = 1_000_000_000
 GOLDEN = Path(__file__).parent / "data" / "checkers_golden.json"
 SEEDS = range(24)
+INT_SEEDS = range(100, 112)
 
 WORKLOADS = {
     "probe_w": WorkloadInfo("probe", ("router.writer",)),
@@ -38,7 +39,9 @@ NODES = ["db1", "db2", "db3"]
 ERRORS = [None, 1062, 2013, 2003, 1213, 11000, -2003, 1205]
 
 
-def random_run(seed: int) -> tuple[list[Op], CheckContext]:
+def random_run(seed: int, ints_only: bool = False) -> tuple[list[Op], CheckContext]:
+    """A random run; ``ints_only``: every key and written value an int (the checkers' arrays
+    take that case whole)."""
     rnd = random.Random(seed)
     load_s = rnd.choice([5, 12, 30])
     n_proc = rnd.randint(2, 9)
@@ -64,12 +67,13 @@ def random_run(seed: int) -> tuple[list[Op], CheckContext]:
             if f in ("write", "insert") and key is not None:
                 v = versions.get((w, key), 0) + 1
                 versions[(w, key)] = v
-                value = rnd.choice([v, v, v, str(v), None, float(v)])
+                value = v if ints_only else rnd.choice([v, v, v, str(v), None, float(v)])
             elif f == "poll":
                 value = [[rnd.randint(0, 12), rnd.choice([None, rnd.randint(0, 6)])]
                          for _ in range(rnd.randint(0, 3))]  # fmt: skip
             elif f == "read":
-                value = rnd.choice([None, rnd.randint(0, 6), str(rnd.randint(0, 6)), "x"])
+                value = rnd.choice([None, rnd.randint(0, 6)] if ints_only else
+                                   [None, rnd.randint(0, 6), str(rnd.randint(0, 6)), "x"])
             ti = round(t * NS) if rnd.random() > 0.05 else round(round(t, 1) * NS)
             inv_w = w if rnd.random() > 0.03 else ""
             put(Op("invoke", f, p, ti, inv_w, ep, node if rnd.random() < 0.3 else None, key,
@@ -151,5 +155,6 @@ def runs() -> dict[str, tuple[list[Op], CheckContext]]:
     from bench_checkers import build  # type: ignore[import-not-found]
 
     out = {f"random-{s}": random_run(s) for s in SEEDS}
+    out.update({f"ints-{s}": random_run(s, ints_only=True) for s in INT_SEEDS})
     out.update({f"bench-{s}": build(3000, seed=s) for s in (1, 2)})
     return out

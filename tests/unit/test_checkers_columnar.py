@@ -41,7 +41,8 @@ def test_columns_pair_the_history_as_pair_ops_does(name: str) -> None:
             b.inv, b.comp, b.type, b.workload, b.endpoint, b.node, b.key, b.value)
 
 
-@pytest.mark.parametrize("name", ["random-3", "random-6", "random-18", "bench-1"])
+@pytest.mark.parametrize("name", ["random-3", "random-6", "random-18", "ints-100", "ints-101",
+                                  "bench-1"])
 def test_stale_reads_per_object_path_gives_the_same(name: str,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A workload whose reads touch very many keys goes the per-object way: same figures."""
