@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.store import read_fallback
+
 from .conftest import ROOT, our_processes, require
 
 LAB = [sys.executable, "-m", "lab.cli"]
@@ -95,6 +97,58 @@ def test_disk_fills_mid_run(small_home: Path) -> None:
         (status,) = c.execute("select status from runs").fetchone()
     assert status in ("abandoned", "error")
     assert _ops(db) >= 500  # what was stored before the disk filled is still there
+    # the cell stopped early: its expectations are measured and judged on none of it
+    assert "UNKNOWN" in out and "PASS" not in out and "FAIL" not in out, out
+    for fb in small_home.glob("results.db.*.fallback.jsonl"):  # when there was room for it
+        for run in [r for r in read_fallback(fb) if r["kind"] == "run"]:
+            exps = run["summary"]["cells"][0]["expectations"]
+            assert exps and [e["passed"] for e in exps] == [None] * len(exps)
+            assert all(e["explanation"].startswith("not judged: the cell was stopped by an "
+                                                   "error after ") for e in exps)  # fmt: skip
+
+
+def test_ctrl_c_mid_load_judges_nothing(tmp_path: Path) -> None:
+    """SIGINT (Ctrl-C) 3 s into a real load: exit 3, the run `interrupted`, each expectation
+    of its cell measured on the partial load and unknown, with the reason (issue 24 item 7)."""
+    require("mariadbd", "dbdeployer", "haproxy")
+    home = tmp_path / "home"
+    env = _env(home)
+    exp = _short_quickstart(tmp_path)
+    proc = subprocess.Popen([*LAB, "run", str(exp)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None and proc.stdout is not None
+    seen: list[str] = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.rstrip().endswith(": at 3s: kill db2"):
+            break
+    else:
+        pytest.fail(f"the load never reached 3 s: {''.join(seen)[-2000:]}")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 3, "".join(seen)[-2000:] + err[-2000:]
+    assert "Traceback" not in err
+    assert not our_processes()
+    with sqlite3.connect(home / "results.db") as c:
+        (rid, status) = c.execute("select id, status from runs").fetchone()
+        rows = c.execute("select text, passed, measured, explanation from expectations "
+                         "where run_id = ? order by position", [rid]).fetchall()  # fmt: skip
+    assert status == "interrupted"
+    assert len(rows) == 4 and [r[1] for r in rows] == [None] * 4, rows
+    for text, _, _, why in rows:
+        assert why.startswith("not judged: the cell was interrupted after "), (text, why)
+        assert "s of its 8 s load (its figures cover part of the cell only); on the load " \
+               "until then: " in why
+    assert any(r[2] is not None for r in rows)  # the partial figures are kept
+
+
+def _short_quickstart(tmp_path: Path) -> Path:
+    """The quickstart, shortened: 8 s of load, db2 killed at 3 s and started at 5 s."""
+    exp = tmp_path / "quickstart.exp"
+    exp.write_text((ROOT / "experiments/quickstart.exp").read_text()
+                   .replace("duration 30s", "duration 8s").replace("at 10s kill", "at 3s kill")
+                   .replace("at 20s start", "at 5s start").replace("at 21s wait", "at 6s wait"))
+    return exp
 
 
 PHASES = ["starting the topology", "preparing tables", "at 3s: kill db2",
@@ -107,10 +161,7 @@ def test_kill_9_in_each_phase(tmp_path: Path, phase: str) -> None:
     home = tmp_path / "home"
     db = home / "results.db"
     env = _env(home)
-    exp = tmp_path / "quickstart.exp"  # the quickstart, shortened: 8 s of load
-    exp.write_text((ROOT / "experiments/quickstart.exp").read_text()
-                   .replace("duration 30s", "duration 8s").replace("at 10s kill", "at 3s kill")
-                   .replace("at 20s start", "at 5s start").replace("at 21s wait", "at 6s wait"))
+    exp = _short_quickstart(tmp_path)
     proc = subprocess.Popen([*LAB, "run", str(exp)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
@@ -143,6 +194,11 @@ def test_kill_9_in_each_phase(tmp_path: Path, phase: str) -> None:
     assert summary["status"] == "abandoned"
     assert "is gone without finishing it" in summary["message"]
     assert _ops(db) >= ops_before  # what it recorded is kept
+    for cell in summary["cells"]:  # killed mid-run: lab show measures what it stored
+        if cell["operations"] and cell["status"] == "abandoned":
+            assert cell["measurements"].get("throughput"), cell
+            assert cell["expectations"] and all(e["passed"] is None
+                                                for e in cell["expectations"])  # fmt: skip
     runs = subprocess.run([*LAB, "runs"], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=60)  # fmt: skip
     assert "abandoned" in runs.stdout and "running" not in runs.stdout
