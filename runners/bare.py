@@ -1,9 +1,20 @@
 """Topologies dbdeployer cannot make with MariaDB: Galera clusters and two primaries
 replicating from each other. Each node is a plain ``mariadbd`` process the lab starts.
 
-Galera: node 1 bootstraps the cluster. To avoid a full state transfer per joiner (serial, ~4.5 s
-each), every node starts from a copy of one freshly installed data directory and a
-``grastate.dat`` carrying the same cluster UUID at seqno 0, so joiners need no transfer at all.
+Data directories come from the lab's cache of initialised ones (``runners.templates``): one
+``mariadb-install-db`` per server and settings, a copy per node (``LAB_TEMPLATES=off``: installed
+per node, as before).
+
+Galera without state transfers at bring-up: every node starts from the same freshly initialised
+data directory (node 1's, or the template's). Node 1 bootstraps a new cluster from a
+``grastate.dat`` with a new cluster UUID at seqno 0; each joiner in turn gets a ``grastate.dat``
+with that UUID at the cluster's position just before it starts (``wsrep_last_committed``: so far
+only configuration changes, no data), so it joins with no transfer at all — neither SST nor IST
+(its log says ``state transfer needed: no``). One joiner at a time: two joining at once sat in a
+non-primary view for 6–7 s (EVS). The lab's users are made on node 1 once every node is synced
+and reach the others as ordinary write sets. A later fault that needs a state transfer (a node
+behind the cluster's gcache, a wiped data directory) still gets a real one: the SST settings
+are the plan's.
 Running as root, the nodes run as the ``mysql`` user and their directories are chowned to it,
 because the rsync state-transfer daemon drops privileges.
 
@@ -23,15 +34,16 @@ import pwd
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable
+import uuid
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 
 import MySQLdb
 
-from dsl.owned import NODE_DIR_PATHS, RUNTIME
+from dsl.owned import NODE_DIR_PATHS, RUNTIME, normal_key
 from dsl.plan import PlannedNode
-from runners import cgroups
+from runners import cgroups, templates
 from runners.components import SPEC_BY_NAME, galera_provider, require
 from runners.errors import ComponentError
 from runners.mysql import Credentials, execute_all, wait_until
@@ -105,17 +117,23 @@ def server_runtime() -> dict[str, str]:
     return {"user": user} if user else {}
 
 
-def install_datadir(cfg: dict[str, str], cnf: Path, node_dir: Path) -> None:
+INSTALL_FLAGS = ("--auth-root-authentication-method=normal", "--skip-test-db")
+
+
+def _installer() -> str:
+    path = require("mariadbd").replace("/sbin/mariadbd", "/bin/mariadb-install-db")
+    if not Path(path).exists():
+        path = shutil.which("mariadb-install-db") or "mariadb-install-db"
+    return path
+
+
+def _install(cfg: dict[str, str], cnf: Path, node_dir: Path) -> None:
     Path(cfg["datadir"]).mkdir(parents=True, exist_ok=True)
     Path(cfg["tmpdir"]).mkdir(parents=True, exist_ok=True)
     user = _server_user()
     if user and user != "root":
         _chown_tree(node_dir, user)
-    cmd = [require("mariadbd").replace("/sbin/mariadbd", "/bin/mariadb-install-db"),
-           f"--defaults-file={cnf}", "--auth-root-authentication-method=normal",
-           "--skip-test-db"]
-    if not Path(cmd[0]).exists():
-        cmd[0] = shutil.which("mariadb-install-db") or "mariadb-install-db"
+    cmd = [_installer(), f"--defaults-file={cnf}", *INSTALL_FLAGS]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
         server_log = Path(cfg["log_error"])
@@ -123,6 +141,76 @@ def install_datadir(cfg: dict[str, str], cnf: Path, node_dir: Path) -> None:
         (node_dir / "install.log").write_text(out.stdout + out.stderr + extra)
         raise ComponentError(f"mariadb-install-db ({node_dir.name})",
                              "could not initialise the data directory", node_dir / "install.log")
+
+
+
+
+def install_datadir(cfg: dict[str, str], cnf: Path, node_dir: Path
+                    ) -> templates.Template | None:
+    """The node's data directory initialised: a copy of the template of its server and
+    settings (``runners.templates``, returned), built first when missing;
+    ``mariadb-install-db`` run for this node alone when templates are off (None)."""
+    if not templates.enabled():
+        _install(cfg, cnf, node_dir)
+        return None
+    template = templates.ensure(install_key(cfg), lambda raw: _install_into(
+        cfg, node_dir.parent / f".template-build-{node_dir.name}", raw))
+    copy_datadir(template, cfg, node_dir)
+    return template
+
+
+def copy_datadir(template: templates.Template, cfg: dict[str, str], node_dir: Path) -> None:
+    Path(cfg["tmpdir"]).mkdir(parents=True, exist_ok=True)
+    templates.copy_into(template, Path(cfg["datadir"]))
+    user = _server_user()
+    if user and user != "root":
+        _chown_tree(node_dir, user)
+
+
+# Settings that differ from node to node or run to run and never reach the initialised files
+# (ports, addresses, names, the node's own paths, credentials): left out of the template's key.
+# Every other setting of the node's my.cnf is in it (mariadb-install-db reads that file).
+NOT_IN_INIT = NODE_DIR_PATHS | {
+    "port", "server_id", "bind_address", "report_port", "report_host",
+    "wsrep_cluster_address", "wsrep_node_name", "wsrep_node_address",
+    "wsrep_node_incoming_address", "wsrep_sst_receive_address", "wsrep_sst_auth"}
+PROVIDER_PORTS = ("gmcast.listen_addr", "ist.recv_addr", "ist.recv_bind", "base_port")
+
+
+def install_key(cfg: dict[str, str]) -> templates.TemplateKey:
+    """The template key of ``mariadb-install-db --defaults-file=my.cnf``: the binaries, the
+    server's OS user, the installer's own flags, and every setting of the node's config but
+    ``NOT_IN_INIT`` (in Galera's provider options, the run's ports are left out)."""
+    fields: dict[str, str] = {}
+    for k, v in cfg.items():
+        key = normal_key(k)
+        if key in NOT_IN_INIT:
+            continue
+        if key == "wsrep_provider_options":
+            v = "; ".join(o.strip() for o in v.split(";")
+                          if o.strip() and o.split("=")[0].strip() not in PROVIDER_PORTS)
+        fields[f"config:{key}"] = v
+    fields["mariadbd"] = templates.file_identity(require("mariadbd"))
+    fields["installer"] = templates.file_identity(_installer())
+    fields["flags"] = " ".join(INSTALL_FLAGS)
+    fields["uid"] = str(os.getuid())
+    return templates.TemplateKey("mariadb-install-db", fields)
+
+
+def _install_into(cfg: dict[str, str], work: Path, raw: Path) -> Path:
+    """``mariadb-install-db`` with the node's settings into a directory of the run (the
+    server's OS user reaches it), its files then moved to ``raw``."""
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    paths = {"datadir": work / "data", "tmpdir": work / "tmp", "socket": work / "mysqld.sock",
+             "pid_file": work / "mysqld.pid", "log_error": work / "error.log"}
+    build_cfg = {**cfg, **{k: str(v) for k, v in paths.items()}}
+    cnf = work / "my.cnf"
+    cnf.write_text(cnf_text({"mysqld": build_cfg}))
+    _install(build_cfg, cnf, work)
+    for p in (work / "data").iterdir():
+        shutil.move(str(p), raw / p.name)
+    return work / "data"
 
 
 def bootstrap_users(socket: Path, statements: Iterable[str]) -> None:
@@ -205,46 +293,65 @@ class GaleraCluster:
                                error_log=Path(cfg["log_error"]))
             node.network_group = network_group_of(self.run.id, p.name)
             self.nodes.append(node)
-        # Node 1 bootstraps a one-node cluster (which creates the wsrep schema and users),
-        # stops cleanly, and its data directory is copied to the others: they then join at
-        # the same position and need no state transfer.
+        # Every node starts from the same freshly initialised data directory; node 1
+        # bootstraps a new cluster at <uuid>:0, each joiner joins at the cluster's position
+        # (no state transfer), then the users are made once, on node 1 (module docstring).
         first = self.nodes[0]
         first_cfg = self.configs[first.name]
         t0 = time.monotonic()
-        install_datadir(first_cfg, first.cnf, first.node_dir)
-        first.extra_args = ["--wsrep-new-cluster"]
-        first.start(wait=False)
-        sock = Path(first_cfg["socket"])
-        proc = first.proc
-        wait_until(lambda: sock.exists() and _wsrep_ready(sock), 60,
-                   "ready for application use (wsrep_ready)", first.component, first.error_log,
-                   alive=lambda: proc is not None and proc.poll() is None)
-        bootstrap_users(sock, user_statements(self.admin, self.app, self.repl))
-        log.info("galera: node 1 bootstrapped in %.2fs", time.monotonic() - t0)
-        first.stop()
-        log.info("galera: node 1 stopped at %.2fs", time.monotonic() - t0)
+        template = install_datadir(first_cfg, first.cnf, first.node_dir)
+        cluster = str(uuid.uuid4())
         user = _server_user()
-        for node in self.nodes[1:]:
+        for node in self.nodes[1:]:  # node 1's template, or a copy of its fresh directory
             cfg = self.configs[node.name]
+            if template is not None:
+                copy_datadir(template, cfg, node.node_dir)
+                continue
             shutil.copytree(first.datadir, node.datadir, symlinks=True)
             Path(cfg["tmpdir"]).mkdir(parents=True, exist_ok=True)
-            state = (node.datadir / "grastate.dat").read_text()
-            (node.datadir / "grastate.dat").write_text(
-                state.replace("safe_to_bootstrap: 1", "safe_to_bootstrap: 0"))
-            for f in (cfg["socket"], cfg["pid_file"]):
-                Path(f).unlink(missing_ok=True)
             if user and user != "root":
                 _chown_tree(node.node_dir, user)
-        log.info("galera: copies made at %.2fs", time.monotonic() - t0)
-        first.start()
-        log.info("galera: node 1 restarted at %.2fs", time.monotonic() - t0)
-        first.extra_args = []
+        log.info("galera: data directories ready at %.2fs", time.monotonic() - t0)
+        write_grastate(first.datadir, cluster, 0, safe_to_bootstrap=True)
+        first.extra_args = ["--wsrep-new-cluster"]
+        try:
+            first.start(wait=False)
+        finally:
+            first.extra_args = []  # a later start joins the cluster, never bootstraps another
+        sock = Path(first_cfg["socket"])
+        self._wait_socket(first, sock, _wsrep_ready, "ready for application use (wsrep_ready)")
+        log.info("galera: node 1 bootstrapped at %.2fs", time.monotonic() - t0)
         for node in self.nodes[1:]:
+            position = int(_status(sock, "wsrep_last_committed"))
+            write_grastate(node.datadir, cluster, position, safe_to_bootstrap=False)
             node.start(wait=False)
+            self._wait_socket(node, Path(self.configs[node.name]["socket"]), _wsrep_synced,
+                              "synced with the cluster")
+            log.info("galera: %s joined at %.2fs", node.name, time.monotonic() - t0)
+        bootstrap_users(sock, user_statements(self.admin, self.app, self.repl))
+        made = int(_status(sock, "wsrep_last_committed"))
+        for node in self.nodes[1:]:  # the users are there before a client may connect
+            nsock = Path(self.configs[node.name]["socket"])
+            self._wait_socket(node, nsock,
+                              lambda s: int(_status(s, "wsrep_last_committed")) >= made,
+                              "applying the lab's users")
         for node in self.nodes:
             self.wait_synced(node, 60)
-            log.info("galera: %s synced at %.2fs", node.name, time.monotonic() - t0)
+        log.info("galera: every node synced at %.2fs", time.monotonic() - t0)
         return self.nodes
+
+    def _wait_socket(self, node: ProcessNode, sock: Path, ready: Callable[[Path], bool],
+                     what: str, timeout: float = 60.0) -> None:
+        proc = node.proc
+
+        def check() -> bool:
+            try:
+                return sock.exists() and ready(sock)
+            except MySQLdb.Error:
+                return False
+
+        wait_until(check, timeout, what, node.component, node.error_log,
+                   alive=lambda: proc is not None and proc.poll() is None)
 
     def wait_synced(self, node: ProcessNode, timeout: float) -> float:
         proc = node.proc
@@ -268,6 +375,34 @@ def _socket_ok(sock: Path) -> bool:
         return False
     conn.close()
     return True
+
+
+def write_grastate(datadir: Path, cluster: str, seqno: int, safe_to_bootstrap: bool) -> None:
+    """Galera's saved state (``grastate.dat``): the cluster's UUID and the node's position;
+    owned like its directory (the server's OS user writes it again)."""
+    path = datadir / "grastate.dat"
+    path.write_text("# GALERA saved state\nversion: 2.1\n"
+                    f"uuid:    {cluster}\nseqno:   {seqno}\n"
+                    f"safe_to_bootstrap: {1 if safe_to_bootstrap else 0}\n")
+    st = datadir.stat()
+    if os.getuid() == 0:
+        os.chown(path, st.st_uid, st.st_gid)
+
+
+def _status(sock: Path, name: str) -> str:
+    conn = MySQLdb.connect(unix_socket=str(sock), user="root", connect_timeout=1)
+    try:
+        cur = conn.cursor()
+        cur.execute("SHOW STATUS LIKE %s", (name,))
+        row = cur.fetchone()
+        return "" if row is None else str(row[1])
+    finally:
+        conn.close()
+
+
+def _wsrep_synced(sock: Path) -> bool:
+    """The node is a synced member of the primary component (``wsrep_local_state`` 4)."""
+    return _status(sock, "wsrep_local_state") == "4" and _wsrep_ready(sock)
 
 
 def _wsrep_ready(sock: Path) -> bool:
