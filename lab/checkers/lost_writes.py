@@ -125,7 +125,7 @@ class _Writes:
     def __init__(self, col: Columns, pos: I64) -> None:
         self.col = col
         self.pos = pos
-        self.keys, self.values = col.keys_values(pos)
+        self.keys, self.values = col.key_value_arrays(pos)
         self.failed = (col.type[pos] == col.code("fail")).tolist()
         self._made: dict[int, Completed] = {}
         self.key_array: I64 | None = None  # every key an int: the keys as an array
@@ -154,16 +154,16 @@ class _Writes:
             if set(map(type, self.keys)) <= {int} and set(map(type, self.values)) <= {int}:
                 good = ok.copy()
                 sel = np.flatnonzero(good)
-                self.key_array = np.fromiter(self.keys, np.int64, m)
+                self.key_array = self.keys.astype(np.int64)
                 k = self.key_array[sel]
-                v = np.fromiter(self.values, np.int64, m)[sel]
+                v = self.values.astype(np.int64)[sel]
             else:
                 kis = np.fromiter((type(x) is int for x in self.keys), np.bool_, m)
                 vis = np.fromiter((type(x) is int for x in self.values), np.bool_, m)
                 good = ok & kis & vis
                 sel = np.flatnonzero(good)
-                k = np.array([self.keys[j] for j in sel.tolist()], np.int64)
-                v = np.array([self.values[j] for j in sel.tolist()], np.int64)
+                k = self.keys[sel].astype(np.int64)
+                v = self.values[sel].astype(np.int64)
         except OverflowError:
             return np.zeros(m, np.bool_)
         if not len(sel):
