@@ -93,7 +93,10 @@ class Columns:
         self.orphans = int(len(pos) - np.count_nonzero(is_inv) - len(pair))
         inv_done = pos[pair]
         comp_done = pos[pair + 1]
-        o = np.argsort(comp_done)  # completion records in history order
+        # the completion records in history order (a scatter, not a sort)
+        slot = np.full(size, -1, np.int64)
+        slot[comp_done] = np.arange(len(comp_done))
+        o = slot[slot >= 0]
         ends = time[comp_done[o]]
         if len(ends) > 1 and bool(np.any(ends[1:] < ends[:-1])):
             o = o[np.argsort(ends, kind="stable")]
@@ -313,7 +316,9 @@ def group_rows(*cols: I32) -> list[tuple[tuple[int, ...], I64]]:
     key = np.zeros(len(cols[0]), np.int64)
     for c in cols:
         key = key * (int(c.max()) + 1) + c
-    order = np.argsort(key, kind="stable")
+    # a radix sort when the combined codes fit in 16 bits (the usual case: few names)
+    order = np.argsort(key.astype(np.uint16) if int(key.max()) < 65536 else key,
+                       kind="stable")  # fmt: skip
     k = key[order]
     cuts = np.flatnonzero(k[1:] != k[:-1]) + 1
     starts = np.concatenate([[0], cuts]).tolist()
