@@ -9,11 +9,13 @@ in the run's own HOME, never the user's.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +36,11 @@ DEBIAN_BIN_LINKS = ("mariadb", "mysql", "aria_", "myisam", "my_print_defaults", 
 
 
 def mariadb_version(mariadbd: str) -> str:
+    return _mariadb_version(mariadbd, templates.file_identity(mariadbd))
+
+
+@functools.lru_cache(maxsize=8)
+def _mariadb_version(mariadbd: str, identity: str) -> str:
     out = subprocess.run([mariadbd, "--version"], capture_output=True, text=True, timeout=10)
     m = re.search(r"(\d+\.\d+\.\d+)", out.stdout)
     if not m:
@@ -284,17 +291,26 @@ def sandbox_template(run: Run, dbdeployer: str, binary_root: Path, version: str,
     return path
 
 
-def start_script(run: Run, dbdeployer: str, env: dict[str, str]) -> Path | None:
+def start_script(run: Run, dbdeployer: str) -> Path | None:
     """dbdeployer's own ``start`` template with its ``TIMEOUT`` in polls raised to keep 180 s
     at the lab's ``SLEEP_TIME`` (``runners.node.keep_start_timeout``), so the deploy's starts
     poll every 0.1 s, not every second; None when its template has no ``TIMEOUT=180``."""
-    out = subprocess.run([dbdeployer, "defaults", "templates", "show", "start"],
-                         capture_output=True, text=True, env=env, timeout=30)
-    if out.returncode != 0 or "\nTIMEOUT=180\n" not in out.stdout:
+    text = _start_template(dbdeployer, templates.file_identity(dbdeployer))
+    if text is None or "\nTIMEOUT=180\n" not in text:
         return None
     path = run.dir / "start.template"
-    path.write_text(out.stdout.replace("\nTIMEOUT=180\n", f"\nTIMEOUT={START_POLLS}\n", 1))
+    path.write_text(text.replace("\nTIMEOUT=180\n", f"\nTIMEOUT={START_POLLS}\n", 1))
     return path
+
+
+@functools.lru_cache(maxsize=4)
+def _start_template(dbdeployer: str, identity: str) -> str | None:
+    """dbdeployer's built-in ``start`` template (an empty HOME: none of the user's)."""
+    with tempfile.TemporaryDirectory() as home:
+        out = subprocess.run([dbdeployer, "defaults", "templates", "show", "start"],
+                             capture_output=True, text=True, env=dict(os.environ, HOME=home),
+                             timeout=30)
+    return out.stdout if out.returncode == 0 else None
 
 
 def deploy(run: Run, req: SandboxRequest, names: Sequence[str], roles: Sequence[str],
@@ -327,7 +343,7 @@ def deploy(run: Run, req: SandboxRequest, names: Sequence[str], roles: Sequence[
                                req.base_port + 1)
     if init_db is not None:
         cmd += ["--use-template", f"init_db:{init_db}"]
-    start = start_script(run, dbdeployer, env)
+    start = start_script(run, dbdeployer)
     if start is not None:  # the sandboxes' scripts poll every SLEEP_TIME, from the deploy on
         cmd += ["--use-template", f"start:{start}"]
         env["SLEEP_TIME"] = SLEEP_TIME

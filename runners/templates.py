@@ -171,8 +171,36 @@ def _marker_text(manifest_bytes: bytes) -> str:
     return hashlib.sha256(manifest_bytes).hexdigest() + "\n"
 
 
-def problem(entry: Path) -> str | None:
-    """Why the entry at ``entry`` must not be used (None: it is whole)."""
+_verified: dict[Path, tuple[tuple[Any, ...], ...]] = {}  # entry -> its files' stat, once whole
+
+
+def _stat_signature(entry: Path) -> tuple[tuple[Any, ...], ...]:
+    out = []
+    for rel, p in [(MARKER, entry / MARKER), (MANIFEST, entry / MANIFEST), *_walk(entry / DATA)]:
+        st = p.lstat()
+        out.append((rel, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode))
+    return tuple(out)
+
+
+def problem(entry: Path, recheck: bool = False) -> str | None:
+    """Why the entry at ``entry`` must not be used (None: it is whole). Once an entry was
+    found whole in this process, its files are read again only when one of them changed
+    (inode, size, modification or change time, mode) or ``recheck`` asks."""
+    try:
+        signature = _stat_signature(entry)
+    except OSError:
+        signature = ()
+    if not recheck and signature and _verified.get(entry) == signature:
+        return None
+    why = _problem(entry)
+    if why is None and signature:
+        _verified[entry] = signature
+    else:
+        _verified.pop(entry, None)
+    return why
+
+
+def _problem(entry: Path) -> str | None:
     marker, manifest_path = entry / MARKER, entry / MANIFEST
     if not marker.is_file():
         return f"no {MARKER} marker (a build that did not finish)"
