@@ -602,6 +602,9 @@ class Store:
         if not existed and not write:
             raise StoreMissing(self.path)
         if not parent.is_dir():
+            if parent.exists():
+                raise StoreUnavailable(self.path, f"{parent} is not a directory",
+                                       "cannot be created")  # fmt: skip
             if self.path.resolve() != default_db_path().resolve():
                 raise StoreUnavailable(
                     self.path, f"directory {parent} does not exist (the lab creates the "
