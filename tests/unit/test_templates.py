@@ -224,3 +224,32 @@ def test_clean_removes_entries_and_unfinished_builds(tmp_path: Path) -> None:
     removed = templates.clean(tmp_path)
     assert tmp_path / KEY.digest in removed
     assert not [p for p in tmp_path.iterdir() if p.suffix != ".lock"]
+
+
+GALERA = """experiment "g" {
+  topology galera { nodes g1, g2, g3 }
+  config { innodb_flush_log_at_trx_commit = 2 }
+  duration 5s
+}
+"""
+
+
+def test_two_runs_of_one_galera_plan_share_a_template_and_its_nodes_too(tmp_path: Path,
+                                                                         monkeypatch: pytest.
+                                                                         MonkeyPatch) -> None:
+    from dsl.api import plan_text
+    from dsl.compile import for_base_port
+
+    binary = tmp_path / "mariadbd"
+    binary.write_bytes(b"server")
+    monkeypatch.setattr(bare, "require", lambda name: str(binary))
+    monkeypatch.setattr(bare, "_installer", lambda: str(binary))
+    runtime = {"wsrep_provider": "/usr/lib/galera/libgalera_smm.so"}
+    keys = set()
+    for base, secret in ((31200, "a:b"), (42400, "c:d")):
+        plan = for_base_port(plan_text(GALERA), base)
+        for node in plan.cells[0].nodes:
+            cfg = bare.node_config(node, tmp_path / str(base) / node.name,
+                                   {**runtime, "wsrep_sst_auth": secret})
+            keys.add(bare.install_key(cfg).digest)
+    assert len(keys) == 1
