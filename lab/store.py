@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import sqlite_utils
 
 from lab.history import FaultWindow, Op, Sample
+from lab.store_location import connect_read_only, read_only_reason, remove_files
 from runners import runtime
 
 if TYPE_CHECKING:
@@ -129,44 +130,6 @@ class StoreMissing(StoreError):
             "it; is the path mistyped?)"
         )
         self.path = Path(path)
-
-
-_SIDE_FILES = ("-wal", "-shm", "-journal")
-
-
-def read_only_reason(path: Path) -> str | None:
-    """Why the database at ``path`` cannot be written, in a few words (None: it can): its
-    file system is mounted read-only, its directory or the file itself is not writable."""
-    d = path.parent
-    try:
-        if os.statvfs(d).f_flag & os.ST_RDONLY:
-            return f"{d} is on a read-only file system"
-    except OSError:
-        return None
-    if path.exists() and not os.access(path, os.W_OK):
-        return "the file is read-only (no write permission)"
-    if not os.access(d, os.W_OK | os.X_OK):
-        return f"its directory {d} is read-only (no write permission)"
-    return None
-
-
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    """A read-only connection: ``immutable`` when the WAL index (``-shm``) cannot be created
-    beside it (nothing can write a file there, so nothing changes under the reader)."""
-    from urllib.parse import quote
-
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-    if not Path(str(path) + "-shm").exists():
-        uri += "&immutable=1"
-    return sqlite3.connect(uri, uri=True, timeout=30.0)
-
-
-def _remove_files(path: Path) -> None:
-    for p in (path, *(Path(str(path) + s) for s in _SIDE_FILES)):
-        try:
-            p.unlink(missing_ok=True)
-        except OSError:
-            pass
 
 
 _UNREADABLE = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
@@ -569,7 +532,7 @@ class Store:
             if not memory:
                 self.read_only = self._prepare(existed, write)
             if self.read_only:
-                conn = _connect_read_only(self.path)
+                conn = connect_read_only(self.path)
             else:
                 conn = sqlite3.connect(str(self.path), timeout=30.0)
             conn.execute("pragma busy_timeout = 30000")
@@ -593,7 +556,7 @@ class Store:
             if conn is not None:
                 conn.close()
             if not existed:  # a failed create leaves nothing behind
-                _remove_files(self.path)
+                remove_files(self.path)
             raise StoreUnavailable.of(self.path, e, writing=write) from e
 
     def _prepare(self, existed: bool, write: bool) -> bool:
