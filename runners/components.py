@@ -256,11 +256,17 @@ def find(name: str) -> Found:
 
 
 def require(name: str) -> str:
-    """The path of a component, or MissingComponent saying how to get it."""
-    f = find(name)
-    if f.path is None:
-        raise MissingComponent(name, f.spec.how_to_get)
-    return f.path
+    """The path of a component, or MissingComponent saying how to get it. Its version is not
+    asked (``find`` runs the binary for it, ``lab doctor``'s): a deploy calls this several
+    times per node."""
+    spec = SPEC_BY_NAME[name]
+    if name == "galera":
+        path = galera_provider()
+    else:
+        path = next((p for p in map(which, spec.binaries) if p), None)
+    if path is None:
+        raise MissingComponent(name, spec.how_to_get)
+    return path
 
 
 def is_root() -> bool:
