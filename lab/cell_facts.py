@@ -24,10 +24,10 @@ from runners import divergence, replication
 from runners.errant_gtids import binlog_state, parse_state, read_errant
 from runners.errors import ComponentError
 from runners.gtid import HEARTBEAT_DOMAIN, behind, parse_gtid
-from runners.mysql import connect, wait_until
+from runners.mysql import wait_until
+from runners.tables import final_rows
 from runners.topology import Topology
-from runners.txn_workloads import final_value
-from runners.workloads import SCHEMA, table_ddl, table_name
+from runners.workloads import SCHEMA, table_ddl
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +76,7 @@ class CellFacts:
         base: dict[str, str] = {}
         for name, node in self.running().items():
             with contextlib.suppress(Exception):
-                base[name] = str(node.scalar("SELECT @@global.gtid_binlog_state", timeout=5)
-                                 or "")
+                base[name] = replication.read_gtid(node, "gtid_binlog_state", timeout=5)
         self.facts["gtid_baseline"] = base
 
     # --- around actions ------------------------------------------------------------------------
@@ -297,15 +296,7 @@ class CellFacts:
             per_node: dict[str, dict[int, Any]] = {}
             for name, node in self.running().items():
                 try:
-                    conn = connect(node.addr, topo.admin, timeout=30)
-                    try:
-                        cur = conn.cursor()
-                        cur.execute(f"SELECT k, v FROM {table_name(spec.name)}")
-                        per_node[name] = {int(k): final_value(spec.kind, v)
-                                          for k, v in cur.fetchall()}
-                        cur.close()
-                    finally:
-                        conn.close()
+                    per_node[name] = final_rows(node.addr, topo.admin, spec.name, spec.kind)
                 except Exception as e:  # noqa: BLE001
                     log.warning("final state of %s on %s: %s", spec.name, name, e)
             state[spec.name] = per_node
@@ -365,8 +356,8 @@ class CellFacts:
 
     def read_divergence(self, workloads: list[PlannedWorkload]) -> None:
         """Every table of the workloads, and every other base table of every schema but the
-        server's own (``SYSTEM_SCHEMAS``) and the lab's heartbeat, compared on every running
-        node with the reference node."""
+        server's own and the lab's heartbeat, compared on every running node with the
+        reference node (``runners.divergence.compare_nodes``)."""
         if self.plan.topology == "mongodb_replset":
             return
         topo = self._topo()
@@ -377,57 +368,12 @@ class CellFacts:
         authority = self.facts.get("authority")
         reference = authority if authority in running else sorted(running)[0]
         by_workload = self.divergence_tables(workloads)
-        conns: dict[str, Any] = {}
-        queries: dict[str, divergence.Query] = {}
-        errors: dict[str, str] = {}
-        try:
-            for name, node in sorted(running.items()):
-                try:
-                    conn = connect(node.addr, topo.admin, timeout=30)
-                    conns[name] = conn
-                    cur = conn.cursor()
-                    cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-                    cur.close()
-                    queries[name] = partial(_query, conn)
-                except Exception as e:  # noqa: BLE001
-                    errors[name] = str(e)[:300]
-            if reference not in queries:
-                self.facts["divergence"] = {
-                    "error": f"the reference node {reference} could not be read", "tables": {}}
-                return
-            tables = {t for ts in by_workload.values() for t in ts}
-            with contextlib.suppress(Exception):  # and every user table: an execute's too
-                for sch, t in queries[reference](
-                        "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
-                        "TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN "
-                        "(%s, %s, %s, %s)", SYSTEM_SCHEMAS):
-                    if (str(sch), str(t)) != (SCHEMA, "heartbeat"):
-                        tables.add(f"{sch}.{t}")
-            result: dict[str, Any] = {}
-            for full in sorted(tables):
-                schema, table = full.split(".", 1)
-                diff = divergence.compare_table(queries, reference, schema, table)
-                for name, err in errors.items():
-                    diff.nodes[name] = None
-                    diff.errors[name] = err
-                result[full] = diff.as_json()
-            self.facts["divergence"] = {"reference": reference, "tables": result,
-                                        "workloads": by_workload,
-                                        "nodes": sorted(running)}
-        finally:
-            for conn in conns.values():
-                with contextlib.suppress(Exception):
-                    conn.close()
-
-
-SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
-
-
-def _query(conn: Any, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    cur = conn.cursor()
-    try:
-        cur.execute(sql, args or None)
-        return list(cur.fetchall())
-    finally:
-        cur.close()
+        got = divergence.compare_nodes({n: node.addr for n, node in running.items()},
+                                       topo.admin, reference,
+                                       {t for ts in by_workload.values() for t in ts})
+        if not got.reference_read:
+            self.facts["divergence"] = {
+                "error": f"the reference node {reference} could not be read", "tables": {}}
+            return
+        self.facts["divergence"] = {"reference": reference, "tables": got.tables,
+                                    "workloads": by_workload, "nodes": sorted(running)}

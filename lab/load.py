@@ -28,15 +28,16 @@ from lab.outcome import View
 from lab.recorder import Recorder
 from lab.step import Stepper, stepped_note
 from lab.summary import action_label
-from lab.triggers import TriggerWatch, latest_lag, rows_statement
+from lab.triggers import TriggerWatch, latest_lag, row_tables
 from runners import replication
 from runners.galera_watch import GaleraWatcher
-from runners.mysql import Address, connect
+from runners.mysql import Address
 from runners.ops import Op, Sample
 from runners.replication import HeartbeatWriter, LagSampler
 from runners.replication_watch import ReplicationWatcher
 from runners.router_watch import RouterWatcher
 from runners.sysbench import SysbenchWorkload
+from runners.tables import count_rows, make_tables
 from runners.topology import Topology
 from runners.txn_workloads import TXN_KINDS
 from runners.workloads import (
@@ -136,12 +137,12 @@ class Load:
         name = cond.node.name
         if cond.metric == "replication_lag":
             return latest_lag(self.recorder._samples, name, time.monotonic_ns())
-        stmt = rows_statement(self.cell.workloads)
+        tables = row_tables(self.cell.workloads)
         node = self.topo.nodes.get(name)
-        if stmt is None or node is None:
+        if not tables or node is None:
             return None
         try:
-            return float(node.scalar(stmt, timeout=2))
+            return count_rows(node, tables, timeout=2)
         except Exception:  # noqa: BLE001 - a node that does not answer: not known now
             return None
 
@@ -167,21 +168,8 @@ class Load:
         node has the tables."""
         topo = self.topo
         w = topo.nodes[self._writer_node()]
-        stmts = replication.heartbeat_statements(SCHEMA)
-        for spec in self.cell.workloads:
-            stmts += table_ddl(spec)
-        if any(s.kind == "sysbench" for s in self.cell.workloads):
-            stmts.append("CREATE DATABASE IF NOT EXISTS sbtest")
-        conn = connect(w.addr, topo.admin, timeout=30)
-        try:
-            cur = conn.cursor()
-            if self.plan.engine.flavor == "mariadb":  # MySQL, Percona: no GTID domains
-                cur.execute(replication.HEARTBEAT_SESSION)
-            for s in stmts:
-                cur.execute(s)
-            cur.close()
-        finally:
-            conn.close()
+        make_tables(w.addr, topo.admin, self.cell.workloads,
+                    gtid_domains=self.plan.engine.flavor == "mariadb")
         env = ClientEnv(topo.address, topo.node_by_server_id, topo.app, self.record, self.stop,
                         self.plan.seed + self.cell.index)
         first_process = 0

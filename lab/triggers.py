@@ -13,8 +13,8 @@ Conditions (``observe``):
   ``replication_lag`` metric's own series, sampled every 0.1 s); none yet or unreadable: the
   condition does not hold;
 - ``rows(NODE)``: the rows of every workload's table, counted on that node
-  (``SELECT COUNT(*)`` per table, summed); a node that does not answer: the condition does
-  not hold.
+  (``runners.tables.count_rows``, per table, summed); a node that does not answer: the
+  condition does not hold.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dsl.actions import describe, resolved_action, undo
 from dsl.models import Action, StateCondition, Trigger
 from dsl.plan import TRIGGER_POLL, PlannedWorkload
 from runners.ops import NEMESIS, Op, Sample
-from runners.workloads import table_ddl, table_name
+from runners.workloads import table_ddl
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +58,10 @@ def latest_lag(samples: Sequence[Sample], node: str, now_ns: int) -> float | Non
     return None
 
 
-def rows_statement(workloads: Sequence[PlannedWorkload]) -> str | None:
-    """One statement counting the rows of every workload's table (None: no table)."""
-    tables = [table_name(w.name) for w in workloads if table_ddl(w)]
-    if not tables:
-        return None
-    return "SELECT " + " + ".join(f"(SELECT COUNT(*) FROM {t})" for t in tables)
+def row_tables(workloads: Sequence[PlannedWorkload]) -> list[str]:
+    """The workloads whose tables ``rows(NODE)`` counts: every one that has a table
+    (``runners.tables.count_rows`` counts them)."""
+    return [w.name for w in workloads if table_ddl(w)]
 
 
 def did_not_happen(trigger: Trigger) -> str:

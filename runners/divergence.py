@@ -24,15 +24,21 @@ alone, without writing anything:
    (primary key and row hash) on both nodes: **missing** (on the reference, not on the
    node), **extra** (on the node, not on the reference), **different** (both, another row).
 
-The reference is the authoritative node (the primary after settling), else the first running
+``compare_nodes`` does all of it for a cell's running nodes (``lab.cell_facts`` calls it). The
+reference is the authoritative node (the primary after settling), else the first running
 node by name. Equal chunks are equal up to a 64-bit hash collision (about 2^-64 per chunk).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
+
+from runners.mysql import Address, Credentials, connect
+from runners.workloads import SCHEMA
 
 CHUNK = 1000
 MAX_KEYS = 20
@@ -223,3 +229,91 @@ def compare_table(queries: Mapping[str, Query], reference: str, schema: str, tab
             out.nodes[name] = None
             out.errors[name] = f"{type(e).__name__}: {e}"[:300]
     return out
+
+
+SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
+HEARTBEAT_TABLE = (SCHEMA, "heartbeat")  # the lab's own heartbeat: not a user table
+
+
+@dataclass
+class NodesDiff:
+    """Every compared table on every node against the reference. ``errors``: the nodes that
+    could not be read (their figures are unknown in every table); ``reference_read`` False:
+    the reference itself could not be read and nothing was compared."""
+
+    reference: str
+    tables: dict[str, dict[str, Any]] = field(default_factory=dict)  # table -> as_json
+    errors: dict[str, str] = field(default_factory=dict)
+    reference_read: bool = True
+
+
+def _query(conn: Any, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    cur = conn.cursor()
+    try:
+        cur.execute(sql, args or None)
+        return list(cur.fetchall())
+    finally:
+        cur.close()
+
+
+def _snapshot(addr: Address, creds: Credentials) -> Any:
+    """A connection inside ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` (REPEATABLE READ)."""
+    conn = connect(addr, creds, timeout=30)
+    try:
+        cur = conn.cursor()
+        cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        cur.close()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            conn.close()
+        raise
+    return conn
+
+
+def user_tables(query: Query) -> set[str]:
+    """Every base table (``schema.table``) but the server's own (``SYSTEM_SCHEMAS``) and the
+    lab's heartbeat."""
+    out: set[str] = set()
+    for sch, t in query(
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE "
+            "TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN "
+            "(%s, %s, %s, %s)", SYSTEM_SCHEMAS):
+        if (str(sch), str(t)) != HEARTBEAT_TABLE:
+            out.add(f"{sch}.{t}")
+    return out
+
+
+def compare_nodes(addrs: Mapping[str, Address], creds: Credentials, reference: str,
+                  tables: Collection[str]) -> NodesDiff:
+    """``tables`` (``schema.table``) and every user table of the reference (``user_tables``)
+    compared on every node of ``addrs`` with ``reference``, each node read in one consistent
+    snapshot."""
+    out = NodesDiff(reference)
+    conns: dict[str, Any] = {}
+    queries: dict[str, Query] = {}
+    try:
+        for name, addr in sorted(addrs.items()):
+            try:
+                conns[name] = _snapshot(addr, creds)
+                queries[name] = partial(_query, conns[name])
+            except Exception as e:  # noqa: BLE001
+                out.errors[name] = str(e)[:300]
+        if reference not in queries:
+            out.reference_read = False
+            return out
+        every = set(tables)
+        with contextlib.suppress(Exception):  # and every user table: an execute's too
+            every |= user_tables(queries[reference])
+        for full in sorted(every):
+            schema, table = full.split(".", 1)
+            diff = compare_table(queries, reference, schema, table)
+            for name, err in out.errors.items():
+                diff.nodes[name] = None
+                diff.errors[name] = err
+            out.tables[full] = diff.as_json()
+        return out
+    finally:
+        for conn in conns.values():
+            with contextlib.suppress(Exception):
+                conn.close()

@@ -32,7 +32,8 @@ from runners.workloads import SCHEMA
 log = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
-GtidVar = Literal["gtid_binlog_pos", "gtid_current_pos", "gtid_slave_pos"]
+GtidVar = Literal["gtid_binlog_pos", "gtid_current_pos", "gtid_slave_pos",
+                  "gtid_binlog_state"]
 UseGtid = Literal["slave_pos", "current_pos", "no"]
 WSREP_SYNCED = "4"  # wsrep_local_state of a Galera node that is Synced
 HEARTBEAT_SCHEMA = SCHEMA  # the lab's own schema

@@ -11,6 +11,7 @@ from test_divergence import FakeDb
 
 import lab.cell_facts as cell_facts
 from lab.cell_facts import CellFacts
+from runners import divergence
 
 
 class FakeConn:
@@ -80,7 +81,7 @@ def test_divergence_compares_the_workload_tables_and_the_schema_but_not_the_hear
         conns[addr] = FakeConn(dbs[addr], ["w_writes", "heartbeat"])
         return conns[addr]
 
-    monkeypatch.setattr(cell_facts, "connect", connect)
+    monkeypatch.setattr(divergence, "connect", connect)
     f = facts_for({n: Node(n) for n in ("db1", "db2", "db3")})
     f.facts["authority"] = "db1"
     spec = SimpleNamespace(name="writes", kind="unique_writes", tables=None, keys=None)

@@ -14,9 +14,10 @@ from dsl.actions import describe, needs_root, undo
 from dsl.api import load_plan, parse_text
 from dsl.models import ClockSkew, CpuLimit, MemoryLimit, NodeRef, StateCondition, Trigger
 from dsl.plan import PlannedWorkload
-from lab.triggers import TriggerWatch, did_not_happen, holds, latest_lag, rows_statement
+from lab.triggers import TriggerWatch, did_not_happen, holds, latest_lag, row_tables
 from runners import cgroups, faketime
 from runners.ops import Op, Sample
+from runners.tables import rows_statement
 
 # --- syntax ---------------------------------------------------------------------------------
 
@@ -211,9 +212,10 @@ def test_rows_counts_every_workload_table() -> None:
     ws = [PlannedWorkload(name="a", kind="unique_writes", targets=["db1"]),
           PlannedWorkload(name="c", kind="connect", targets=["db1"]),
           PlannedWorkload(name="b", kind="probe", targets=["db1"])]
-    assert rows_statement(ws) == ("SELECT (SELECT COUNT(*) FROM `lab`.`w_a`) + "
-                                  "(SELECT COUNT(*) FROM `lab`.`w_b`)")
-    assert rows_statement(ws[1:2]) is None
+    assert row_tables(ws) == ["a", "b"]  # lab.triggers: which tables; runners: the SQL
+    assert rows_statement(row_tables(ws)) == ("SELECT (SELECT COUNT(*) FROM `lab`.`w_a`) + "
+                                              "(SELECT COUNT(*) FROM `lab`.`w_b`)")
+    assert rows_statement(row_tables(ws[1:2])) is None
 
 
 def _watch(trig: Trigger, values: list[float | None]) -> tuple[TriggerWatch, list[Any],
