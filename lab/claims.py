@@ -23,14 +23,8 @@ from dsl.metrics import resolve_stat
 from dsl.models import Expectation, Quantity, UnitKind
 from dsl.plan import Cell, Plan
 from lab.checkers import CheckContext, CheckResult
-from lab.expectations import (
-    Unmeasurable,
-    compare,
-    compare_lower_bound,
-    figure_clause,
-    measure,
-    metric_text,
-)
+from lab.expectations import Unmeasurable, compare, compare_lower_bound, measure, metric_text
+from lab.figures_format import figure_clause
 from lab.history import Op
 
 _ANY = Quantity(value=0, kind="count", text="")

@@ -38,7 +38,8 @@ from dsl.models import Metric, Quantity, UnitKind
 from lab.checkers.base import CheckContext, CheckResult, WorkloadInfo
 from lab.checkers.base import summary as stat_summary
 from lab.claims import claim_lines
-from lab.expectations import Unmeasurable, format_figure, format_value, measure, metric_text
+from lab.expectations import Unmeasurable, measure, metric_text
+from lab.figures_format import format_figure, format_value
 from lab.history import NS, Op
 from lab.report import COLLIDING_INSERTS, RYW, cell_info
 from lab.run_context import run_warnings, summary_identity

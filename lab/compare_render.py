@@ -1,6 +1,6 @@
 """Drawing ``lab compare``: a rich table for the terminal, a Markdown table to paste into a
 ticket, JSON. The same rows in all three (``lab.compare``); numbers through
-``lab.expectations.format_value``.
+``lab.figures_format.format_value``.
 
 Runs side by side: one column per cell, then ``× first`` (its ratio to the first) after each
 other one. Variants: one line per figure and group — n, median, min–max, the 95 % interval of
@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from lab.compare import RunComparison, VariantComparison, VariantRow, ratio_text
-from lab.expectations import format_figure
+from lab.figures_format import format_figure
 from lab.stats import Spread
 from lab.term_fit import block_lines, fitted_table
 

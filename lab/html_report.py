@@ -28,7 +28,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from lab.expectations import format_value
+from lab.figures_format import format_value
 from lab.html_page import CSS, PAGE, SCRIPT, context_block
 from lab.report_data import CellReport, FaultPeriod, RunReport, throughput_points
 

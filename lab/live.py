@@ -14,7 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from dsl.plan import Cell, Plan
-from lab.expectations import format_value
+from lab.figures_format import format_value
 from lab.outcome import View
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The end-of-run report: measurements and expectations, side by side for every cell.
 
-Every number goes through ``lab.expectations.format_value`` (the lab's one formatter: no
+Every number goes through ``lab.figures_format.format_value`` (the lab's one formatter: no
 scientific notation, one duration format, thousands separators). What the figures mean:
 
 - an outage still open at the end of the load is a lower bound: ``≥ 4.20 s (still down at
@@ -28,7 +28,7 @@ from rich.table import Table
 
 from lab.checkers.stale_reads import visibility_lower_bound, visibility_upper
 from lab.claims import claim_lines
-from lab.expectations import figure_clause, format_count, format_value
+from lab.figures_format import figure_clause, format_count, format_value
 
 RYW = "read_your_writes"
 COLLIDING_INSERTS = frozenset({"unique_insert", "unique_writes"})

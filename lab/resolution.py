@@ -24,7 +24,7 @@ from dsl.metrics import METRICS, resolve_stat
 from dsl.models import Metric
 from dsl.plan import Cell, PlannedWorkload
 from lab.checkers import CheckResult
-from lab.expectations import format_duration
+from lab.figures_format import format_duration
 
 _PER_SECOND = "1 s (a per-second series)"
 _VISIBILITY_STATS = frozenset({"p50", "p90", "p95", "p99", "max", "mean"})

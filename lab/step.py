@@ -26,7 +26,7 @@ from rich.markup import escape
 
 from dsl.models import TimedAction
 from dsl.units import QuantityError, parse_quantity
-from lab.expectations import format_value
+from lab.figures_format import format_value
 from lab.summary import action_label
 
 Stats = dict[str, dict[str, float]]

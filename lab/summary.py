@@ -10,7 +10,8 @@ from typing import Any
 from dsl.actions import label
 from dsl.models import Metric, Quantity, TimedAction
 from lab.checkers import CheckContext, CheckResult
-from lab.expectations import Unmeasurable, format_figure, measure, metric_text
+from lab.expectations import Unmeasurable, measure, metric_text
+from lab.figures_format import format_figure
 from lab.history import NS, FaultWindow
 from lab.outcome import RunOutcome
 from lab.run_context import run_context

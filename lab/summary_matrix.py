@@ -7,7 +7,7 @@ the cell notes. ``lab run`` and ``lab show RUN`` print it; ``lab show RUN
 
 The matrix is built as data (``build_matrix``: rows of formatted texts, testable) and drawn with
 rich (``render_matrix_summary``). It keeps the report's rules (``lab.report``'s docstring): every
-number through ``lab.expectations.format_value``; an outage still open at the end is ``≥ …
+number through ``lab.figures_format.format_value``; an outage still open at the end is ``≥ …
 (still down at end)``; visibility carries its resolution and is ``≥`` when a write never seen
 could change it; stale reads only for ``read_your_writes``; a figure that applies but could not
 be measured is ``unknown``; one that does not apply to the row is ``–``.
@@ -36,7 +36,7 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
-from lab.expectations import format_count
+from lab.figures_format import format_count
 from lab.report import (
     RYW,
     STILL_DOWN,

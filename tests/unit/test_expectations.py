@@ -15,9 +15,9 @@ from lab.expectations import (
     compare_lower_bound,
     evaluate,
     evaluate_all,
-    format_value,
     metric_text,
 )
+from lab.figures_format import format_value
 from lab.history import Op, Sample
 
 UNITS = {"s": "duration", "%": "percent", "/s": "rate", "B": "size", "": "count"}

@@ -1,5 +1,5 @@
 """How figures are shown: the end-of-run report (lab.report), the one number formatter
-(lab.expectations.format_value) and the live view's plain lines."""
+(lab.figures_format.format_value) and the live view's plain lines."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from lab.expectations import figure_clause, format_value
+from lab.figures_format import figure_clause, format_value
 from lab.live import LiveView
 from lab.report import measurement_rows, render_summary
 
