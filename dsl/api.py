@@ -1,7 +1,7 @@
 """The language's entry points; the CLI and the runtime use only these.
 
 * ``load_experiment(path)`` / ``parse_text(text)`` -> a valid ``Experiment``
-* ``load_plan(path)`` / ``plan_text(text)`` -> its ``Plan``
+* ``load_plan(path)`` / ``plan_text(text)`` -> its ``Plan``; ``load_both(path)`` -> both
 * ``check_file(path)`` / ``check_text(text)`` -> every error (never raises for bad input)
 * ``format_errors(errors)`` -> the errors as ``path:line:col: error: ...`` blocks
 
@@ -115,7 +115,7 @@ def errors_of_the_rest(rest: str, text: str, path: str) -> list[LanguageError]:
 
 
 def plan_text(text: str, path: str = "<string>") -> Plan:
-    return compile_experiment(parse_text(text, path))
+    return compile_experiment(parse_text(text, path), validated=True)
 
 
 def check_text(text: str, path: str = "<string>") -> list[LanguageError]:
@@ -132,7 +132,14 @@ def load_experiment(path: str | Path) -> Experiment:
 
 
 def load_plan(path: str | Path) -> Plan:
-    return compile_experiment(load_experiment(path))
+    return load_both(path)[1]
+
+
+def load_both(path: str | Path) -> tuple[Experiment, Plan]:
+    """A file's experiment and its plan, the file read, parsed and validated once (``lab
+    run``); raises ``LanguageErrors`` with every error, as ``check_file`` lists them."""
+    exp = load_experiment(path)
+    return exp, compile_experiment(exp, validated=True)
 
 
 def check_file(path: str | Path) -> list[LanguageError]:
@@ -144,12 +151,14 @@ def check_file(path: str | Path) -> list[LanguageError]:
     return check_text(text, str(path))
 
 
-def backend_errors(path: str | Path, backend: str) -> list[LanguageError]:
+def backend_errors(path: str | Path, backend: str, experiment: Experiment | None = None
+                   ) -> list[LanguageError]:
     """What the file cannot run on ``backend`` (``lab run --backend``: the file's own
-    ``backend`` statement overridden), as ``lab check`` would say it."""
+    ``backend`` statement overridden), as ``lab check`` would say it. ``experiment``: the
+    file's, already loaded (else it is loaded here)."""
     from dsl.backends import problems
 
-    exp = load_experiment(path).model_copy(update={"backend": backend})
+    exp = (experiment or load_experiment(path)).model_copy(update={"backend": backend})
     return sorted_errors([LanguageError(str(path), span, message, hint)
                           for span, message, hint in problems(exp)])
 

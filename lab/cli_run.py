@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -37,6 +37,9 @@ from lab.store import (
     default_db_path,
 )
 from lab.summary_matrix import render_matrix_summary
+
+if TYPE_CHECKING:
+    from dsl.models import Experiment
 
 
 def _sigterm(signum: int, frame: FrameType | None) -> None:
@@ -100,11 +103,9 @@ def make_stepper(step: bool, step_delay: str | None, console: Console,
                    console=console, source_lines=read_source(source))
 
 
-def space_note(path: str) -> None:
+def space_note(exp: Experiment, path: str) -> None:
     """A file with a fault space: ``lab run`` runs its timeline alone (lab explore draws it)."""
-    from dsl.api import load_experiment
-
-    space = load_experiment(path).faults
+    space = exp.faults
     if space is not None:
         print(f"note: {path}:{space.span.line}: the fault space is not run by `lab run` (only "
               f"the timeline is); `lab explore {path}` draws schedules from it",
@@ -114,7 +115,8 @@ def space_note(path: str) -> None:
 def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None = None,
             step: bool = False, step_delay: str | None = None,
             backend: str | None = None) -> int:
-    from dsl.api import check_file, format_errors, load_plan
+    from dsl.api import format_errors, load_both
+    from dsl.errors import LanguageErrors
     from lab.cli_lang import print_warnings
     from lab.engine import run_plan
     from lab.live import LiveView
@@ -128,21 +130,21 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
     except StepUsageError as e:
         print(f"Error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    errors = check_file(path)
-    if errors:
-        print(format_errors(errors), file=sys.stderr)
+    try:  # the file read, parsed and validated once: the experiment and its plan
+        exp, plan = load_both(path)
+    except LanguageErrors as e:
+        print(format_errors(e.errors), file=sys.stderr)
         return EXIT_LANGUAGE
-    plan = load_plan(path)
     if backend is not None and backend != plan.backend:  # lab run --backend
         from dsl.api import backend_errors
 
-        errors = backend_errors(path, backend)
+        errors = backend_errors(path, backend, exp)
         if errors:
             print(format_errors(errors), file=sys.stderr)
             return EXIT_LANGUAGE
         plan = plan.model_copy(update={"backend": backend})
     print_warnings(plan, path)
-    space_note(path)
+    space_note(exp, path)
     err = Console(stderr=True)
     try:  # the results database, before any server starts
         store = Store(_db_path(db))
