@@ -143,8 +143,6 @@ def _install(cfg: dict[str, str], cnf: Path, node_dir: Path) -> None:
                              "could not initialise the data directory", node_dir / "install.log")
 
 
-
-
 def install_datadir(cfg: dict[str, str], cnf: Path, node_dir: Path
                     ) -> templates.Template | None:
     """The node's data directory initialised: a copy of the template of its server and
