@@ -253,3 +253,15 @@ def test_two_runs_of_one_galera_plan_share_a_template_and_its_nodes_too(tmp_path
                                    {**runtime, "wsrep_sst_auth": secret})
             keys.add(bare.install_key(cfg).digest)
     assert len(keys) == 1
+
+
+def test_an_entry_checked_once_is_checked_again_when_a_file_changes(tmp_path: Path) -> None:
+    t = templates.ensure(KEY, Builds(), root=tmp_path)
+    assert templates.problem(t.path) is None  # remembered as whole
+    f = t.data / "mysql" / "user.MAD"
+    st = f.stat()
+    time.sleep(0.01)
+    f.write_bytes(b"ROOT" * 100)  # same size, and the old modification time put back
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert templates.problem(t.path) is not None  # its change time moved: read again
+    assert templates.problem(t.path, recheck=True) is not None
