@@ -151,8 +151,14 @@ def install_datadir(cfg: dict[str, str], cnf: Path, node_dir: Path
     if not templates.enabled():
         _install(cfg, cnf, node_dir)
         return None
-    template = templates.ensure(install_key(cfg), lambda raw: _install_into(
-        cfg, node_dir.parent / f".template-build-{node_dir.name}", raw))
+    try:
+        template = templates.ensure(install_key(cfg), lambda raw: _install_into(
+            cfg, node_dir.parent / f".template-build-{node_dir.name}", raw))
+    except (OSError, subprocess.SubprocessError, templates.TemplateError) as e:
+        # the cache saves time, it never stops a run: installed as without it
+        log.warning("no data directory template (%s): %s installed alone", e, node_dir.name)
+        _install(cfg, cnf, node_dir)
+        return None
     copy_datadir(template, cfg, node_dir)
     return template
 
@@ -197,7 +203,7 @@ def install_key(cfg: dict[str, str]) -> templates.TemplateKey:
 
 def _install_into(cfg: dict[str, str], work: Path, raw: Path) -> Path:
     """``mariadb-install-db`` with the node's settings into a directory of the run (the
-    server's OS user reaches it), its files then moved to ``raw``."""
+    server's OS user reaches it); that data directory (``raw`` unused)."""
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
     paths = {"datadir": work / "data", "tmpdir": work / "tmp", "socket": work / "mysqld.sock",
@@ -206,8 +212,6 @@ def _install_into(cfg: dict[str, str], work: Path, raw: Path) -> Path:
     cnf = work / "my.cnf"
     cnf.write_text(cnf_text({"mysqld": build_cfg}))
     _install(build_cfg, cnf, work)
-    for p in (work / "data").iterdir():
-        shutil.move(str(p), raw / p.name)
     return work / "data"
 
 

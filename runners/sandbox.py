@@ -10,10 +10,10 @@ in the run's own HOME, never the user's.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import tempfile
 import time
@@ -30,6 +30,8 @@ from runners.errors import ComponentError
 from runners.mysql import Credentials
 from runners.node import SLEEP_TIME, START_POLLS, SandboxNode
 from runners.runtime import Run
+
+log = logging.getLogger(__name__)
 
 DEBIAN_BIN_LINKS = ("mariadb", "mysql", "aria_", "myisam", "my_print_defaults", "resolveip",
                     "innochecksum", "perror", "replace", "msql2mysql")
@@ -224,7 +226,7 @@ def template_key(dbdeployer: str, binary_root: Path, version: str, flavor: str
 def _init_by_dbdeployer(dbdeployer: str, binary_root: Path, version: str, port: int,
                         work: Path, raw: Path) -> Path:
     """dbdeployer's own initialisation of one sandbox (``--skip-start``: ``init_db`` runs, no
-    server starts, no grants are loaded), its data directory moved to ``raw``."""
+    server starts, no grants are loaded) in the run; its data directory (``raw`` unused)."""
     work.mkdir(parents=True, exist_ok=True)
     home = work / "home"
     home.mkdir(exist_ok=True)
@@ -237,8 +239,6 @@ def _init_by_dbdeployer(dbdeployer: str, binary_root: Path, version: str, port: 
     if out.returncode != 0 or not (data / "mysql").is_dir():
         raise ComponentError("dbdeployer", "initialising a data directory template failed: "
                              + (out.stdout + out.stderr).strip()[-400:])
-    for p in data.iterdir():
-        shutil.move(str(p), raw / p.name)
     return data
 
 
@@ -284,10 +284,16 @@ def sandbox_template(run: Run, dbdeployer: str, binary_root: Path, version: str,
     if not templates.enabled():
         return None
     key = template_key(dbdeployer, binary_root, version, flavor)
-    template = templates.ensure(key, lambda raw: _init_by_dbdeployer(
-        dbdeployer, binary_root, version, port, run.dir / "template-build", raw))
+    try:
+        template = templates.ensure(key, lambda raw: _init_by_dbdeployer(
+            dbdeployer, binary_root, version, port, run.dir / "template-build", raw))
+        text = init_script(template)
+    except (OSError, subprocess.SubprocessError, templates.TemplateError, ComponentError) as e:
+        # the cache saves time, it never stops a run: dbdeployer initialises as without it
+        log.warning("no data directory template (%s): dbdeployer initialises each sandbox", e)
+        return None
     path = run.dir / "init_db.template"
-    path.write_text(init_script(template))
+    path.write_text(text)
     return path
 
 

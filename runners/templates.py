@@ -323,9 +323,10 @@ def _discard(entry: Path, why: str) -> None:
 def ensure(key: TemplateKey, build: Callable[[Path], Path | None], root: Path | None = None
            ) -> Template:
     """The verified entry of ``key``; built first when missing, partial or corrupt.
-    ``build(datadir)`` must initialise a data directory at ``datadir`` (which exists, empty);
-    it returns the directory the initialisation really ran in when that was elsewhere (its
-    path must not be baked into the files either), else None."""
+    ``build(datadir)`` initialises a data directory at ``datadir`` (which exists, empty) or
+    elsewhere, and returns the directory holding the files then (None: ``datadir``). Only a
+    sparse copy of them enters the cache: the initialisation's preallocated files (a 96 MB
+    redo log) never take their full size there."""
     root = root or cache_root()
     root.mkdir(parents=True, exist_ok=True)
     entry = root / key.digest
@@ -342,13 +343,13 @@ def ensure(key: TemplateKey, build: Callable[[Path], Path | None], root: Path | 
             raw = tmp / "raw"
             raw.mkdir()
             t0 = time.monotonic()
-            origin = build(raw)
-            baked = _names_build_dir(raw, tmp) or (origin and _names_build_dir(raw, origin))
+            source = build(raw) or raw
+            baked = _names_build_dir(source, tmp) or _names_build_dir(source, source)
             if baked:
                 raise TemplateError(f"the initialised file {baked} names its directory: "
                                     "a copy would point at the template")
             (tmp / DATA).mkdir()
-            allocated = _store(raw, tmp / DATA)
+            allocated = _store(source, tmp / DATA)
             shutil.rmtree(raw)
             manifest = {"format": FORMAT, "key": key.as_json(),
                         "built_seconds": round(time.monotonic() - t0, 3),

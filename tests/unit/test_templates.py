@@ -265,3 +265,21 @@ def test_an_entry_checked_once_is_checked_again_when_a_file_changes(tmp_path: Pa
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert templates.problem(t.path) is not None  # its change time moved: read again
     assert templates.problem(t.path, recheck=True) is not None
+
+
+def test_a_cache_that_cannot_take_a_template_never_stops_a_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    from types import SimpleNamespace
+
+    def full(key: TemplateKey, build: object) -> Template:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(templates, "ensure", full)
+    tool = tmp_path / "dbdeployer"
+    tool.write_bytes(b"tool")
+    run = SimpleNamespace(dir=tmp_path)
+    # None: dbdeployer initialises each sandbox itself, as with LAB_TEMPLATES=off
+    assert sandbox.sandbox_template(run, str(tool), tmp_path, "10.11.19",  # type: ignore[arg-type]
+                                    "mariadb", 3307) is None
+    assert not (tmp_path / "init_db.template").exists()
