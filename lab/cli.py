@@ -97,7 +97,7 @@ def _search(args: argparse.Namespace) -> int:
 
     return cmd_search(args.file, knob=args.knob, low=args.low, high=args.high,
                       expect=args.expect, resolution=args.resolution, k=args.fails, n=args.of,
-                      db=args.db)
+                      db=args.db, as_json=args.json)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -223,6 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--fails", type=int, default=2, metavar="K",
                    help="a value fails when it fails in K runs ... (default 2)")
     s.add_argument("--of", type=int, default=3, metavar="N", help="... of N (default 3)")
+    s.add_argument("--json", action="store_true",
+                   help="print the boundary and every value judged as JSON (progress on stderr)")
     s.add_argument("--db", default=None, help=db_help)
     s.set_defaults(func=_search)
 

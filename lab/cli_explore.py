@@ -222,12 +222,17 @@ def cmd_shrink(ref: str, expect: str | None = None, k: int = 2, n: int = 3,
 
 def cmd_search(path: str, knob: str, low: str, high: str, expect: str | None = None,
                resolution: str | None = None, k: int = 2, n: int = 3,
-               db: str | None = None) -> int:
-    """Where, between ``low`` and ``high`` of ``knob``, the expectation flips."""
+               db: str | None = None, as_json: bool = False) -> int:
+    """Where, between ``low`` and ``high`` of ``knob``, the expectation flips. ``as_json``:
+    the progress goes to stderr and stdout gets one JSON object (``lab.search.summary``, with
+    the search's arguments), also when no boundary is found."""
+    import json
+
     from dsl.api import check_text, format_errors, load_experiment
     from lab.exits import EXIT_EXPECTATION
     from lab.explore import Interrupted
     from lab.search import (
+        Boundary,
         KnobError,
         NoBoundary,
         Point,
@@ -236,6 +241,7 @@ def cmd_search(path: str, knob: str, low: str, high: str, expect: str | None = N
         parse_value,
         render,
         repeated_judge,
+        summary,
     )
 
     if not 1 <= k <= n:
@@ -279,26 +285,40 @@ def cmd_search(path: str, knob: str, low: str, high: str, expect: str | None = N
     def shown(v: float) -> str:
         return render(v, kind)
 
+    progress = sys.stderr if as_json else sys.stdout
+
+    def emit(points: list[Point], found: Boundary | None, message: str | None) -> None:
+        out = {"file": path, "knob": knob, "expectation": target, "from": low, "to": high,
+               "resolution": shown(res), "fails": k, "of": n, "message": message,
+               **summary(points, kind, found)}
+        print(json.dumps(out, indent=2))
+
     def work(runner: Runner, store: Store) -> int:
         print(f"searching {knob} from {shown(a.value)} to {shown(b.value)} in {path} for where "
               f"'{target}' flips: each value judged from up to {n} runs, failing when {k} "
-              f"fail; resolution {shown(res)}", flush=True)
+              f"fail; resolution {shown(res)}", file=progress, flush=True)
 
         def on_point(p: Point) -> None:
             verdict = "fails" if p.fails else "holds"
             print(f"{knob} = {shown(p.value)}: {verdict} (failed {p.failures} of {p.runs} runs: "
-                  f"{', '.join(t.run_id for t in p.trials)})", flush=True)
+                  f"{', '.join(t.run_id for t in p.trials)})", file=progress, flush=True)
 
         judge = repeated_judge(lambda v: knob_text(text, exp, knob, shown(v)), runner, target,
                                k, n, on_point)
         try:
             found = bisect(a.value, b.value, judge, res, integer=integer)
         except NoBoundary as e:
-            print(f"no boundary: {e}")
+            if as_json:
+                emit(e.points, None, f"no boundary: {e}")
+            else:
+                print(f"no boundary: {e}")
             return EXIT_EXPECTATION
         except Interrupted as e:
             print(f"interrupted during run {e.trial.run_id}", file=sys.stderr)
             return EXIT_INCOMPLETE
+        if as_json:
+            emit(found.points, found, None)
+            return EXIT_OK
         print()
         print(f"boundary of '{target}' over {knob}: between {shown(found.low)} and "
               f"{shown(found.high)}")

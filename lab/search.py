@@ -25,6 +25,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from dsl.models import Experiment, Quantity
 from dsl.units import parse_quantity
@@ -222,3 +223,21 @@ def repeated_judge(text_at: Callable[[float], str], runner: Runner, expectation:
         return p
 
     return judge
+
+
+def summary(points: list[Point], kind: str, found: Boundary | None) -> dict[str, Any]:
+    """What ``lab search --json`` prints: the boundary (``None`` when the expectation did not
+    flip between the ends), then every value judged, in order, with its runs and verdict."""
+    def point(p: Point) -> dict[str, Any]:
+        lo, hi = p.rate_interval()
+        return {"value": p.value, "text": render(p.value, kind),
+                "verdict": "fails" if p.fails else "holds", "failures": p.failures,
+                "runs": p.runs, "run_ids": [t.run_id for t in p.trials],
+                "failure_rate_95": [round(lo, 4), round(hi, 4)]}
+
+    boundary = None if found is None else {
+        "low": found.low, "high": found.high, "low_text": render(found.low, kind),
+        "high_text": render(found.high, kind), "holds_at": found.holds.value,
+        "fails_at": found.fails.value}
+    return {"kind": kind, "boundary": boundary, "points": [point(p) for p in points],
+            "runs": sum(p.runs for p in points)}

@@ -3,6 +3,7 @@ and the command with the runner replaced."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from pathlib import Path
@@ -199,3 +200,34 @@ def test_lab_search_refuses_bad_ranges(tmp_path: Path,
     assert "give them in one kind of unit" in capsys.readouterr().err
     assert main(["search", str(f), "--knob", "5:for", "--from", "1s", "--to", "30s"]) == 2
     assert "with 5:for = 30s the file is not a valid experiment" in capsys.readouterr().err
+
+
+def test_lab_search_json_gives_the_boundary_and_every_value(
+        tmp_path: Path, fake_servers: None, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "p.exp"
+    f.write_text(PAUSE)
+    db = str(tmp_path / "r.db")
+    assert main(["search", str(f), "--knob", "5:for", "--from", "200ms", "--to", "3s",
+                 "--resolution", "100ms", "--json", "--db", db]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)  # stdout is the JSON alone; progress went to stderr
+    assert "5:for = 200ms: holds" in captured.err
+    b = out["boundary"]
+    assert b["low"] < 1.0 <= b["high"] and b["high"] - b["low"] <= 0.1
+    assert b["fails_at"] == b["high"] and b["low_text"].endswith("ms")
+    assert (out["knob"], out["fails"], out["of"]) == ("5:for", 2, 3)
+    assert [p["text"] for p in out["points"][:2]] == ["200ms", "3s"]
+    assert {p["verdict"] for p in out["points"]} == {"holds", "fails"}
+    assert out["runs"] == sum(p["runs"] for p in out["points"]) == len(Store(db).list_runs())
+    assert all(len(p["run_ids"]) == p["runs"] for p in out["points"])
+
+
+def test_lab_search_json_without_a_flip_has_no_boundary(
+        tmp_path: Path, fake_servers: None, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "p.exp"
+    f.write_text(PAUSE)
+    assert main(["search", str(f), "--knob", "5:for", "--from", "1s", "--to", "3s", "--json",
+                 "--db", str(tmp_path / "r.db")]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["boundary"] is None and "fails at both ends" in out["message"]
+    assert [p["verdict"] for p in out["points"]] == ["fails", "fails"]
