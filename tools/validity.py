@@ -10,9 +10,18 @@ Each back-end is a column. A calibration runs on the container back-end when ``l
 accepts it there (``dsl/backends.py`` decides); the others are shown as "not on containers
 yet", with the reason, never skipped silently nor run natively in their place.
 
-``--save DIR`` keeps each run's ``lab run --json`` summary as ``DIR/<back-end>/<name>.json``;
-``--from DIR`` renders from those (a flat ``DIR/*.json`` is read as native), so the back-ends
-can be run at different times and the table rendered once.
+Searches (``SEARCHES``) are calibrations too: ``lab search FILE --knob ... --json`` bisects
+one knob of a file whose threshold is known from its settings, and the row says the truth (the
+interval the boundary must lie in, and why), the boundary found (low–high, with the number of
+runs) and the verdict: it holds when the boundary found lies inside the truth interval,
+**unknown** when the search found no boundary (counted with those that do not hold). Native
+only: ``lab search`` has no ``--backend`` (it runs the file's own back-end), so on containers a
+search is "not on containers yet", never run natively in its place.
+
+``--save DIR`` keeps each run's ``lab run --json`` summary as ``DIR/<back-end>/<name>.json``
+and each search's as ``DIR/<back-end>/search-<name>.json``; ``--from DIR`` renders from those
+(a flat ``DIR/*.json`` is read as native), so the back-ends can be run at different times and
+the table rendered once.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 CALIBRATION = ROOT / "experiments" / "calibration"
@@ -38,6 +47,40 @@ CATALOGUE_TRUTHS = ("relay-log-recovery.exp",
                     "primary-primary-collisions.exp", "primary-primary-offsets.exp",
                     "semi-sync-failover.exp")
 UNSUPPORTED = "unsupported"  # a summary's status: lab check refuses it on that back-end
+SEARCH = "search"  # a summary's kind: a lab search, not a lab run
+
+
+class Search(NamedTuple):
+    """One ``lab search`` whose boundary is known from the file's settings: it must lie
+    between ``truth_low`` and ``truth_high`` (in the knob's unit, seconds for a time). A named
+    tuple, not a dataclass: the tests load this script by path, outside ``sys.modules``."""
+
+    name: str
+    file: str  # relative to the repository
+    knob: str
+    low: str
+    high: str
+    resolution: str
+    fails: int
+    of: int
+    truth_low: float
+    truth_high: float
+    unit: str
+    reason: str
+
+    def command(self) -> str:
+        return (f"lab search --knob {self.knob} --from {self.low} --to {self.high} "
+                f"--resolution {self.resolution} --fails {self.fails} --of {self.of}")
+
+
+SEARCHES = (
+    Search("promote-delay", "experiments/search-promote-delay.exp", knob="26:at",
+           low="6.2s", high="9.2s", resolution="400ms", fails=2, of=3,
+           truth_low=7.0, truth_high=9.0, unit="s",
+           reason="db1 killed at 6 s; db2's MASTER_DELAY 2 counts whole seconds, so the last "
+                  "acknowledged write is applied 1 s to 3 s after the kill: a promote before "
+                  "7 s always loses writes, one after 9 s never does; workshop lesson 29"),
+)
 
 
 def experiments() -> list[Path]:
@@ -116,6 +159,57 @@ def run_one(path: Path, home: Path, backend: str = "native") -> dict[str, Any]:
     return summary
 
 
+def run_search(search: Search, home: Path, backend: str = "native") -> dict[str, Any]:
+    """``lab search ... --json`` of ``search`` on ``backend``, as a summary ``render`` reads
+    (``kind`` ``search``, the declared search, and the command's JSON as ``result``)."""
+    path = ROOT / search.file
+    base = {"kind": SEARCH, "experiment": f"search-{search.name}", "file": label(path),
+            "backend": backend, "search": search._asdict()}
+    why = refusals(path, backend)
+    if backend != "native" and not why:
+        why = [f"`lab search` has no --backend yet: it runs the file's own back-end (native "
+               f"for {label(path)}), so it is not run here in place of {backend}"]
+    if why:
+        return {**base, "status": UNSUPPORTED, "reasons": why}
+    env = dict(os.environ, LAB_HOME=str(home))
+    cmd = [sys.executable, "-m", "lab.cli", "search", str(path), "--knob", search.knob,
+           "--from", search.low, "--to", search.high, "--resolution", search.resolution,
+           "--fails", str(search.fails), "--of", str(search.of), "--json"]
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+    try:
+        result = json.loads(out.stdout)
+    except json.JSONDecodeError:
+        return {**base, "status": "error",
+                "message": out.stderr.strip().splitlines()[-1:] or ["no output"]}
+    return {**base, "status": "found" if result.get("boundary") else "no boundary",
+            "result": result}
+
+
+def _num(v: float, unit: str) -> str:
+    return f"{round(v, 3):g} {unit}".rstrip()
+
+
+def search_row(s: Mapping[str, Any]) -> tuple[tuple[str, str], str, bool]:
+    """A search summary as ((file, expected), measured: verdict, held)."""
+    d = s["search"]
+    unit = str(d.get("unit", ""))
+    expected = (f"`{d['knob']}` bisected (`--fails {d['fails']} --of {d['of']}`, resolution "
+                f"{d['resolution']}): boundary within {_num(d['truth_low'], '')}–"
+                f"{_num(d['truth_high'], unit)} ({_cell(d['reason'])})")
+    key = (_name(s), expected)
+    result = s.get("result")
+    if not result:
+        return key, f"{_cell(s.get('message'))} **error**", False
+    runs = result.get("runs", 0)
+    b = result.get("boundary")
+    if not b:
+        why = result.get("message") or "no boundary"
+        return key, f"{_cell(why)} ({runs} runs): **unknown**", False
+    inside = d["truth_low"] <= b["low"] and b["high"] <= d["truth_high"]
+    measured = f"{_num(b['low'], '')}–{_num(b['high'], unit)} ({runs} runs)"
+    return key, f"{measured}: {'holds' if inside else '**FAILS**'}", inside
+
+
 def _cell(v: Any) -> str:
     if isinstance(v, list):
         v = "; ".join(str(x) for x in v)
@@ -126,6 +220,8 @@ def _rows(s: Mapping[str, Any]) -> list[tuple[tuple[str, str], str, bool | None]
     """One summary as ((experiment label, expected), cell text, passed) rows; ``passed`` is
     None for an observed report (no truth), False for an error."""
     name = s.get("file") or s.get("experiment", "?")
+    if s.get("kind") == SEARCH:
+        return [search_row(s)]
     if not s.get("cells"):
         return [((name, "the run"), f"{_cell(s.get('message'))} **error**", False)]
     out: list[tuple[tuple[str, str], str, bool | None]] = []
@@ -192,7 +288,9 @@ def render(results: Mapping[str, Sequence[Mapping[str, Any]]] | Sequence[Mapping
         "catalogue experiments whose outcome is known exactly: relay-log recovery 5000/0, two",
         "primaries with and without offsets, a semi-synchronous failover): a fault of known size,",
         "and the figure the lab must report for it within a stated tolerance (the experiment's",
-        "header comment says where each tolerance comes from).",
+        "header comment says where each tolerance comes from). A `lab search` row bisects one",
+        "knob of a file whose threshold is known from its settings: the boundary found must lie",
+        "within the interval the settings give.",
         "",
         "Each back-end is a column: the same file, run unchanged (`lab run --backend ...`). An",
         "experiment `lab check` refuses on a back-end is \"not on <back-end> yet\" there, with the",
@@ -239,7 +337,10 @@ def render(results: Mapping[str, Sequence[Mapping[str, Any]]] | Sequence[Mapping
     for b in backends:
         if refused[b]:
             lines += ["", f"## Not on {b} yet", "",
-                      f"What `lab check --backend {b}` says of each (from `dsl/backends.py`):",
+                      f"What `lab check --backend {b}` says of each (from `dsl/backends.py`)"
+                      + (", or why a search cannot run there:"
+                         if any(s.get("kind") == SEARCH and s.get("status") == UNSUPPORTED
+                                for s in by_backend[b]) else ":"),
                       ""]
             for name, why in refused[b].items():
                 lines.append(f"- {name}: " + "; ".join(_cell(w) for w in why))
@@ -260,13 +361,19 @@ def load(src: Path) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def save(summary: Mapping[str, Any], dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps(summary, indent=1))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--from", dest="src", help="render saved summaries (DIR/<back-end>/*.json)")
     ap.add_argument("--save", help="keep each summary as DIR/<back-end>/<experiment>.json")
     ap.add_argument("--backend", choices=(*BACKENDS, "all"), default="all",
                     help="run one back-end only (default: every back-end)")
-    ap.add_argument("--only", help="comma-separated experiment names (e.g. outage,split-brain)")
+    ap.add_argument("--only", help="comma-separated experiment names (e.g. outage,split-brain,"
+                                   "search-promote-delay)")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
@@ -274,9 +381,11 @@ def main(argv: list[str] | None = None) -> int:
         results = load(Path(args.src))
     else:
         paths = experiments()
+        searches = list(SEARCHES)
         if args.only:
             wanted = {n.strip().removesuffix(".exp") for n in args.only.split(",")}
             paths = [p for p in paths if p.stem in wanted]
+            searches = [x for x in searches if f"search-{x.name}" in wanted]
         results = {}
         with tempfile.TemporaryDirectory(prefix="lab-validity-") as home:
             for backend in backends:
@@ -288,9 +397,16 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"   not on {backend} yet: {s['reasons'][0]}", file=sys.stderr)
                     results[backend].append(s)
                     if args.save:
-                        d = Path(args.save) / backend
-                        d.mkdir(parents=True, exist_ok=True)
-                        (d / f"{path.stem}.json").write_text(json.dumps(s, indent=1))
+                        save(s, Path(args.save) / backend / f"{path.stem}.json")
+                for search in searches:
+                    print(f"== {backend}: {search.command()} {search.file}", file=sys.stderr,
+                          flush=True)
+                    s = run_search(search, Path(home), backend)
+                    if s.get("status") == UNSUPPORTED:
+                        print(f"   not on {backend} yet: {s['reasons'][0]}", file=sys.stderr)
+                    results[backend].append(s)
+                    if args.save:
+                        save(s, Path(args.save) / backend / f"search-{search.name}.json")
     text = render(results, machine(list(results)))
     Path(args.out).write_text(text)
     print(f"wrote {args.out}", file=sys.stderr)
