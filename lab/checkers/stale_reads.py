@@ -157,11 +157,7 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         arrays = _arrays(pairs) if fast is None else (
             None if workload in fast[1] else fast[0].get(workload, {}))
         keys = {k: KeyWrites.build(list(p)) for k, p in pairs.items()} if arrays is None else {}
-        tally = Tally()
-        vis_all: list[int] = []
-        node_subjects: dict[str, dict[str, Any]] = {}
-        vis_bounds: list[int] = []
-        res_all: list[int] = []
+        acc = _WorkloadSubjects(workload)
         for node, nl in sorted(by_node.items()):
             if arrays is None:  # the per-object path: many keys, or versions beyond 64 bits
                 rs, looks = nl.objects(g, col)
@@ -169,20 +165,43 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
                 vis = _visibility(keys, looks)
             else:
                 nt, vis = _node_arrays(workload, node, nl, g, arrays, examples, t0)
-            vis_all.extend(vis.times)
-            vis_bounds.extend(vis.bounds)
-            res_all.extend(vis.gaps)
-            sj = nt.as_json()
-            sj["visibility"] = vis.as_json()
-            node_subjects[f"{workload} on {node}"] = sj
-            tally.merge(nt)
-        subj = tally.as_json()
-        subj["nodes"] = sorted(by_node)
-        subj["visibility"] = Visibility(vis_all, vis_bounds, res_all).as_json()
-        subjects[workload] = subj
-        subjects.update(node_subjects)
-        total.merge(tally)
+            acc.add(node, nt, vis)
+        acc.into(sorted(by_node), subjects, total)
+    return _result(total, examples, subjects)
 
+
+class _WorkloadSubjects:
+    """One workload's figures as its nodes are checked: its tally, each node's subject and the
+    visibility over all its nodes (both paths, arrays and objects, fill it the same way)."""
+
+    def __init__(self, workload: str) -> None:
+        self.workload = workload
+        self.tally = Tally()
+        self.node_subjects: dict[str, dict[str, Any]] = {}
+        self.times: list[int] = []
+        self.bounds: list[int] = []
+        self.gaps: list[int] = []
+
+    def add(self, node: str, nt: Tally, vis: Visibility) -> None:
+        self.times.extend(vis.times)
+        self.bounds.extend(vis.bounds)
+        self.gaps.extend(vis.gaps)
+        sj = nt.as_json()
+        sj["visibility"] = vis.as_json()
+        self.node_subjects[f"{self.workload} on {node}"] = sj
+        self.tally.merge(nt)
+
+    def into(self, nodes: list[str], subjects: dict[str, dict[str, Any]], total: Tally) -> None:
+        subj = self.tally.as_json()
+        subj["nodes"] = nodes
+        subj["visibility"] = Visibility(self.times, self.bounds, self.gaps).as_json()
+        subjects[self.workload] = subj
+        subjects.update(self.node_subjects)
+        total.merge(self.tally)
+
+
+def _result(total: Tally, examples: list[dict[str, Any]],
+            subjects: dict[str, dict[str, Any]]) -> CheckResult:
     metrics = total.as_json()
     metrics["examples"] = examples
     metrics["examples_truncated"] = total.stale > len(examples)
@@ -260,38 +279,12 @@ def _check_objects(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
     examples: list[dict[str, Any]] = []
     for workload, by_node in reads.items():
         keys = {k: KeyWrites.build(p) for k, p in write_pairs.get(workload, {}).items()}
-        tally = Tally()
-        vis_all: list[int] = []
-        node_subjects: dict[str, dict[str, Any]] = {}
-        vis_bounds: list[int] = []
-        res_all: list[int] = []
+        acc = _WorkloadSubjects(workload)
         for node, rs in sorted(by_node.items()):
             nt = _check_node(workload, node, rs, keys, examples, t0)
-            vis = _visibility(keys, looks.get(workload, {}).get(node, []))
-            vis_all.extend(vis.times)
-            vis_bounds.extend(vis.bounds)
-            res_all.extend(vis.gaps)
-            sj = nt.as_json()
-            sj["visibility"] = vis.as_json()
-            node_subjects[f"{workload} on {node}"] = sj
-            tally.merge(nt)
-        subj = tally.as_json()
-        subj["nodes"] = sorted(by_node)
-        subj["visibility"] = Visibility(vis_all, vis_bounds, res_all).as_json()
-        subjects[workload] = subj
-        subjects.update(node_subjects)
-        total.merge(tally)
-
-    metrics = total.as_json()
-    metrics["examples"] = examples
-    metrics["examples_truncated"] = total.stale > len(examples)
-    metrics["subjects"] = subjects
-    details = (
-        f"{total.stale} stale of {total.eligible} eligible reads"
-        if total.eligible
-        else "no read had an acknowledged write to compare with"
-    )
-    return CheckResult(NAME, total.stale == 0, metrics, details)
+            acc.add(node, nt, _visibility(keys, looks.get(workload, {}).get(node, [])))
+        acc.into(sorted(by_node), subjects, total)
+    return _result(total, examples, subjects)
 
 
 def _arrays(pairs: dict[Any, list[tuple[int, int]]]) -> dict[int, sc.KeyArrays] | None:
