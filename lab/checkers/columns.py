@@ -376,21 +376,9 @@ def summary_ints(values: I64, *, scale: float = 1.0) -> dict[str, Any]:
     top = max(abs(int(xs[0])), abs(int(xs[-1])))
     big = top >= 2**53 or top * n >= 2**62
     total = math.fsum(xs.tolist()) if big else float(int(xs.sum(dtype=np.int64)))
+    from lab.checkers.base import summary_of_sorted  # base imports this module
 
-    def pct(q: float) -> float:
-        return float(xs[min(max(math.ceil(q / 100.0 * n), 1), n) - 1]) * scale
-
-    return {
-        "count": n,
-        "mean": (total / n) * scale,
-        "min": float(xs[0]) * scale,
-        "p50": pct(50),
-        "p90": pct(90),
-        "p95": pct(95),
-        "p99": pct(99),
-        "p999": pct(99.9),
-        "max": float(xs[-1]) * scale,
-    }
+    return summary_of_sorted(xs, total, scale=scale)  # type: ignore[arg-type]
 
 
 def error_labels(col: Columns, sel: I64) -> list[str]:
