@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from lab.pytest_plugin import CellNotPassed, _LabItem, _shown_path
+from lab.pytest_plugin import CellNotPassed, _LabItem, _shown_path, session_store
 
 if TYPE_CHECKING:
     from dsl.models import Experiment
@@ -162,23 +162,14 @@ class _RunsItem(_LabItem):
 
     def runner(self) -> Runner:
         """Skips when the experiment cannot run here; the store from ``--lab-db``."""
-        import sqlite3
-
         from dsl.compile import compile_experiment
         from lab.cell_run import why_not_runnable
         from lab.explore import real_runner
-        from lab.store import Store, StoreError, StoreUnavailable, default_db_path
 
         reason = why_not_runnable(compile_experiment(self.exp))
         if reason:
             pytest.skip(reason)
-        db = self.config.getoption("lab_db", None)
-        path = Path(db) if db else default_db_path()
-        try:
-            self.store = Store(path)
-            self.store.check_room()
-        except (StoreError, sqlite3.Error, OSError) as e:
-            raise CellNotPassed(f"Error: {StoreUnavailable.of(path, e)}") from None
+        self.store = session_store(self.config)
         return real_runner(self.store)
 
     def teardown(self) -> None:

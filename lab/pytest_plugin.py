@@ -241,18 +241,9 @@ class ExpFile(pytest.File):
         database; ``CellNotPassed`` when the database cannot be opened or written."""
         if self.run is not None:
             return self.run
-        import sqlite3
-
         from lab.cell_run import PlanRun
-        from lab.store import Store, StoreError, StoreUnavailable, default_db_path
 
-        db = self.config.getoption("lab_db")
-        path = Path(db) if db else default_db_path()
-        try:
-            self.store = Store(path)
-            self.store.check_room()
-        except (StoreError, sqlite3.Error, OSError) as e:
-            raise CellNotPassed(f"Error: {StoreUnavailable.of(path, e)}") from None
+        self.store = session_store(self.config)
         self.run = PlanRun(self.plan, self.store)
         self.config.stash[_RUNS].append(self)
         return self.run
@@ -273,6 +264,23 @@ class ExpFile(pytest.File):
 class LabPlanWarning(pytest.PytestWarning):
     """A valid experiment that probably does not measure what it means to (``lab check``
     prints the same warnings)."""
+
+
+def session_store(config: pytest.Config) -> Store:
+    """The session's results database (``--lab-db``, else the default), open and with room to
+    write; ``CellNotPassed`` with the lab's one-line reason when it cannot be."""
+    import sqlite3
+
+    from lab.store import Store, StoreError, StoreUnavailable, default_db_path
+
+    db = config.getoption("lab_db", None)
+    path = Path(db) if db else default_db_path()
+    try:
+        store = Store(path)
+        store.check_room()
+    except (StoreError, sqlite3.Error, OSError) as e:
+        raise CellNotPassed(f"Error: {StoreUnavailable.of(path, e)}") from None
+    return store
 
 
 class CellNotPassed(Exception):
