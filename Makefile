@@ -1,5 +1,5 @@
 # replica-chaos-lab: `make demo` and `make test` are all a new user needs.
-.PHONY: bootstrap demo test test-fast test-random test-integration integration lint bench clean-runs validity
+.PHONY: bootstrap demo test test-fast test-random test-integration integration catalogue-busy lint bench clean-runs validity
 
 VENV := .venv
 LAB := $(VENV)/bin/lab
@@ -42,6 +42,13 @@ integration:
 	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n 2 --dist loadgroup \
 	  --durations=30 || s=1; \
 	$(PYTEST) tests/integration -q -m "integration and serial" --durations=10 || s=1; exit $$s
+
+# The catalogue (every lesson as written, every experiment without one) beside one CPU-bound
+# process, as on a busy machine: `make catalogue-busy N=2 K=quickstart` (N workers, default 1;
+# K a pytest -k filter). Not part of `make test`: it takes about half an hour one at a time.
+catalogue-busy: bootstrap
+	@bash tools/beside_cpu_hog.sh $(PYTEST) tests/integration/test_catalogue.py -q \
+	  -n $(or $(N),1) --durations=15 $(if $(K),-k "$(K)")
 
 lint: bootstrap
 	$(VENV)/bin/ruff check dsl lab runners fault tests bench
