@@ -31,7 +31,7 @@ from harness import Bench, Target, rounds, run_rounds
 
 from lab.history import Op
 from lab.recorder import Recorder
-from lab.store import Store
+from lab.store.db import Store
 
 
 def new_recorder(stream: bool, tmp: Path, tag: str) -> Recorder:

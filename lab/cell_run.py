@@ -23,7 +23,7 @@ from dsl.plan import Cell, Plan
 from lab.cell_store import STORE_ERRORS, finish_without_store
 from lab.outcome import CellOutcome, RunOutcome, View, conclude
 from lab.run_context import run_context
-from lab.store import Store, StoreUnavailable
+from lab.store.db import Store, StoreUnavailable
 from lab.summary import summary
 
 Keep = Literal["never", "failed", "always"]

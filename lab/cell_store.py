@@ -2,7 +2,7 @@
 
 When the database fails mid-run (a full disk), the cell stops as ``error``, is checked from the
 history in memory, and the run ends with exit 3; what the database did not take goes to the
-fallback file next to it (``lab.store.fallback_path``), and ``store_error`` is the one line
+fallback file next to it (``lab.store.db.fallback_path``), and ``store_error`` is the one line
 saying which file, why, and where things went.
 """
 
@@ -18,7 +18,7 @@ from lab.exits import EXIT_INCOMPLETE
 from lab.history import fault_windows
 from lab.outcome import CellOutcome, RunOutcome
 from lab.recorder import Recorder, RecorderError
-from lab.store import Store, StoreUnavailable, append_fallback, describe_failure, fallback_path
+from lab.store.db import Store, StoreUnavailable, append_fallback, describe_failure, fallback_path
 from lab.summary import summary
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from lab.compare import (
 )
 from lab.compare_render import render_runs, render_variants, runs_markdown, variants_markdown
 from lab.exits import EXIT_OK, EXIT_USAGE
-from lab.store import (
+from lab.store.db import (
     AmbiguousRun,
     RunNotFound,
     Store,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from lab.exits import EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK, EXIT_USAGE
 from lab.explore import Runner
-from lab.store import Store, StoreError
+from lab.store.db import Store, StoreError
 
 
 def _language_errors(path: str) -> bool:

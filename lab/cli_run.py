@@ -27,7 +27,7 @@ from rich.markup import escape
 from lab.exits import EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK, EXIT_USAGE
 from lab.report import render_summary
 from lab.step import Stepper, StepUsageError, parse_step_delay, read_source, stdin_line_reader
-from lab.store import (
+from lab.store.db import (
     AmbiguousRun,
     RunNotFound,
     Store,

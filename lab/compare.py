@@ -44,7 +44,7 @@ from lab.history import NS, Op
 from lab.report import COLLIDING_INSERTS, RYW, cell_info
 from lab.run_context import run_warnings, summary_identity
 from lab.stats import CI_METHOD, Ratio, Spread, ratio, spread
-from lab.store import Store, StoreError
+from lab.store.db import Store, StoreError
 
 WRITE_KINDS = METRIC_SPECS["lost_writes"].workload_kinds or frozenset()
 

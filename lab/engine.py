@@ -46,7 +46,7 @@ from lab.outcome import CellOutcome, RunOutcome, View, conclude
 from lab.recorder import Recorder
 from lab.run_context import run_context
 from lab.step import Stepper
-from lab.store import Store, StoreUnavailable
+from lab.store.db import Store, StoreUnavailable
 from lab.summary import fault_timeline, report_figure, summary
 from runners.components import MissingComponent
 from runners.errors import ComponentError

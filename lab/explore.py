@@ -65,7 +65,7 @@ def real_runner(store: object, view: object | None = None) -> Runner:
     from lab.engine import run_plan
     from lab.expectations import format_figure
     from lab.outcome import View
-    from lab.store import Store, new_run_id
+    from lab.store.db import Store, new_run_id
     from runners.topology import check_components
 
     assert isinstance(store, Store)

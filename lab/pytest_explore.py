@@ -36,7 +36,7 @@ from lab.pytest_plugin import CellNotPassed, _LabItem, _shown_path, session_stor
 if TYPE_CHECKING:
     from dsl.models import Experiment
     from lab.explore import Runner, Trial
-    from lab.store import Store
+    from lab.store.db import Store
 
 _SEARCHES = pytest.StashKey[list[str]]()
 

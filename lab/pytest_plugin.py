@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from dsl.models import Experiment
     from dsl.plan import Cell, Plan
     from lab.cell_run import PlanRun
-    from lab.store import Store
+    from lab.store.db import Store
 
 __all__ = ["CellNotPassed", "ClaimsItem", "ExpFile", "ExpItem", "cell_name", "lab_topology"]
 
@@ -271,7 +271,7 @@ def session_store(config: pytest.Config) -> Store:
     write; ``CellNotPassed`` with the lab's one-line reason when it cannot be."""
     import sqlite3
 
-    from lab.store import Store, StoreError, StoreUnavailable, default_db_path
+    from lab.store.db import Store, StoreError, StoreUnavailable, default_db_path
 
     db = config.getoption("lab_db", None)
     path = Path(db) if db else default_db_path()
@@ -314,7 +314,7 @@ class ExpItem(_LabItem):
 
     def runtest(self) -> None:
         from lab.cell_failure import cell_failure_text
-        from lab.store import StoreUnavailable
+        from lab.store.db import StoreUnavailable
 
         f = self.exp_file
         reason = f.why_not_runnable()

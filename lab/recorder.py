@@ -9,7 +9,7 @@ the writer.
 
 When the database fails (a full disk, a corrupt file), the recorder keeps the whole history in
 memory as always, sets ``error``, and writes what the database did not take to the fallback file
-next to it (``lab.store.fallback_path``: operations, samples and faults as JSON lines) while it
+next to it (``lab.store.db.fallback_path``: operations, samples and faults as JSON lines) while it
 can; ``storage_note()`` says where every operation went. The engine stops the cell and says so.
 
 Ops recorded after ``close()`` (a straggling client) stay in memory and are not written.
@@ -32,7 +32,7 @@ from types import TracebackType
 from typing import Any
 
 from lab.history import NEMESIS, Op, OpType, Sample, fault_windows
-from lab.store import (
+from lab.store.db import (
     OPS_PER_BATCH,
     Store,
     StoreUnavailable,
@@ -70,7 +70,7 @@ class Recorder:
         fallback: str | Path | None = None,
     ) -> None:
         """``fallback``: where to write what the database does not take (default
-        ``lab.store.fallback_path(db_path, run_id)``)."""
+        ``lab.store.db.fallback_path(db_path, run_id)``)."""
         self.db_path = Path(db_path) if db_path is not None else None
         self.fallback_path: Path | None = None
         if fallback is not None:

@@ -40,7 +40,7 @@ from lab.checkers.series import per_second
 from lab.checkers.stale_reads import KeyWrites, Look, _visibility, version
 from lab.claims import claim_lines
 from lab.history import NEMESIS, NS, READ_FS, REREAD_FS, WRITE_FS, Completed, Op, Sample, pair_ops
-from lab.store import Store
+from lab.store.db import Store
 from lab.summary_matrix import fault_words, transaction_findings
 
 RYW = "read_your_writes"

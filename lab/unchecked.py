@@ -19,7 +19,7 @@ from dsl.plan import Cell, Plan
 from lab.checkers import CheckContext, WorkloadInfo, run_checkers
 from lab.expectations import evaluate_all, not_judged
 from lab.report_data import guess_kinds
-from lab.store import Store
+from lab.store.db import Store
 
 log = logging.getLogger(__name__)
 

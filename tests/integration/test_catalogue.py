@@ -176,7 +176,7 @@ def _router_writer_outage(summary: dict[str, Any], home: Path) -> None:
 
 
 def _ops(summary: dict[str, Any], home: Path) -> list[Any]:
-    from lab.store import Store
+    from lab.store.db import Store
 
     return list(Store(home / "results.db").operations(summary["run_id"], 1))
 

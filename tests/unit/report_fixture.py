@@ -25,7 +25,7 @@ from dsl.api import plan_text
 from lab.checkers import CheckContext, WorkloadInfo, run_checkers
 from lab.expectations import evaluate_all
 from lab.history import NEMESIS, Op, Sample, fault_windows
-from lab.store import Store
+from lab.store.db import Store
 from lab.summary import report_figure
 
 S = 1_000_000_000

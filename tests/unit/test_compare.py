@@ -18,7 +18,7 @@ from lab.compare_render import runs_markdown, variants_markdown, variants_table_
 from lab.expectations import ExpectationOutcome
 from lab.history import NEMESIS, Op, Sample
 from lab.stats import Ratio, median, ratio, spread, t_interval, t_quantile
-from lab.store import Store
+from lab.store.db import Store
 
 S = 1_000_000_000
 T0 = 5 * S  # the load's start (monotonic ns)

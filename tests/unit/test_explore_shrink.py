@@ -17,7 +17,7 @@ from lab import explore as explore_mod
 from lab.cli import main
 from lab.explore import Runner, Trial, exploration_lines, explore, schedule_path
 from lab.shrink import Shrinking, bisect_down, ddmin
-from lab.store import Store
+from lab.store.db import Store
 
 # --- ddmin ----------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from lab import cell_run, pytest_fixture
 from lab.checkers import CheckContext, WorkloadInfo, run_checkers
 from lab.expectations import evaluate_all
 from lab.outcome import CellOutcome, View
-from lab.store import Store
+from lab.store.db import Store
 from runners.mysql import Address, Credentials
 from tests.unit.histories import S, history, op
 

@@ -23,7 +23,7 @@ from lab.report_data import (
     throughput_points,
     visibility,
 )
-from lab.store import AmbiguousRun, RunNotFound, Store
+from lab.store.db import AmbiguousRun, RunNotFound, Store
 
 S = 1_000_000_000
 T0 = 50 * S

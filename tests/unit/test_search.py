@@ -25,7 +25,7 @@ from lab.search import (
     repeated_judge,
     wilson,
 )
-from lab.store import Store
+from lab.store.db import Store
 
 
 def _noisy(threshold: float, noise: float, seed: int) -> tuple[Runner, list[float]]:

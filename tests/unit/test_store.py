@@ -9,7 +9,7 @@ import sqlite_utils
 from lab.checkers import CheckResult
 from lab.expectations import ExpectationOutcome
 from lab.history import NEMESIS, FaultWindow, Op, Sample
-from lab.store import (
+from lab.store.db import (
     MIGRATIONS,
     AmbiguousRun,
     RunNotFound,

@@ -26,7 +26,7 @@ from lab.cli import main
 from lab.expectations import all_passed
 from lab.history import Op, Sample
 from lab.recorder import Recorder, RecorderError
-from lab.store import (
+from lab.store.db import (
     MIN_FREE_BYTES,
     Store,
     StoreUnavailable,
@@ -206,7 +206,7 @@ def test_little_room_at_start_simulated(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     no_servers: list[str],
 ) -> None:  # fmt: skip
-    monkeypatch.setattr("lab.store.free_bytes", lambda p: MIN_FREE_BYTES - 1)
+    monkeypatch.setattr("lab.store.db.free_bytes", lambda p: MIN_FREE_BYTES - 1)
     db = tmp_path / "results.db"
     assert main(["run", QUICKSTART, "--db", str(db)]) == 3
     (line,) = error_lines(capsys.readouterr().err)

@@ -15,7 +15,7 @@ from rich.console import Console
 from lab.checkers import CheckResult
 from lab.cli import main
 from lab.history import NEMESIS, FaultWindow, Op, fault_windows
-from lab.store import Store
+from lab.store.db import Store
 from lab.summary import fault_timeline
 from lab.summary_matrix import (
     LEGEND_NODES,

@@ -1,4 +1,4 @@
-"""Where the results database lives (``lab.store.Store`` opens it through these): whether its
+"""Where the results database lives (``lab.store.db.Store`` opens it through these): whether its
 location can be written, a read-only connection for one that cannot, and the files a failed
 create leaves behind (docs/results.md, "Where results live")."""
 

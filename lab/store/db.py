@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import sqlite_utils
 
 from lab.history import FaultWindow, Op, Sample
-from lab.store_location import connect_read_only, read_only_reason, remove_files
+from lab.store.location import connect_read_only, read_only_reason, remove_files
 from runners import runtime
 
 if TYPE_CHECKING:
