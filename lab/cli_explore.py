@@ -1,7 +1,7 @@
-"""`lab explore`, `lab replay`, `lab shrink`, `lab search`: thin over ``lab.explore``,
-``lab.shrink`` and ``lab.search``. Exit codes as ``lab run``: 0 every run passed (shrink and
-search: the result was found), 1 an expectation failed, 2 usage or language error, 3 a run
-could not complete or was interrupted."""
+"""`lab explore`, `lab replay`, `lab shrink`, `lab search`: thin over ``lab.explore.schedules``,
+``lab.explore.shrink`` and ``lab.explore.search``. Exit codes as ``lab run``: 0 every run passed
+(shrink and search: the result was found), 1 an expectation failed, 2 usage or language error, 3 a
+run could not complete or was interrupted."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lab.exits import EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK, EXIT_USAGE
-from lab.explore import Runner
+from lab.explore.schedules import Runner
 from lab.store.db import Store, StoreError
 
 
@@ -41,7 +41,7 @@ def _with_runner(db: str | None, work: Callable[[Runner, Store], int]) -> int:
     a missing component ends it with exit 3 before any server starts."""
     from lab.cli_run import _sigterm
     from lab.engine import INTERRUPTED
-    from lab.explore import real_runner
+    from lab.explore.schedules import real_runner
     from lab.live import LiveView
     from runners.components import MissingComponent
 
@@ -62,7 +62,7 @@ def cmd_explore(path: str, runs: int, seed: int | None, db: str | None = None,
                 dry_run: bool = False) -> int:
     from dsl.api import load_experiment
     from dsl.space import summary_line
-    from lab.explore import (
+    from lab.explore.schedules import (
         Drawn,
         concrete_schedule,
         exploration_lines,
@@ -90,7 +90,7 @@ def cmd_explore(path: str, runs: int, seed: int | None, db: str | None = None,
         return EXIT_OK
 
     def work(runner: Runner, store: Store) -> int:
-        from lab.explore import schedules_dir
+        from lab.explore.schedules import schedules_dir
 
         print(f"exploring {path}: {runs} schedules of seed {the_seed}; each run's .exp is kept "
               f"in {schedules_dir(store.path)}", flush=True)
@@ -139,8 +139,8 @@ def cmd_shrink(ref: str, expect: str | None = None, k: int = 2, n: int = 3,
     from dsl.space import summary_line, timeline_entries
     from lab.cli_run import read_run
     from lab.exits import EXIT_EXPECTATION
-    from lab.explore import Interrupted, schedules_dir
-    from lab.shrink import Judged, Shrinking
+    from lab.explore.schedules import Interrupted, schedules_dir
+    from lab.explore.shrink import Judged, Shrinking
 
     if not 1 <= k <= n:
         print(f"Error: --fails {k} --of {n}: need 1 <= K <= N", file=sys.stderr)
@@ -224,14 +224,14 @@ def cmd_search(path: str, knob: str, low: str, high: str, expect: str | None = N
                resolution: str | None = None, k: int = 2, n: int = 3,
                db: str | None = None, as_json: bool = False) -> int:
     """Where, between ``low`` and ``high`` of ``knob``, the expectation flips. ``as_json``:
-    the progress goes to stderr and stdout gets one JSON object (``lab.search.summary``, with
-    the search's arguments), also when no boundary is found."""
+    the progress goes to stderr and stdout gets one JSON object (``lab.explore.search.summary``,
+    with the search's arguments), also when no boundary is found."""
     import json
 
     from dsl.api import check_text, format_errors, load_experiment
     from lab.exits import EXIT_EXPECTATION
-    from lab.explore import Interrupted
-    from lab.search import (
+    from lab.explore.schedules import Interrupted
+    from lab.explore.search import (
         Boundary,
         KnobError,
         NoBoundary,

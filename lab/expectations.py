@@ -36,7 +36,9 @@ from dsl.models import Expectation, Metric, Quantity, UnitKind
 from lab import figures_load, figures_servers
 from lab.checkers.base import CheckContext, CheckResult
 from lab.figures_format import figure_clause, format_value
-from lab.figures_format import format_figure as format_figure  # lab/explore.py imports it here
+from lab.figures_format import (
+    format_figure as format_figure,  # lab/explore/schedules.py imports it here
+)
 from lab.figures_lookup import Inputs
 from lab.figures_lookup import Measured as Measured  # what measure() returns
 from lab.figures_lookup import Unmeasurable as Unmeasurable  # what it raises

@@ -4,11 +4,11 @@ Loaded with the plugin (its ``pytest_plugins``); it adds items only when asked:
 
 - ``--lab-explore N`` (``--lab-explore-seed S``, default each file's ``seed``): every collected
   ``.exp`` with a fault space gets N more items, one per drawn schedule, named
-  ``explore[seedS-K]``; each runs schedule K of seed S (``lab.explore.concrete_schedule``, the
-  same schedule as ``lab explore FILE --seed S``) as a stored run. A failing one shows its
+  ``explore[seedS-K]``; each runs schedule K of seed S (``lab.explore.schedules.concrete_schedule``,
+  the same schedule as ``lab explore FILE --seed S``) as a stored run. A failing one shows its
   schedule, the expectations that failed with the measured figure, the stored ``.exp`` and the
   commands to replay and shrink it; with ``--lab-shrink K/N`` it is shrunk there and then
-  (``lab.shrink``, a candidate failing in K of N runs) and the failure shows the smallest
+  (``lab.explore.shrink``, a candidate failing in K of N runs) and the failure shows the smallest
   schedule and the file it was written to. "Explore 20 schedules" nightly is ``pytest
   experiments/x.exp --lab-explore 20 -k "explore["``.
 - ``--lab-search KNOB=A..B`` (``--lab-search-expect``, ``--lab-search-repeats K/N``,
@@ -35,7 +35,7 @@ from lab.pytest_plugin import CellNotPassed, _LabItem, _shown_path, session_stor
 
 if TYPE_CHECKING:
     from dsl.models import Experiment
-    from lab.explore import Runner, Trial
+    from lab.explore.schedules import Runner, Trial
     from lab.store.db import Store
 
 _SEARCHES = pytest.StashKey[list[str]]()
@@ -147,7 +147,7 @@ class ExploreFile(pytest.File):
 
 
 class _RunsItem(_LabItem):
-    """An item that runs experiment texts as stored runs (``lab.explore.real_runner``)."""
+    """An item that runs experiment texts as stored runs (``lab.explore.schedules.real_runner``)."""
 
     def __init__(self, *, exp: Experiment, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -164,7 +164,7 @@ class _RunsItem(_LabItem):
         """Skips when the experiment cannot run here; the store from ``--lab-db``."""
         from dsl.compile import compile_experiment
         from lab.cell_run import why_not_runnable
-        from lab.explore import real_runner
+        from lab.explore.schedules import real_runner
 
         reason = why_not_runnable(compile_experiment(self.exp))
         if reason:
@@ -190,7 +190,7 @@ class ScheduleItem(_RunsItem):
 
     def runtest(self) -> None:
         from dsl.space import summary_line
-        from lab.explore import Interrupted, concrete_schedule, failed_lines
+        from lab.explore.schedules import Interrupted, concrete_schedule, failed_lines
 
         text, entries = concrete_schedule(self.text, self.exp, self.seed, self.index,
                                           self.runs, self.shown)
@@ -221,8 +221,8 @@ class ScheduleItem(_RunsItem):
         """Shrink the failing schedule here; the lines that say what is left."""
         from dsl.api import parse_text
         from dsl.space import summary_line, timeline_entries
-        from lab.explore import Interrupted
-        from lab.shrink import Shrinking
+        from lab.explore.schedules import Interrupted
+        from lab.explore.shrink import Shrinking
 
         exp = parse_text(text, str(trial.path))
         entries = timeline_entries(text, exp)
@@ -276,8 +276,15 @@ class SearchItem(_RunsItem):
                               value_range(within, "--lab-search-within") if within else None)
 
     def runtest(self) -> None:
-        from lab.explore import Interrupted
-        from lab.search import KnobError, NoBoundary, bisect, knob_text, render, repeated_judge
+        from lab.explore.schedules import Interrupted
+        from lab.explore.search import (
+            KnobError,
+            NoBoundary,
+            bisect,
+            knob_text,
+            render,
+            repeated_judge,
+        )
 
         s = self.search
         try:
@@ -314,7 +321,7 @@ class SearchItem(_RunsItem):
 
     def _setup(self) -> tuple[float, float, float, str, str]:
         from dsl.api import check_text
-        from lab.search import KnobError, knob_text, render
+        from lab.explore.search import KnobError, knob_text, render
 
         s = self.search
         a, b = _quantity(s.low), _quantity(s.high)
@@ -344,7 +351,7 @@ class SearchItem(_RunsItem):
 
 
 def _quantity(text: str) -> Any:
-    from lab.search import parse_value
+    from lab.explore.search import parse_value
 
     return parse_value(text)
 

@@ -13,10 +13,10 @@ import pytest
 
 from dsl.api import parse_text
 from dsl.space import Entry, timeline_entries
-from lab import explore as explore_mod
 from lab.cli import main
-from lab.explore import Runner, Trial, exploration_lines, explore, schedule_path
-from lab.shrink import Shrinking, bisect_down, ddmin
+from lab.explore import schedules as explore_mod
+from lab.explore.schedules import Runner, Trial, exploration_lines, explore, schedule_path
+from lab.explore.shrink import Shrinking, bisect_down, ddmin
 from lab.store.db import Store
 
 # --- ddmin ----------------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from lab import cell_run
-from lab import explore as explore_mod
-from lab.explore import Runner, Trial
+from lab.explore import schedules as explore_mod
+from lab.explore.schedules import Runner, Trial
 
 pytest_plugins = ["pytester"]
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from dsl.models import Experiment, Quantity
 from dsl.units import parse_quantity
-from lab.explore import Runner, Trial
+from lab.explore.schedules import Runner, Trial
 
 
 class KnobError(ValueError):

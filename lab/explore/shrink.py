@@ -11,8 +11,8 @@ Real servers are noisy, so a candidate counts as failing only when it fails in `
 runs (``Repeats``; it stops as soon as the answer is known: ``k`` failures, or more than ``n -
 k`` passes). A candidate that is not a valid experiment (``lab check`` errors: a ``start`` left
 without its ``kill`` is fine, a ``wait until`` of a node never stopped may not be) counts as not
-failing and runs nothing. Every run is stored (``lab.explore.Runner``); a candidate already
-judged is not run again.
+failing and runs nothing. Every run is stored (``lab.explore.schedules.Runner``); a candidate
+already judged is not run again.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from dsl.models import Experiment
 from dsl.space import RESOLUTION, Entry, schedule_text, summary_line
-from lab.explore import Interrupted, Runner, Trial
+from lab.explore.schedules import Interrupted, Runner, Trial
 
 T = TypeVar("T")
 
