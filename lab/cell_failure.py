@@ -3,7 +3,7 @@
 ``cell_failure_text(plan, outcome, path)`` lists every expectation that did not hold, each
 with the ``path:line:col`` of its ``expect`` line, the line as written, the verdict exactly
 as ``lab run`` prints it (``FAIL downtime(writes).max = 2.03 s (1 outage window); expected <
-1s: fails``) and the figure's resolution (``lab.resolution``); then the cell's notes, and the
+1s: fails``) and the figure's resolution (``lab.judge.resolution``); then the cell's notes, and the
 error when the cell could not complete (its message includes the tail of the component's log).
 No colours, no Python traceback.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dsl.models import Expectation
 from dsl.plan import Plan
-from lab.expectations import ExpectationOutcome
+from lab.judge.expectations import ExpectationOutcome
+from lab.judge.resolution import figure_resolution
 from lab.outcome import CellOutcome
-from lab.resolution import figure_resolution
 from lab.summary_matrix import transaction_findings
 
 INDENT = "    "

@@ -14,7 +14,7 @@ Figures are named in the language's words (``latency(ryw).p99``, ``throughput(rw
    operations; for sysbench, over its per-second p95) and ``replication_lag(n).mean``/``.max``
    (from the lag samples) — each with exactly the meaning of ``expect … last N``.
 
-Every value is read by ``lab.expectations.measure`` (the reader ``expect`` uses), from the
+Every value is read by ``lab.judge.expectations.measure`` (the reader ``expect`` uses), from the
 checkers' stored metrics, samples and operations; a figure that cannot be measured is unknown
 with the reason, and a lower bound stays a lower bound (``≥``).
 
@@ -35,12 +35,12 @@ from typing import Any, TypeGuard, cast
 
 from dsl.metrics import METRICS as METRIC_SPECS
 from dsl.models import Metric, Quantity, UnitKind
-from lab.checkers.base import CheckContext, CheckResult, WorkloadInfo
-from lab.checkers.base import summary as stat_summary
-from lab.claims import claim_lines
-from lab.expectations import Unmeasurable, measure, metric_text
 from lab.figures_format import format_figure, format_value
 from lab.history import NS, Op
+from lab.judge.checkers.base import CheckContext, CheckResult, WorkloadInfo
+from lab.judge.checkers.base import summary as stat_summary
+from lab.judge.claims import claim_lines
+from lab.judge.expectations import Unmeasurable, measure, metric_text
 from lab.report import COLLIDING_INSERTS, RYW, cell_info
 from lab.run_context import run_warnings, summary_identity
 from lab.stats import CI_METHOD, Ratio, Spread, ratio, spread
@@ -104,7 +104,7 @@ def _dict(v: Any) -> dict[str, Any]:
 
 
 def facts_of(metrics: dict[str, Any]) -> dict[str, Any]:
-    """``ctx.facts`` again from the facts checker's metrics (``lab.checkers.facts``)."""
+    """``ctx.facts`` again from the facts checker's metrics (``lab.judge.checkers.facts``)."""
     facts = {k: v for k, v in metrics.items() if k != "subjects"}
     for subject, figs in _dict(metrics.get("subjects")).items():
         for name, v in _dict(figs).items():

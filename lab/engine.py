@@ -36,11 +36,11 @@ from lab.cell_store import (
     finish_without_store,
     store_cell,
 )
-from lab.checkers import CheckContext, WorkloadInfo, run_checkers
-from lab.claims import measure_sides
 from lab.exits import EXIT_EXPECTATION, EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK
-from lab.expectations import all_passed, evaluate_all, not_judged
 from lab.history import fault_windows
+from lab.judge.checkers import CheckContext, WorkloadInfo, run_checkers
+from lab.judge.claims import measure_sides
+from lab.judge.expectations import all_passed, evaluate_all, not_judged
 from lab.load import Load
 from lab.outcome import CellOutcome, RunOutcome, View, conclude
 from lab.recorder import Recorder

@@ -315,7 +315,7 @@ class Load:
         end = len(ops)
         cursor["__all__"] = end
         out: dict[str, dict[str, float]] = {n: {"ops": 0.0, "errors": 0.0} for n in self.workloads}
-        # ops/s as throughput counts them (lab.checkers.series): a read_your_writes workload's
+        # ops/s as throughput counts them (lab.judge.checkers.series): a read_your_writes workload's
         # writes, not its reads and polls (it showed 273/s for 20 writes a second)
         ryw = {n for n, w in self.workloads.items() if isinstance(w, ReadYourWritesWorkload)}
         for op in ops[start:end]:

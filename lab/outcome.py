@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsl.plan import Cell, Plan
-from lab.checkers import CheckResult
-from lab.claims import ClaimOutcome, Side
 from lab.exits import EXIT_INCOMPLETE
-from lab.expectations import ExpectationOutcome
+from lab.judge.checkers import CheckResult
+from lab.judge.claims import ClaimOutcome, Side
+from lab.judge.expectations import ExpectationOutcome
 
 
 class View:
@@ -46,7 +46,7 @@ class CellOutcome:
     notes: list[str] = field(default_factory=list)  # what the reader must know (not settled)
     faults: list[dict[str, Any]] = field(default_factory=list)  # lab.summary.fault_timeline
     store_error: str | None = None  # the results database failed: which, why, where data went
-    claim_sides: dict[str, Side] = field(default_factory=dict)  # lab.claims.measure_sides
+    claim_sides: dict[str, Side] = field(default_factory=dict)  # lab.judge.claims.measure_sides
 
 
 @dataclass
@@ -58,14 +58,15 @@ class RunOutcome:
     exit_code: int = EXIT_INCOMPLETE
     message: str | None = None
     store_error: str | None = None  # one line: the database, the cause, where things went
-    claims: list[ClaimOutcome] = field(default_factory=list)  # claims across cells (lab.claims)
+    # claims across cells (lab.judge.claims)
+    claims: list[ClaimOutcome] = field(default_factory=list)
 
 
 def conclude(outcome: RunOutcome) -> RunOutcome:
     """The run's claims across cells, status, exit code and message from its cells: one
     decision for ``lab run`` and the pytest plugin."""
-    from lab.claims import CellSides, claims_passed, judge_claims
     from lab.exits import EXIT_EXPECTATION, EXIT_INCOMPLETE, EXIT_OK
+    from lab.judge.claims import CellSides, claims_passed, judge_claims
 
     outcome.claims = judge_claims(outcome.plan, [CellSides(c.cell, c.claim_sides)
                                                  for c in outcome.cells])

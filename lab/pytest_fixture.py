@@ -34,7 +34,7 @@ import pytest
 if TYPE_CHECKING:
     from dsl.plan import Cell, Plan
     from fault.nemesis import Nemesis
-    from lab.checkers import CheckResult
+    from lab.judge.checkers import CheckResult
     from lab.recorder import Recorder
     from runners.mysql import Credentials
     from runners.ops import Op, OpType
@@ -181,7 +181,7 @@ class LabTopology:
     def check(self, kinds: Mapping[str, str] | None = None) -> dict[str, CheckResult]:
         """The lab's checkers over the history so far. ``kinds``: workload -> kind
         (``probe``, ``unique_writes``, ``read_your_writes`` ...) where a checker needs it."""
-        from lab.checkers import CheckContext, WorkloadInfo, run_checkers
+        from lab.judge.checkers import CheckContext, WorkloadInfo, run_checkers
 
         history = self.history
         names: dict[str, set[str]] = {}

@@ -345,10 +345,10 @@ class ExpItem(_LabItem):
 
 class ClaimsItem(_LabItem):
     """The cross-cell claims of an experiment (``expect X in a >= 1.3 × X in b``), judged
-    after its cells as ``lab run`` judges them (``lab.claims``)."""
+    after its cells as ``lab run`` judges them (``lab.judge.claims``)."""
 
     def runtest(self) -> None:
-        from lab.claims import CellSides, judge_claims
+        from lab.judge.claims import CellSides, judge_claims
 
         assert isinstance(self.parent, ExpFile)
         run = self.parent.run

@@ -26,9 +26,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from lab.checkers.stale_reads import visibility_lower_bound, visibility_upper
-from lab.claims import claim_lines
 from lab.figures_format import figure_clause, format_count, format_value
+from lab.judge.checkers.stale_reads import visibility_lower_bound, visibility_upper
+from lab.judge.claims import claim_lines
 
 RYW = "read_your_writes"
 COLLIDING_INSERTS = frozenset({"unique_insert", "unique_writes"})

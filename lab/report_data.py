@@ -4,10 +4,10 @@ Everything is per cell and in seconds since the start of the load (``cells.load_
 second ``s`` is the interval [s, s+1). The same definitions as the checkers
 (docs/results.md), so that a chart and the text report never disagree:
 
-- **throughput**: ``lab.checkers.series.per_second`` (``ok`` completions per second; the polls
+- **throughput**: ``lab.judge.checkers.series.per_second`` (``ok`` completions per second; the polls
   and reads of ``read_your_writes`` do not count; sysbench: its tps rows);
 - **latency**: invoke to ``ok`` of the operations completed in each second, p50/p95/p99 per
-  workload (nearest rank, as ``lab.checkers.base.percentile``);
+  workload (nearest rank, as ``lab.judge.checkers.base.percentile``);
 - **outages**: the ``downtime`` checker's windows, per workload;
 - **visibility**: per write, ack to the first read that saw it on each node (the
   ``stale_reads`` checker's visibility, every value rather than its statistics); writes never
@@ -34,12 +34,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lab.checkers.base import CheckContext, WorkloadInfo, percentile
-from lab.checkers.downtime import error_label
-from lab.checkers.series import per_second
-from lab.checkers.stale_reads import KeyWrites, Look, _visibility, version
-from lab.claims import claim_lines
 from lab.history import NEMESIS, NS, READ_FS, REREAD_FS, WRITE_FS, Completed, Op, Sample, pair_ops
+from lab.judge.checkers.base import CheckContext, WorkloadInfo, percentile
+from lab.judge.checkers.downtime import error_label
+from lab.judge.checkers.series import per_second
+from lab.judge.checkers.stale_reads import KeyWrites, Look, _visibility, version
+from lab.judge.claims import claim_lines
 from lab.store.db import Store
 from lab.summary_matrix import fault_words, transaction_findings
 
@@ -173,7 +173,7 @@ class RunReport:
     started_at: str | None
     ended_at: str | None
     cells: list[CellReport]
-    claims: list[str] = field(default_factory=list)  # lab.claims.claim_lines: across cells
+    claims: list[str] = field(default_factory=list)  # lab.judge.claims.claim_lines: across cells
     # the run's identity (lab.run_context): back-end, topology, engine, versions, config
     context: dict[str, Any] = field(default_factory=dict)
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from dsl.actions import label
 from dsl.models import Metric, Quantity, TimedAction
-from lab.checkers import CheckContext, CheckResult
-from lab.expectations import Unmeasurable, measure, metric_text
 from lab.figures_format import format_figure
 from lab.history import NS, FaultWindow
+from lab.judge.checkers import CheckContext, CheckResult
+from lab.judge.expectations import Unmeasurable, measure, metric_text
 from lab.outcome import RunOutcome
 from lab.run_context import run_context
 

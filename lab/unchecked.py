@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsl.plan import Cell, Plan
-from lab.checkers import CheckContext, WorkloadInfo, run_checkers
-from lab.expectations import evaluate_all, not_judged
+from lab.judge.checkers import CheckContext, WorkloadInfo, run_checkers
+from lab.judge.expectations import evaluate_all, not_judged
 from lab.report_data import guess_kinds
 from lab.store.db import Store
 

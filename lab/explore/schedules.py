@@ -63,7 +63,7 @@ def real_runner(store: object, view: object | None = None) -> Runner:
     ``.exp`` beside the database. Raises ``MissingComponent`` before any server starts."""
     from dsl.api import plan_text
     from lab.engine import run_plan
-    from lab.expectations import format_figure
+    from lab.judge.expectations import format_figure
     from lab.outcome import View
     from lab.store.db import Store, new_run_id
     from runners.topology import check_components

@@ -37,8 +37,8 @@ from lab.store.location import connect_read_only, read_only_reason, remove_files
 from runners import runtime
 
 if TYPE_CHECKING:
-    from lab.checkers.base import CheckResult
-    from lab.expectations import ExpectationOutcome
+    from lab.judge.checkers.base import CheckResult
+    from lab.judge.expectations import ExpectationOutcome
 
 RUN_STATUSES = ("running", "passed", "failed", "interrupted", "error", "abandoned")
 CELL_STATUSES = ("running", "passed", "failed", "interrupted", "error", "skipped", "abandoned")

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from dsl.api import plan_text
-from lab.checkers import CheckContext, WorkloadInfo, run_checkers
-from lab.expectations import evaluate_all
 from lab.history import NEMESIS, Op, Sample, fault_windows
+from lab.judge.checkers import CheckContext, WorkloadInfo, run_checkers
+from lab.judge.expectations import evaluate_all
 from lab.store.db import Store
 from lab.summary import report_figure
 

@@ -7,10 +7,10 @@ import math
 import pytest
 from histories import ctx, ns
 
-from lab.checkers import ALL_CHECKERS
-from lab.checkers.base import flatten_metrics
-from lab.checkers.replication_errors import check
 from lab.history import Sample
+from lab.judge.checkers import ALL_CHECKERS
+from lab.judge.checkers.base import flatten_metrics
+from lab.judge.checkers.replication_errors import check
 
 MSG = "Could not execute Write_rows_v1 event on table lab.t_ins; Duplicate entry '7' for key"
 

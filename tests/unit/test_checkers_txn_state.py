@@ -8,10 +8,10 @@ from typing import Any
 from histories import history, ns, op
 
 from dsl.models import Metric, Quantity
-from lab.checkers import txn_state
-from lab.checkers.base import CheckContext, CheckResult, WorkloadInfo
-from lab.expectations import Measured, Unmeasurable, measure
 from lab.history import Op
+from lab.judge.checkers import txn_state
+from lab.judge.checkers.base import CheckContext, CheckResult, WorkloadInfo
+from lab.judge.expectations import Measured, Unmeasurable, measure
 
 
 def rmw(process: int, t0: float, t1: float, key: int, read: int, type: str = "ok",

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from lab.checkers import CheckResult
 from lab.cli import main
 from lab.compare import CompareError, compare_runs, compare_variants, ratio_text
 from lab.compare_render import runs_markdown, variants_markdown, variants_table_rows
-from lab.expectations import ExpectationOutcome
 from lab.history import NEMESIS, Op, Sample
+from lab.judge.checkers import CheckResult
+from lab.judge.expectations import ExpectationOutcome
 from lab.stats import Ratio, median, ratio, spread, t_interval, t_quantile
 from lab.store.db import Store
 

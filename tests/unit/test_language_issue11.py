@@ -16,10 +16,10 @@ from dsl.actions import needs_root, resolved_action, undo
 from dsl.api import check_text, parse_text, plan_text
 from dsl.compile import plan_warnings, root_notes
 from dsl.models import NetworkFault, NodeAction, TimedAction
-from lab.checkers import lost_writes
-from lab.claims import CellSides, Side, claims_passed, judge_claims
 from lab.cli_lang import schedule_rows
-from lab.expectations import applies_in_cell, within
+from lab.judge.checkers import lost_writes
+from lab.judge.claims import CellSides, Side, claims_passed, judge_claims
+from lab.judge.expectations import applies_in_cell, within
 from lab.load import undo_of
 from runners.components import NeedsRoot
 from runners.topology import check_privileges

@@ -10,9 +10,9 @@ from histories import ctx, history, ns, op
 
 from dsl.api import check_text, format_errors, plan_text
 from dsl.models import Expectation, Metric, Quantity
-from lab.checkers import run_checkers
-from lab.expectations import evaluate, metric_text
 from lab.history import Sample
+from lab.judge.checkers import run_checkers
+from lab.judge.expectations import evaluate, metric_text
 
 TEXT = """experiment "f" {
   duration 12s

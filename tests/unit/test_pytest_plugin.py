@@ -14,8 +14,8 @@ import pytest
 
 from dsl.plan import Cell, Plan
 from lab import cell_run, pytest_fixture
-from lab.checkers import CheckContext, WorkloadInfo, run_checkers
-from lab.expectations import evaluate_all
+from lab.judge.checkers import CheckContext, WorkloadInfo, run_checkers
+from lab.judge.expectations import evaluate_all
 from lab.outcome import CellOutcome, View
 from lab.store.db import Store
 from runners.mysql import Address, Credentials
@@ -565,7 +565,7 @@ experiment "claimed" {
 def test_claims_across_cells_are_an_item_judged_after_the_cells(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
         gaps: dict[str, float], outcome: str) -> None:
-    from lab.claims import measure_sides
+    from lab.judge.claims import measure_sides
 
     def runner(plan: Plan, cell: Cell, store: Store, run_id: str,
                view: View | None = None, keep: str = "never") -> CellOutcome:

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from lab.checkers import CheckResult
-from lab.expectations import ExpectationOutcome
 from lab.history import NEMESIS, FaultWindow, Op, Sample
+from lab.judge.checkers import CheckResult
+from lab.judge.expectations import ExpectationOutcome
 from lab.store.db import (
     MIGRATIONS,
     AmbiguousRun,

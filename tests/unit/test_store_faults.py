@@ -23,8 +23,8 @@ import pytest
 from dsl.api import load_plan
 from lab import engine
 from lab.cli import main
-from lab.expectations import all_passed
 from lab.history import Op, Sample
+from lab.judge.expectations import all_passed
 from lab.recorder import Recorder, RecorderError
 from lab.store.db import (
     MIN_FREE_BYTES,

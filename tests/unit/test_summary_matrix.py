@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from lab.checkers import CheckResult
 from lab.cli import main
 from lab.history import NEMESIS, FaultWindow, Op, fault_windows
+from lab.judge.checkers import CheckResult
 from lab.store.db import Store
 from lab.summary import fault_timeline
 from lab.summary_matrix import (

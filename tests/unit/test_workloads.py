@@ -27,9 +27,9 @@ import pytest
 import runners.mysql as rmysql
 import runners.workloads as wl
 from dsl.plan import PlannedWorkload
-from lab.checkers import stale_reads
-from lab.checkers.base import CheckContext, WorkloadInfo
 from lab.history import CONNECT_TIMEOUT, NOT_SENT_PREFIX, Op, never_sent
+from lab.judge.checkers import stale_reads
+from lab.judge.checkers.base import CheckContext, WorkloadInfo
 from runners.mysql import Address, Credentials, LabTimeout, Result
 
 PORTS = {"db1": 31001, "db2": 31002, "db3": 31003}
