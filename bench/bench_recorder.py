@@ -30,7 +30,7 @@ from pathlib import Path
 from harness import Bench, Target, rounds, run_rounds
 
 from lab.history import Op
-from lab.recorder import Recorder
+from lab.run.recorder import Recorder
 from lab.store.db import Store
 
 

@@ -14,7 +14,7 @@ from dsl.models import Expectation
 from dsl.plan import Plan
 from lab.judge.expectations import ExpectationOutcome
 from lab.judge.resolution import figure_resolution
-from lab.outcome import CellOutcome
+from lab.run.outcome import CellOutcome
 from lab.summary_matrix import transaction_findings
 
 INDENT = "    "

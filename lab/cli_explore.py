@@ -40,9 +40,9 @@ def _with_runner(db: str | None, work: Callable[[Runner, Store], int]) -> int:
     """Open the store, arm Ctrl-C as `lab run` does, and call ``work`` with a real runner;
     a missing component ends it with exit 3 before any server starts."""
     from lab.cli_run import _sigterm
-    from lab.engine import INTERRUPTED
     from lab.explore.schedules import real_runner
-    from lab.live import LiveView
+    from lab.run.engine import INTERRUPTED
+    from lab.run.live import LiveView
     from runners.components import MissingComponent
 
     store = _open_store(db)

@@ -26,7 +26,7 @@ from rich.markup import escape
 
 from lab.exits import EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK, EXIT_USAGE
 from lab.report import render_summary
-from lab.step import Stepper, StepUsageError, parse_step_delay, read_source, stdin_line_reader
+from lab.run.step import Stepper, StepUsageError, parse_step_delay, read_source, stdin_line_reader
 from lab.store.db import (
     AmbiguousRun,
     RunNotFound,
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 def _sigterm(signum: int, frame: FrameType | None) -> None:
     """SIGTERM and SIGINT: mark the run interrupted (a client library may turn the signal into
     its own error: the engine still knows it was an interruption), then interrupt."""
-    from lab.engine import INTERRUPTED
+    from lab.run.engine import INTERRUPTED
 
     if INTERRUPTED.is_set():  # stopping already: a second Ctrl-C must not cut the teardown short
         os.write(2, b"lab: stopping already: tearing down what the run started and storing what "
@@ -118,9 +118,9 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
     from dsl.api import format_errors, load_both
     from dsl.errors import LanguageErrors
     from lab.cli_lang import print_warnings
-    from lab.engine import run_plan
-    from lab.live import LiveView
-    from lab.summary import summary
+    from lab.run.engine import run_plan
+    from lab.run.live import LiveView
+    from lab.run.summary import summary
     from runners.components import MissingComponent
     from runners.topology import check_components
 
@@ -156,7 +156,7 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
     except MissingComponent as e:
         err.print(f"Error: {e}")
         return EXIT_INCOMPLETE
-    from lab.engine import INTERRUPTED
+    from lab.run.engine import INTERRUPTED
 
     INTERRUPTED.clear()  # a run of its own (the CLI may run in a process that ran another)
     signal.signal(signal.SIGTERM, _sigterm)

@@ -42,7 +42,7 @@ from lab.judge.checkers.base import summary as stat_summary
 from lab.judge.claims import claim_lines
 from lab.judge.expectations import Unmeasurable, measure, metric_text
 from lab.report import COLLIDING_INSERTS, RYW, cell_info
-from lab.run_context import run_warnings, summary_identity
+from lab.run.context import run_warnings, summary_identity
 from lab.stats import CI_METHOD, Ratio, Spread, ratio, spread
 from lab.store.db import Store, StoreError
 
@@ -434,7 +434,7 @@ def _identity(d: CellData, key: str) -> str | None:
 
 
 def identity_warnings(datas: Sequence[CellData]) -> list[str]:
-    """What differs between the runs compared beside the experiment (``lab.run_context``)."""
+    """What differs between the runs compared beside the experiment (``lab.run.context``)."""
     return run_warnings([(d.run_id, d.summary) for d in datas])
 
 

@@ -163,8 +163,8 @@ class _RunsItem(_LabItem):
     def runner(self) -> Runner:
         """Skips when the experiment cannot run here; the store from ``--lab-db``."""
         from dsl.compile import compile_experiment
-        from lab.cell_run import why_not_runnable
         from lab.explore.schedules import real_runner
+        from lab.run.cell_run import why_not_runnable
 
         reason = why_not_runnable(compile_experiment(self.exp))
         if reason:

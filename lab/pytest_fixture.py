@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from dsl.plan import Cell, Plan
     from fault.nemesis import Nemesis
     from lab.judge.checkers import CheckResult
-    from lab.recorder import Recorder
+    from lab.run.recorder import Recorder
     from runners.mysql import Credentials
     from runners.ops import Op, OpType
     from runners.runtime import Run
@@ -81,7 +81,7 @@ class Operation:
 def _deploy(plan: Plan, cell: Cell, run: Run) -> Topology:
     """``Topology.deploy``, after saying why the plan cannot run here, if it cannot
     (``NotRunnable``: a missing component, a fault that needs root)."""
-    from lab.cell_run import ensure_runnable
+    from lab.run.cell_run import ensure_runnable
     from runners.topology import Topology
 
     ensure_runnable(plan)
@@ -226,8 +226,8 @@ def open_topology(path: str | Path | None = None, *, text: str | None = None, ce
     from dsl.errors import LanguageErrors
     from dsl.plan import Plan
     from fault.nemesis import Nemesis
-    from lab.cell_run import NotRunnable
-    from lab.recorder import Recorder
+    from lab.run.cell_run import NotRunnable
+    from lab.run.recorder import Recorder
     from runners.components import MissingComponent
     from runners.errors import ComponentError
     from runners.runtime import Run

@@ -14,7 +14,7 @@ guide.
   catalogue (``experiments/``) and of the ``.exp`` files under the paths given.
 - A file that is not a valid experiment is a collection error showing the language's errors
   (``path:line:col: error: ...``, the source line, a caret, the hint), never a traceback.
-- Running an item runs its cell on real servers (``lab.cell_run``): a missing component or a
+- Running an item runs its cell on real servers (``lab.run.cell_run``): a missing component or a
   fault that needs root skips it with the one-line reason; the cells of a file make one run in
   the results database (``--lab-db``, default ``$LAB_HOME/results.db``), created by the first
   item that runs and finished when the file's last item is done (the file's teardown).
@@ -40,7 +40,7 @@ from lab.pytest_fixture import lab_topology
 if TYPE_CHECKING:
     from dsl.models import Experiment
     from dsl.plan import Cell, Plan
-    from lab.cell_run import PlanRun
+    from lab.run.cell_run import PlanRun
     from lab.store.db import Store
 
 __all__ = ["CellNotPassed", "ClaimsItem", "ExpFile", "ExpItem", "cell_name", "lab_topology"]
@@ -230,7 +230,7 @@ class ExpFile(pytest.File):
 
     def why_not_runnable(self) -> str | None:
         if not self.checked:
-            from lab.cell_run import why_not_runnable
+            from lab.run.cell_run import why_not_runnable
 
             self.reason = why_not_runnable(self.plan)
             self.checked = True
@@ -241,7 +241,7 @@ class ExpFile(pytest.File):
         database; ``CellNotPassed`` when the database cannot be opened or written."""
         if self.run is not None:
             return self.run
-        from lab.cell_run import PlanRun
+        from lab.run.cell_run import PlanRun
 
         self.store = session_store(self.config)
         self.run = PlanRun(self.plan, self.store)

@@ -580,7 +580,7 @@ def _label(c: dict[str, Any]) -> str:
 def render_summary(summary: dict[str, Any], console: Console) -> None:
     """Every figure (``lab show RUN --all``): expectations, report lines, the measurements
     table, notes. The compact summary is ``lab.summary_matrix``."""
-    from lab.run_context import context_line
+    from lab.run.context import context_line
 
     cells = summary.get("cells", [])
     ctx = context_line(summary.get("context"), backend=summary.get("backend"),

@@ -174,7 +174,7 @@ class RunReport:
     ended_at: str | None
     cells: list[CellReport]
     claims: list[str] = field(default_factory=list)  # lab.judge.claims.claim_lines: across cells
-    # the run's identity (lab.run_context): back-end, topology, engine, versions, config
+    # the run's identity (lab.run.context): back-end, topology, engine, versions, config
     context: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -54,7 +54,7 @@ from lab.report import (
     render_reports,
     visibility_value,
 )
-from lab.run_context import context_line
+from lab.run.context import context_line
 from lab.term_fit import block_lines, fitted_table, wrap
 
 NA = "–"  # the figure does not apply to this row
@@ -702,7 +702,7 @@ def _title(summary: dict[str, Any]) -> str:
 
 def render_context(summary: dict[str, Any], console: Console) -> None:
     """The run's identity under its title: back-end, topology, engine, router, versions
-    (``lab.run_context``)."""
+    (``lab.run.context``)."""
     text = context_line(summary.get("context"), backend=summary.get("backend"),
                         topology=summary.get("topology"))
     for line in wrap(text, console.width):

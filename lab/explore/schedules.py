@@ -5,7 +5,7 @@ stored run whose ``.exp`` is kept beside the results database.
 Every run of these commands is an ordinary run (``lab runs``, ``lab show``); its source is the
 concrete ``.exp`` it ran, written before it starts to ``<database dir>/schedules/<run id>.exp``
 (``schedule_path``), so ``lab replay RUN`` runs exactly that text again. A ``Runner`` is the
-one thing that touches servers: ``real_runner`` runs a text through ``lab.engine.run_plan``;
+one thing that touches servers: ``real_runner`` runs a text through ``lab.run.engine.run_plan``;
 tests pass a function of the text instead.
 """
 
@@ -59,12 +59,12 @@ def schedule_path(db_path: Path, run_id: str) -> Path:
 
 
 def real_runner(store: object, view: object | None = None) -> Runner:
-    """Run each text on real servers (``lab.engine.run_plan``), stored in ``store`` with its
+    """Run each text on real servers (``lab.run.engine.run_plan``), stored in ``store`` with its
     ``.exp`` beside the database. Raises ``MissingComponent`` before any server starts."""
     from dsl.api import plan_text
-    from lab.engine import run_plan
     from lab.judge.expectations import format_figure
-    from lab.outcome import View
+    from lab.run.engine import run_plan
+    from lab.run.outcome import View
     from lab.store.db import Store, new_run_id
     from runners.topology import check_components
 

@@ -636,7 +636,7 @@ class Store:
     ) -> str:
         """``owner``: (pid, start time) of the lab process that runs it, this one by default:
         when it is gone and the run is still ``running``, ``mark_abandoned`` says so.
-        ``context``: the run's identity (``lab.run_context.run_context``): its ``backend`` and
+        ``context``: the run's identity (``lab.run.context.run_context``): its ``backend`` and
         ``topology`` are columns too."""
         rid = run_id or new_run_id()
         pid, start = owner or runtime.owner_identity()
@@ -879,10 +879,10 @@ class Store:
         return out
 
     def fault_timeline(self, run_id: str, cell: int) -> list[dict[str, Any]]:
-        """The cell's faults as its summary lists them (``lab.summary.fault_timeline``): times
+        """The cell's faults as its summary lists them (``lab.run.summary.fault_timeline``): times
         in seconds since the start of the load (or since the first fault when the load never
         started)."""
-        from lab.summary import fault_timeline
+        from lab.run.summary import fault_timeline
 
         faults = self.faults(run_id, cell)
         row = self.conn.execute(

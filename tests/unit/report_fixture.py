@@ -25,8 +25,8 @@ from dsl.api import plan_text
 from lab.history import NEMESIS, Op, Sample, fault_windows
 from lab.judge.checkers import CheckContext, WorkloadInfo, run_checkers
 from lab.judge.expectations import evaluate_all
+from lab.run.summary import report_figure
 from lab.store.db import Store
-from lab.summary import report_figure
 
 S = 1_000_000_000
 T0 = 1000 * S  # the load starts at this monotonic time

@@ -137,7 +137,7 @@ def test_a_failing_cell_s_text_names_the_transactions(tmp_path: Any) -> None:
     """A pytest failure (``cell_failure_text``) shows the lost update with its transactions."""
     from dsl.api import load_plan
     from lab.cell_failure import cell_failure_text
-    from lab.outcome import CellOutcome
+    from lab.run.outcome import CellOutcome
 
     path = tmp_path / "lu.exp"
     path.write_text('experiment "lu" {\n  duration 5s\n  topology single { node db1 }\n'

@@ -9,7 +9,7 @@ import pytest
 from dsl.api import plan_text
 from lab.judge.claims import Side
 from lab.judge.expectations import ExpectationOutcome, not_judged
-from lab.outcome import CellOutcome, RunOutcome, conclude
+from lab.run.outcome import CellOutcome, RunOutcome, conclude
 
 SOURCE = """experiment "claims" {
   topology single { node db1 }

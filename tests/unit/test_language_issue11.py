@@ -20,7 +20,7 @@ from lab.cli_lang import schedule_rows
 from lab.judge.checkers import lost_writes
 from lab.judge.claims import CellSides, Side, claims_passed, judge_claims
 from lab.judge.expectations import applies_in_cell, within
-from lab.load import undo_of
+from lab.run.load import undo_of
 from runners.components import NeedsRoot
 from runners.topology import check_privileges
 

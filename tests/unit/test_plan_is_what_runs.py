@@ -232,7 +232,7 @@ def _rendered(plan: Plan) -> str:
 def test_lab_plan_shows_the_triggers_and_their_resolution() -> None:
     from dsl.actions import seconds
     from lab.cli_lang import trigger_rows
-    from lab.triggers import POLL
+    from lab.run.triggers import POLL
 
     plan = plan_text(TRIGGERS)
     assert trigger_rows(plan) == [

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import cell_run
 from lab.explore import schedules as explore_mod
 from lab.explore.schedules import Runner, Trial
+from lab.run import cell_run
 
 pytest_plugins = ["pytester"]
 

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from dsl.plan import Cell, Plan
-from lab import cell_run, pytest_fixture
+from lab import pytest_fixture
 from lab.judge.checkers import CheckContext, WorkloadInfo, run_checkers
 from lab.judge.expectations import evaluate_all
-from lab.outcome import CellOutcome, View
+from lab.run import cell_run
+from lab.run.outcome import CellOutcome, View
 from lab.store.db import Store
 from runners.mysql import Address, Credentials
 from tests.unit.histories import S, history, op
@@ -91,7 +92,7 @@ def _probe_results(gap: float) -> tuple[dict[str, Any], CheckContext]:
 
 
 class FakeRunner:
-    """Stands in for ``lab.cell_run.run_cell``: judges the plan's real expectations on a
+    """Stands in for ``lab.run.cell_run.run_cell``: judges the plan's real expectations on a
     hand-built history; records each call."""
 
     def __init__(self, gap: float = 0.0, status: str | None = None, error: str | None = None

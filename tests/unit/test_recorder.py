@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lab.history import NEMESIS, Op, Sample
-from lab.recorder import Recorder, RecorderError
+from lab.run.recorder import Recorder, RecorderError
 from lab.store.db import Store
 
 

@@ -12,10 +12,10 @@ import pytest
 from rich.console import Console
 
 from lab.figures_format import figure_clause, format_value
-from lab.live import LiveView
 from lab.report import measurement_rows, render_summary
+from lab.run.live import LiveView
 
-# --- a canned summary, shaped like lab.engine.summary() after a real run ---------------------
+# --- a canned summary, shaped like lab.run.engine.summary() after a real run ---------------------
 
 
 def _downtime() -> dict[str, Any]:

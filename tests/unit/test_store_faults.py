@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 from dsl.api import load_plan
-from lab import engine
 from lab.cli import main
 from lab.history import Op, Sample
 from lab.judge.expectations import all_passed
-from lab.recorder import Recorder, RecorderError
+from lab.run import engine
+from lab.run.recorder import Recorder, RecorderError
 from lab.store.db import (
     MIN_FREE_BYTES,
     Store,
@@ -310,7 +310,7 @@ def test_recorder_says_what_is_only_in_memory_when_the_fallback_fails_too(
         Path(path).touch()
         raise OSError(28, "No space left on device", str(path))
 
-    monkeypatch.setattr("lab.recorder.append_fallback", no_room)
+    monkeypatch.setattr("lab.run.recorder.append_fallback", no_room)
     rec = Recorder(p, rid, 1, batch_interval=0.01)
     record_some(rec, 50)
     rec.sample(Sample("lag", "db2", 5, {"lag": 0.1}))

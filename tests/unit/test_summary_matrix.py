@@ -1,6 +1,6 @@
 """The compact end-of-run summary (lab.summary_matrix): one row per workload and per node, the
 faults timeline above it, `lab show RUN` (the matrix) against `lab show RUN --all` (every
-figure); the fault timeline in the summary (lab.summary.fault_timeline, Store)."""
+figure); the fault timeline in the summary (lab.run.summary.fault_timeline, Store)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from rich.console import Console
 from lab.cli import main
 from lab.history import NEMESIS, FaultWindow, Op, fault_windows
 from lab.judge.checkers import CheckResult
+from lab.run.summary import fault_timeline
 from lab.store.db import Store
-from lab.summary import fault_timeline
 from lab.summary_matrix import (
     LEGEND_NODES,
     LEGEND_SYSBENCH,
@@ -385,10 +385,10 @@ def test_lab_show_prints_the_matrix_and_show_all_every_figure(
 
 def test_the_engine_puts_the_cell_faults_in_the_summary(tmp_path: Path) -> None:
     from dsl.api import load_plan
-    from lab import engine
-    from lab.outcome import RunOutcome, View
-    from lab.recorder import Recorder
-    from lab.summary import summary
+    from lab.run import engine
+    from lab.run.outcome import RunOutcome, View
+    from lab.run.recorder import Recorder
+    from lab.run.summary import summary
 
     plan = load_plan(str(Path(__file__).resolve().parents[2] / "experiments/quickstart.exp"))
     with Store(tmp_path / "r.db") as store:

@@ -1,6 +1,6 @@
 """divergence: rows that differ between nodes after settling, per table and per node.
 
-The engine compares the tables (``lab.cell_facts.read_divergence``, ``runners.divergence``:
+The engine compares the tables (``lab.run.cell_facts.read_divergence``, ``runners.divergence``:
 chunk checksums in primary-key order, then row by row inside the chunks that differ) and
 leaves ``ctx.facts["divergence"] = {"reference": node, "tables": {"lab.w_x": {"rows",
 "missing", "extra", "different", "chunks", "chunks_total", "error", "nodes": {node: {...}}}},

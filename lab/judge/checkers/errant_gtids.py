@@ -1,6 +1,6 @@
 """errant_gtids: transactions a node has that the current primary lacks, after settling.
 
-The engine reads them (``lab.cell_facts.read_errant_gtids``, ``runners.errant_gtids``):
+The engine reads them (``lab.run.cell_facts.read_errant_gtids``, ``runners.errant_gtids``):
 ``ctx.facts["errant_gtids"][node] = {"count", "at_least", "gtids", "by_source", "ahead",
 "error"}`` for every running node but the authority (the primary after settling), and
 ``ctx.facts["errant_gtids_why"]`` when they were not measured (not a replication topology, the

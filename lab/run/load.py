@@ -22,13 +22,13 @@ from dsl.actions import resolved_action, undo
 from dsl.models import Action, StateCondition, TimedAction
 from dsl.plan import Cell, Plan, PlannedWorkload
 from fault.context import ActionIncomplete
-from lab.cell_facts import SETTLE_TIMEOUT, CellFacts
 from lab.history import REREAD_FS, WRITE_FS
-from lab.outcome import View
-from lab.recorder import Recorder
-from lab.step import Stepper, stepped_note
-from lab.summary import action_label
-from lab.triggers import TriggerWatch, latest_lag, row_tables
+from lab.run.cell_facts import SETTLE_TIMEOUT, CellFacts
+from lab.run.outcome import View
+from lab.run.recorder import Recorder
+from lab.run.step import Stepper, stepped_note
+from lab.run.summary import action_label
+from lab.run.triggers import TriggerWatch, latest_lag, row_tables
 from runners import replication
 from runners.galera_watch import GaleraWatcher
 from runners.mysql import Address
@@ -133,7 +133,7 @@ class Load:
 
     # --- `when` triggers -------------------------------------------------------------------------
     def observe(self, cond: StateCondition) -> float | None:
-        """A trigger's condition's value now (``lab.triggers``)."""
+        """A trigger's condition's value now (``lab.run.triggers``)."""
         name = cond.node.name
         if cond.metric == "replication_lag":
             return latest_lag(self.recorder._samples, name, time.monotonic_ns())

@@ -14,7 +14,7 @@ from lab.judge.expectations import ExpectationOutcome
 
 
 class View:
-    """Progress of a run; this base shows nothing. lab.live.LiveView draws it."""
+    """Progress of a run; this base shows nothing. lab.run.live.LiveView draws it."""
 
     def phase(self, text: str) -> None: ...
     def cell_started(self, plan: Plan, cell: Cell) -> None: ...
@@ -44,7 +44,7 @@ class CellOutcome:
     heal: dict[str, float] | None = None
     reports: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the reader must know (not settled)
-    faults: list[dict[str, Any]] = field(default_factory=list)  # lab.summary.fault_timeline
+    faults: list[dict[str, Any]] = field(default_factory=list)  # lab.run.summary.fault_timeline
     store_error: str | None = None  # the results database failed: which, why, where data went
     claim_sides: dict[str, Side] = field(default_factory=dict)  # lab.judge.claims.measure_sides
 

@@ -16,10 +16,10 @@ from typing import Any
 from dsl.plan import Plan
 from lab.exits import EXIT_INCOMPLETE
 from lab.history import fault_windows
-from lab.outcome import CellOutcome, RunOutcome
-from lab.recorder import Recorder, RecorderError
+from lab.run.outcome import CellOutcome, RunOutcome
+from lab.run.recorder import Recorder, RecorderError
+from lab.run.summary import summary
 from lab.store.db import Store, StoreUnavailable, append_fallback, describe_failure, fallback_path
-from lab.summary import summary
 
 log = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@ cell of an experiment as one test item, and all the items of a file make one run
 results database (``lab show RUN`` shows it like a run of ``lab run``).
 
 ``PlanRun(plan, store)``: ``run_cell(cell)`` creates the run on the first call and runs one
-cell (``run_cell``, the module function, on a fresh topology: ``lab.engine.CellRunner``);
-``finish()`` stores the run's status and summary, the same way ``lab.engine.run_plan`` does
+cell (``run_cell``, the module function, on a fresh topology: ``lab.run.engine.CellRunner``);
+``finish()`` stores the run's status and summary, the same way ``lab.run.engine.run_plan`` does
 (``conclude``). ``why_not_runnable(plan)`` says in one line why a plan cannot run on this
 machine (a missing component, a fault that needs root), before anything starts.
 
@@ -20,11 +20,11 @@ from typing import Literal
 
 from dsl.models import DiskFault, DropCaches, NetworkFault
 from dsl.plan import Cell, Plan
-from lab.cell_store import STORE_ERRORS, finish_without_store
-from lab.outcome import CellOutcome, RunOutcome, View, conclude
-from lab.run_context import run_context
+from lab.run.cell_store import STORE_ERRORS, finish_without_store
+from lab.run.context import run_context
+from lab.run.outcome import CellOutcome, RunOutcome, View, conclude
+from lab.run.summary import summary
 from lab.store.db import Store, StoreUnavailable
-from lab.summary import summary
 
 Keep = Literal["never", "failed", "always"]
 
@@ -77,7 +77,7 @@ def ensure_runnable(plan: Plan) -> None:
 def run_cell(plan: Plan, cell: Cell, store: Store, run_id: str, view: View | None = None,
              keep: Keep = "never") -> CellOutcome:
     """One cell of a stored run, on a fresh topology, stored like a cell of ``lab run``."""
-    from lab.engine import CellRunner
+    from lab.run.engine import CellRunner
 
     runner = CellRunner(plan, cell, store, run_id, view or View(), keep=keep != "never")
     try:
@@ -132,7 +132,7 @@ class PlanRun:
         try:
             out = run_cell(self.plan, cell, self.store, run_id, self.view, keep)
         except KeyboardInterrupt as e:
-            from lab.engine import CellInterrupted
+            from lab.run.engine import CellInterrupted
 
             self.outcome.status = "interrupted"
             if isinstance(e, CellInterrupted):  # what it measured so far is the run's too

@@ -15,10 +15,10 @@ from rich.table import Table
 
 from dsl.plan import Cell, Plan
 from lab.figures_format import format_value
-from lab.outcome import View
+from lab.run.outcome import View
 
 if TYPE_CHECKING:
-    from lab.outcome import CellOutcome
+    from lab.run.outcome import CellOutcome
 
 
 class LiveView(View):

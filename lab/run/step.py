@@ -27,7 +27,7 @@ from rich.markup import escape
 from dsl.models import TimedAction
 from dsl.units import QuantityError, parse_quantity
 from lab.figures_format import format_value
-from lab.summary import action_label
+from lab.run.summary import action_label
 
 Stats = dict[str, dict[str, float]]
 LineReader = Callable[[float], bool]  # wait up to N seconds for a line; True when one came

@@ -13,8 +13,8 @@ from lab.figures_format import format_figure
 from lab.history import NS, FaultWindow
 from lab.judge.checkers import CheckContext, CheckResult
 from lab.judge.expectations import Unmeasurable, measure, metric_text
-from lab.outcome import RunOutcome
-from lab.run_context import run_context
+from lab.run.context import run_context
+from lab.run.outcome import RunOutcome
 
 
 def summary(outcome: RunOutcome) -> dict[str, Any]:

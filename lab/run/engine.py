@@ -5,10 +5,10 @@
 on a fresh topology, and returns a ``RunOutcome``. The history streams to SQLite while the run
 goes; an interrupted run keeps what was recorded and is stored as ``interrupted``.
 
-The engine is the lifecycle only; the pieces are beside it: ``lab.load`` (workloads, timeline,
-samplers), ``lab.cell_facts`` (what is read from the servers for the checkers),
-``lab.cell_store`` (storing, and what happens when the results database fails: exit 3 and the
-fallback file), ``lab.summary`` (the JSON summary), ``lab.outcome`` (outcomes, exit codes,
+The engine is the lifecycle only; the pieces are beside it: ``lab.run.load`` (workloads, timeline,
+samplers), ``lab.run.cell_facts`` (what is read from the servers for the checkers),
+``lab.run.cell_store`` (storing, and what happens when the results database fails: exit 3 and the
+fallback file), ``lab.run.summary`` (the JSON summary), ``lab.run.outcome`` (outcomes, exit codes,
 the view). The run id of the results database names the run directory too
 (``runtime.cell_dir_id``).
 """
@@ -26,9 +26,14 @@ from dsl.actions import resolved_action
 from dsl.models import Action
 from dsl.plan import Cell, Plan
 from fault.nemesis import ActionFailed, Nemesis
-from lab.cell_facts import SETTLE_TIMEOUT, CellFacts, relay_log_bytes
-from lab.cell_logs import keep_logs, logs_dir
-from lab.cell_store import (
+from lab.exits import EXIT_EXPECTATION, EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK
+from lab.history import fault_windows
+from lab.judge.checkers import CheckContext, WorkloadInfo, run_checkers
+from lab.judge.claims import measure_sides
+from lab.judge.expectations import all_passed, evaluate_all, not_judged
+from lab.run.cell_facts import SETTLE_TIMEOUT, CellFacts, relay_log_bytes
+from lab.run.cell_logs import keep_logs, logs_dir
+from lab.run.cell_store import (
     STOPPED_FOR_STORE,
     STORE_ERRORS,
     StoreFailed,
@@ -36,18 +41,13 @@ from lab.cell_store import (
     finish_without_store,
     store_cell,
 )
-from lab.exits import EXIT_EXPECTATION, EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK
-from lab.history import fault_windows
-from lab.judge.checkers import CheckContext, WorkloadInfo, run_checkers
-from lab.judge.claims import measure_sides
-from lab.judge.expectations import all_passed, evaluate_all, not_judged
-from lab.load import Load
-from lab.outcome import CellOutcome, RunOutcome, View, conclude
-from lab.recorder import Recorder
-from lab.run_context import run_context
-from lab.step import Stepper
+from lab.run.context import run_context
+from lab.run.load import Load
+from lab.run.outcome import CellOutcome, RunOutcome, View, conclude
+from lab.run.recorder import Recorder
+from lab.run.step import Stepper
+from lab.run.summary import fault_timeline, report_figure, summary
 from lab.store.db import Store, StoreUnavailable
-from lab.summary import fault_timeline, report_figure, summary
 from runners.components import MissingComponent
 from runners.errors import ComponentError
 from runners.ops import Op
@@ -131,7 +131,7 @@ class CellRunner:
         self.plan, self.cell, self.store, self.run_id = plan, cell, store, run_id
         self.view = view
         self.keep = keep
-        self.stepper = stepper  # lab run --step (lab.step)
+        self.stepper = stepper  # lab run --step (lab.run.step)
         self.out = CellOutcome(cell)
         self.stop = threading.Event()
         self.facts = CellFacts(plan)
@@ -279,7 +279,7 @@ class CellRunner:
 
     # --- after the load ---------------------------------------------------------------------------
     def _keep_logs(self) -> None:
-        """The servers' logs of a cell that did not pass (``lab.cell_logs``)."""
+        """The servers' logs of a cell that did not pass (``lab.run.cell_logs``)."""
         dest = logs_dir(self.store.path, self.run_id, self.cell.index)
         try:
             kept = keep_logs(self.topo, dest)
