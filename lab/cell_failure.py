@@ -14,8 +14,8 @@ from dsl.models import Expectation
 from dsl.plan import Plan
 from lab.judge.expectations import ExpectationOutcome
 from lab.judge.resolution import figure_resolution
+from lab.report.summary_matrix import transaction_findings
 from lab.run.outcome import CellOutcome
-from lab.summary_matrix import transaction_findings
 
 INDENT = "    "
 MARKS = {True: "PASS", False: "FAIL", None: "UNKNOWN"}

@@ -1,4 +1,4 @@
-"""`lab compare RUN...` and `lab compare --variants RUN`: thin over ``lab.compare``.
+"""`lab compare RUN...` and `lab compare --variants RUN`: thin over ``lab.report.compare``.
 
 Exit codes: 0 printed; 2 usage (an unknown or ambiguous run, ``--variants`` with several runs,
 an unknown ``--base``, a ``--last`` that is not a duration); 3 the results database cannot be
@@ -16,15 +16,15 @@ from rich.console import Console
 
 from dsl.units import QuantityError, parse_quantity
 from lab.cli_run import ambiguous, store_failed, store_missing
-from lab.compare import (
+from lab.exits import EXIT_OK, EXIT_USAGE
+from lab.report.compare import (
     CompareError,
     RunComparison,
     VariantComparison,
     compare_runs,
     compare_variants,
 )
-from lab.compare_render import render_runs, render_variants, runs_markdown, variants_markdown
-from lab.exits import EXIT_OK, EXIT_USAGE
+from lab.report.compare_render import render_runs, render_variants, runs_markdown, variants_markdown
 from lab.store.db import (
     AmbiguousRun,
     RunNotFound,

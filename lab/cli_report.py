@@ -1,5 +1,5 @@
 """`lab report RUN [--html FILE]`: a stored run again; with ``--html``, the HTML report
-(``lab.html_report``): one self-contained file with its charts, that works offline.
+(``lab.report.html_report``): one self-contained file with its charts, that works offline.
 
 ``RUN`` is a run id or a unique prefix of one, as for ``lab show``; an ambiguous or unknown one
 exits 2, a results database that cannot be read exits 3, a file that cannot be written exits 2.
@@ -17,8 +17,8 @@ from lab.exits import EXIT_OK, EXIT_USAGE
 def cmd_report(ref: str, html: str | None = None, db: str | None = None) -> int:
     if html is None:
         return cmd_show(ref, db=db)
-    from lab.html_report import write_html
-    from lab.report_data import load_report
+    from lab.report.data import load_report
+    from lab.report.html_report import write_html
 
     report = read_run(db, ref, load_report)
     if isinstance(report, int):

@@ -25,7 +25,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from lab.exits import EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK, EXIT_USAGE
-from lab.report import render_summary
+from lab.report.measurements import render_summary
+from lab.report.summary_matrix import render_matrix_summary
 from lab.run.step import Stepper, StepUsageError, parse_step_delay, read_source, stdin_line_reader
 from lab.store.db import (
     AmbiguousRun,
@@ -36,7 +37,6 @@ from lab.store.db import (
     StoreUnavailable,
     default_db_path,
 )
-from lab.summary_matrix import render_matrix_summary
 
 if TYPE_CHECKING:
     from dsl.models import Experiment
@@ -201,8 +201,8 @@ def cmd_runs(db: str | None = None) -> int:
 def print_runs(runs: list[dict[str, Any]], where: str, console: Console) -> None:
     """``lab runs``: id (whole: it is what one copies), experiment, what it ran on (back-end
     and topology; ``unknown`` before they were recorded), start, status, exit code; fitted to
-    the terminal (``lab.term_fit``), one block per run when no table fits."""
-    from lab.term_fit import block_lines, fitted_table
+    the terminal (``lab.report.term_fit``), one block per run when no table fits."""
+    from lab.report.term_fit import block_lines, fitted_table
 
     header = ["run", "experiment", "ran on", "started", "status", "exit"]
     rows = [[str(r["id"]), str(r["experiment"]),
@@ -263,8 +263,8 @@ def cmd_show(ref: str, db: str | None = None, as_json: bool = False,
              show_all: bool = False) -> int:
     """The run's compact summary (faults, the matrix, expectations); ``show_all``: every
     figure (the measurements table). A cell of an abandoned run that stored operations and
-    no figures is measured now (``lab.unchecked``)."""
-    from lab.unchecked import fill_unchecked
+    no figures is measured now (``lab.report.unchecked``)."""
+    from lab.report.unchecked import fill_unchecked
 
     s = read_run(db, ref, lambda store, r: fill_unchecked(store, store.summary(r)))
     if isinstance(s, int):

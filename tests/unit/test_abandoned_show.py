@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from lab.cli import main
-from lab.report_data import load_report
+from lab.report.data import load_report
 from lab.store.db import Store
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -121,7 +121,7 @@ def test_an_io_thread_reconnecting_to_a_restarting_primary_is_no_stop() -> None:
         s.values["io_connecting"] = 1.0 if s.values["io_running"] == 0.0 else 0.0
     db3 = check([], ctx(0, 8, samples=last)).metrics["subjects"]["db3"]
     assert db3["count"] == 0 and db3["stopped"] is False and db3["io_reconnecting"] is True
-    from lab.summary_matrix import _replication_stops
+    from lab.report.summary_matrix import _replication_stops
 
     assert _replication_stops(db2) == "; IO stopped, error 1236; IO reconnected, error 2003"
     assert _replication_stops(db3) == "; IO reconnecting at the end, error 2003"

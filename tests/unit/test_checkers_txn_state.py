@@ -119,7 +119,7 @@ def test_wrong_totals_reader() -> None:
 def test_the_findings_show_the_transactions_of_each_finding() -> None:
     """``lab run`` and ``lab show`` print each transactional finding with the transactions that
     show it (summary_matrix.findings_lines)."""
-    from lab.summary_matrix import findings_lines
+    from lab.report.summary_matrix import findings_lines
 
     h = history(rmw(1, 0, 1, 0, 0), rmw(2, 0.1, 1.1, 0, 0))
     lu = txn_state.check_lost_updates(h, rmw_ctx({0: 1}))

@@ -141,8 +141,8 @@ def test_divergence_measured() -> None:
 
 
 def test_the_findings_in_the_compact_summary_and_in_show_all() -> None:
-    from lab.report import measurement_rows
-    from lab.summary_matrix import findings_lines
+    from lab.report.measurements import measurement_rows
+    from lab.report.summary_matrix import findings_lines
 
     results, c = _measured()
     cell = {"index": 0, "label": "#1", "measurements": {k: r.metrics for k, r in

@@ -1,4 +1,4 @@
-"""The numbers behind the HTML report (lab.report_data), exactly."""
+"""The numbers behind the HTML report (lab.report.data), exactly."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from report_fixture import build_run
 
 from lab.history import NEMESIS, Op, Sample, pair_ops
-from lab.report_data import (
+from lab.report.data import (
     FaultPeriod,
     errors_per_second,
     failover_phases,

@@ -3,24 +3,24 @@ seconds — one row per workload and one per node; columns for downtime, stale r
 visibility, lost writes, errors, lag, throughput and latency — then the findings (split brain,
 errant GTIDs, rows that differ, when there are any), the expectations, the ``report`` lines and
 the cell notes. ``lab run`` and ``lab show RUN`` print it; ``lab show RUN
---all`` prints every figure (``lab.report.render_summary``).
+--all`` prints every figure (``lab.report.measurements.render_summary``).
 
 The matrix is built as data (``build_matrix``: rows of formatted texts, testable) and drawn with
-rich (``render_matrix_summary``). It keeps the report's rules (``lab.report``'s docstring): every
-number through ``lab.figures_format.format_value``; an outage still open at the end is ``≥ …
-(still down at end)``; visibility carries its resolution and is ``≥`` when a write never seen
-could change it; stale reads only for ``read_your_writes``; a figure that applies but could not
-be measured is ``unknown``; one that does not apply to the row is ``–``.
+rich (``render_matrix_summary``). It keeps the report's rules (``lab.report.measurements``'s
+docstring): every number through ``lab.figures_format.format_value``; an outage still open at the
+end is ``≥ … (still down at end)``; visibility carries its resolution and is ``≥`` when a write
+never seen could change it; stale reads only for ``read_your_writes``; a figure that applies but
+could not be measured is ``unknown``; one that does not apply to the row is ``–``.
 
 A node row shows what the workloads saw on that node (``w on n`` in the figures): counts and
 throughput added up over the workloads, durations and percentages of the worst workload;
 replication lag and replication errors are the node's own. Several cells (variants, sweeps,
 repeats): one matrix still, each workload or node row followed by one line per cell, so that
 the cells sit next to each other and the matrix fits an 80- or 120-column terminal whatever the
-number of cells. No figure is broken across lines at any width (``lab.term_fit``).
+number of cells. No figure is broken across lines at any width (``lab.report.term_fit``).
 
 One module over 600 lines: the rows, the findings and their drawing read the same cell figures
-with the same helpers; the width fitting lives in ``lab.term_fit``.
+with the same helpers; the width fitting lives in ``lab.report.term_fit``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from lab.figures_format import format_count
-from lab.report import (
+from lab.report.measurements import (
     RYW,
     STILL_DOWN,
     CellInfo,
@@ -54,8 +54,8 @@ from lab.report import (
     render_reports,
     visibility_value,
 )
+from lab.report.term_fit import block_lines, fitted_table, wrap
 from lab.run.context import context_line
-from lab.term_fit import block_lines, fitted_table, wrap
 
 NA = "–"  # the figure does not apply to this row
 UNKNOWN = "unknown"
@@ -766,7 +766,7 @@ def _texts(m: Matrix, columns: list[str]) -> tuple[list[str], list[list[str]], l
 
 def _table(m: Matrix, columns: list[str], console: Console) -> Table | None:
     """The matrix over ``columns`` fitted to the terminal with no figure broken
-    (``lab.term_fit``); None when it cannot fit."""
+    (``lab.report.term_fit``); None when it cannot fit."""
     header, rows, sections = _texts(m, columns)
     return fitted_table(header, rows, console, sections=sections, box=box.SIMPLE_HEAD,
                         pad_edge=False)
@@ -785,7 +785,7 @@ def _blocks(m: Matrix, columns: list[str], console: Console) -> None:
 def render_matrix(summary: dict[str, Any], console: Console) -> Matrix:
     """The matrix; when it is wider than the terminal, as two tables (downtime, stale reads,
     visibility, lost writes; then errors, lag, throughput, latency); when a half does not fit
-    either, one block per row. A figure is never broken across lines (``lab.term_fit``)."""
+    either, one block per row. A figure is never broken across lines (``lab.report.term_fit``)."""
     m = build_matrix(summary)
     if not m.rows:
         return m

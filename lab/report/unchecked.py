@@ -1,7 +1,7 @@
 """Figures of a cell that was never checked: its run was abandoned (``kill -9`` of ``lab run``,
 the machine stopped) while the cell ran, so it stored operations and samples but no
 measurements. ``lab show`` runs the checkers on what it stored, as ``lab report --html`` reads
-the same operations (``lab.report_data``), instead of printing an empty matrix.
+the same operations (``lab.report.data``), instead of printing an empty matrix.
 
 Workload kinds come from the run's ``.exp`` file when it is still there and names the same
 workloads, else are guessed from the operations (``report_data.guess_kinds``). The
@@ -18,7 +18,7 @@ from typing import Any
 from dsl.plan import Cell, Plan
 from lab.judge.checkers import CheckContext, WorkloadInfo, run_checkers
 from lab.judge.expectations import evaluate_all, not_judged
-from lab.report_data import guess_kinds
+from lab.report.data import guess_kinds
 from lab.store.db import Store
 
 log = logging.getLogger(__name__)

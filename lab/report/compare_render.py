@@ -1,5 +1,5 @@
 """Drawing ``lab compare``: a rich table for the terminal, a Markdown table to paste into a
-ticket, JSON. The same rows in all three (``lab.compare``); numbers through
+ticket, JSON. The same rows in all three (``lab.report.compare``); numbers through
 ``lab.figures_format.format_value``.
 
 Runs side by side: one column per cell, then ``× first`` (its ratio to the first) after each
@@ -16,10 +16,10 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 
-from lab.compare import RunComparison, VariantComparison, VariantRow, ratio_text
 from lab.figures_format import format_figure
-from lab.stats import Spread
-from lab.term_fit import block_lines, fitted_table
+from lab.report.compare import RunComparison, VariantComparison, VariantRow, ratio_text
+from lab.report.stats import Spread
+from lab.report.term_fit import block_lines, fitted_table
 
 
 def _fig(value: float | None, row: VariantRow, lower: bool = False) -> str:
@@ -76,7 +76,7 @@ def render_warnings(warnings: list[str], console: Console) -> None:
 
 def render_runs(cmp: RunComparison, console: Console) -> None:
     """The runs side by side; when no table fits the terminal without breaking a figure
-    (``lab.term_fit``), one block per figure: each cell's value and ratio."""
+    (``lab.report.term_fit``), one block per figure: each cell's value and ratio."""
     header, rows = runs_table_rows(cmp)
     title = "compare: ratios against the first run" + (
         f"; series over the last {cmp.last:g} s of the load" if cmp.last is not None else "")

@@ -1,6 +1,6 @@
 """``lab compare``: stored runs side by side, or the variants of one run with their repeats
 aggregated. The library half: which figures, their values, the ratios and the statistics;
-``lab.compare_render`` draws them (rich, Markdown, JSON).
+``lab.report.compare_render`` draws them (rich, Markdown, JSON).
 
 Figures are named in the language's words (``latency(ryw).p99``, ``throughput(rw).mean last
 10s``), in this order:
@@ -21,8 +21,8 @@ with the reason, and a lower bound stays a lower bound (``≥``).
 ``compare_runs``: the cells of several runs (``RUN`` is every cell of a run, ``RUN:N`` its cell
 N); rows are the figures every one of them has; ratios against the first.
 ``compare_variants``: the cells of one run grouped by variant and sweep values; each group's
-repeats give a median, min–max and a confidence interval (``lab.stats``); the ratio of medians
-is against the base variant at the same sweep values (the first variant, or ``base``), or,
+repeats give a median, min–max and a confidence interval (``lab.report.stats``); the ratio of
+medians is against the base variant at the same sweep values (the first variant, or ``base``), or,
 without variants, against the first group (or the group named ``base``).
 """
 
@@ -41,9 +41,9 @@ from lab.judge.checkers.base import CheckContext, CheckResult, WorkloadInfo
 from lab.judge.checkers.base import summary as stat_summary
 from lab.judge.claims import claim_lines
 from lab.judge.expectations import Unmeasurable, measure, metric_text
-from lab.report import COLLIDING_INSERTS, RYW, cell_info
+from lab.report.measurements import COLLIDING_INSERTS, RYW, cell_info
+from lab.report.stats import CI_METHOD, Ratio, Spread, ratio, spread
 from lab.run.context import run_warnings, summary_identity
-from lab.stats import CI_METHOD, Ratio, Spread, ratio, spread
 from lab.store.db import Store, StoreError
 
 WRITE_KINDS = METRIC_SPECS["lost_writes"].workload_kinds or frozenset()

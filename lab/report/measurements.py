@@ -579,7 +579,7 @@ def _label(c: dict[str, Any]) -> str:
 
 def render_summary(summary: dict[str, Any], console: Console) -> None:
     """Every figure (``lab show RUN --all``): expectations, report lines, the measurements
-    table, notes. The compact summary is ``lab.summary_matrix``."""
+    table, notes. The compact summary is ``lab.report.summary_matrix``."""
     from lab.run.context import context_line
 
     cells = summary.get("cells", [])
@@ -609,7 +609,7 @@ def render_expectations(summary: dict[str, Any], console: Console,
                         title: str | None = "") -> None:
     """The expectations table, one column per cell. ``title``: "" the run's (experiment, id,
     status), None "expectations"."""
-    from lab.term_fit import block_lines, fitted_table
+    from lab.report.term_fit import block_lines, fitted_table
 
     cells = summary.get("cells", [])
     heading = _title(summary) if title == "" else (title or "expectations")

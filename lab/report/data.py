@@ -1,4 +1,4 @@
-"""The numbers behind the HTML report (``lab.html_report``), read from a stored run.
+"""The numbers behind the HTML report (``lab.report.html_report``), read from a stored run.
 
 Everything is per cell and in seconds since the start of the load (``cells.load_start_ns``);
 second ``s`` is the interval [s, s+1). The same definitions as the checkers
@@ -40,8 +40,8 @@ from lab.judge.checkers.downtime import error_label
 from lab.judge.checkers.series import per_second
 from lab.judge.checkers.stale_reads import KeyWrites, Look, _visibility, version
 from lab.judge.claims import claim_lines
+from lab.report.summary_matrix import fault_words, transaction_findings
 from lab.store.db import Store
-from lab.summary_matrix import fault_words, transaction_findings
 
 RYW = "read_your_writes"
 MAX_LAG_POINTS = 3000  # per replica; more are thinned keeping the highest lag of each slice

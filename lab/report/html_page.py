@@ -1,6 +1,6 @@
-"""The HTML report's fixed parts (``lab.html_report``): its style sheet, the script that draws
-the charts and reports that they rendered (``data-charts-rendered``, ``data-chart-rects``), and
-the page around them; the run's context at its top (``context_block``)."""
+"""The HTML report's fixed parts (``lab.report.html_report``): its style sheet, the script that
+draws the charts and reports that they rendered (``data-charts-rendered``, ``data-chart-rects``),
+and the page around them; the run's context at its top (``context_block``)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ throughput, latency, lag and error axes are shared across cells. Per cell: the e
 throughput per second per workload, latency percentiles per second, downtime windows, errors
 by code per second (all with the fault periods shaded and labelled), replication lag per
 replica, the failover phases and the distribution of visibility times. What each chart shows
-and how to read it: docs/reports.md. The numbers come from ``lab.report_data``.
+and how to read it: docs/reports.md. The numbers come from ``lab.report.data``.
 
 When the page has drawn its charts, its own script sets ``data-charts-rendered`` (how many
 charts hold Plotly's SVG) and ``data-chart-rects`` (where each one is on the page) on
@@ -29,8 +29,8 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from lab.figures_format import format_value
-from lab.html_page import CSS, PAGE, SCRIPT, context_block
-from lab.report_data import CellReport, FaultPeriod, RunReport, throughput_points
+from lab.report.data import CellReport, FaultPeriod, RunReport, throughput_points
+from lab.report.html_page import CSS, PAGE, SCRIPT, context_block
 
 # trace colours: workloads, nodes (replicas, visibility), error codes, failover phases
 WORKLOAD_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
