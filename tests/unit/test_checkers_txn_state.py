@@ -136,7 +136,7 @@ def test_the_findings_show_the_transactions_of_each_finding() -> None:
 def test_a_failing_cell_s_text_names_the_transactions(tmp_path: Any) -> None:
     """A pytest failure (``cell_failure_text``) shows the lost update with its transactions."""
     from dsl.api import load_plan
-    from lab.cell_failure import cell_failure_text
+    from lab.pytest.cell_failure import cell_failure_text
     from lab.run.outcome import CellOutcome
 
     path = tmp_path / "lu.exp"

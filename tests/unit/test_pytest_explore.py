@@ -1,4 +1,4 @@
-"""Exploration and search as pytest items (lab.pytest_explore), run with pytester and a fake
+"""Exploration and search as pytest items (lab.pytest.explore), run with pytester and a fake
 runner in place of real servers: one item per drawn schedule, a failing one showing its
 schedule and the command to shrink it (or the shrunk schedule with --lab-shrink), a search
 item printing its boundary or failing when there is none."""

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from dsl.plan import Cell, Plan
-from lab import pytest_fixture
 from lab.judge.checkers import CheckContext, WorkloadInfo, run_checkers
 from lab.judge.expectations import evaluate_all
+from lab.pytest import fixture as pytest_fixture
 from lab.run import cell_run
 from lab.run.outcome import CellOutcome, View
 from lab.store.db import Store

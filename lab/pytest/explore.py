@@ -1,4 +1,4 @@
-"""Exploration and search as pytest items, beside the cells of ``lab.pytest_plugin``.
+"""Exploration and search as pytest items, beside the cells of ``lab.pytest.plugin``.
 
 Loaded with the plugin (its ``pytest_plugins``); it adds items only when asked:
 
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from lab.pytest_plugin import CellNotPassed, _LabItem, _shown_path, session_store
+from lab.pytest.plugin import CellNotPassed, _LabItem, _shown_path, session_store
 
 if TYPE_CHECKING:
     from dsl.models import Experiment
