@@ -22,7 +22,7 @@ import dsl.compile
 import lab.run.engine
 import runners.topology
 from dsl.plan import Plan
-from lab import cli_run
+from lab.cli import run as cli_run
 from lab.exits import EXIT_LANGUAGE
 
 EXP = """experiment "once" {

@@ -19,7 +19,7 @@ from rich.console import Console
 from dsl.api import plan_text
 from dsl.models import Action
 from lab.cli import main
-from lab.cli_run import make_stepper
+from lab.cli.run import make_stepper
 from lab.run.load import Load
 from lab.run.outcome import View
 from lab.run.step import Pause, Stepper, StepUsageError, parse_step_delay, stepped_note

@@ -612,7 +612,7 @@ def test_ctrl_c_mid_load_keeps_the_cell_in_the_run_s_summary(
 
 
 def test_a_second_ctrl_c_does_not_cut_the_teardown_short(capfd: pytest.CaptureFixture[str]) -> None:
-    from lab.cli_run import _sigterm
+    from lab.cli.run import _sigterm
 
     try:
         with pytest.raises(KeyboardInterrupt):

@@ -26,7 +26,7 @@ def _language_errors(path: str) -> bool:
 
 
 def _open_store(db: str | None) -> Store | int:
-    from lab.cli_run import _db_path, store_failed
+    from lab.cli.run import _db_path, store_failed
 
     try:
         store = Store(_db_path(db))
@@ -39,7 +39,7 @@ def _open_store(db: str | None) -> Store | int:
 def _with_runner(db: str | None, work: Callable[[Runner, Store], int]) -> int:
     """Open the store, arm Ctrl-C as `lab run` does, and call ``work`` with a real runner;
     a missing component ends it with exit 3 before any server starts."""
-    from lab.cli_run import _sigterm
+    from lab.cli.run import _sigterm
     from lab.explore.schedules import real_runner
     from lab.run.engine import INTERRUPTED
     from lab.run.live import LiveView
@@ -111,7 +111,7 @@ def cmd_explore(path: str, runs: int, seed: int | None, db: str | None = None,
 
 def cmd_replay(ref: str, db: str | None = None) -> int:
     """Run the stored ``.exp`` of a run again (its schedule, exactly)."""
-    from lab.cli_run import cmd_run, read_run
+    from lab.cli.run import cmd_run, read_run
 
     run = read_run(db, ref, Store.get_run)
     if isinstance(run, int):
@@ -137,7 +137,7 @@ def cmd_shrink(ref: str, expect: str | None = None, k: int = 2, n: int = 3,
     from dsl.api import parse_text
     from dsl.errors import LanguageErrors
     from dsl.space import summary_line, timeline_entries
-    from lab.cli_run import read_run
+    from lab.cli.run import read_run
     from lab.exits import EXIT_EXPECTATION
     from lab.explore.schedules import Interrupted, schedules_dir
     from lab.explore.shrink import Judged, Shrinking

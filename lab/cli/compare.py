@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from dsl.units import QuantityError, parse_quantity
-from lab.cli_run import ambiguous, store_failed, store_missing
+from lab.cli.run import ambiguous, store_failed, store_missing
 from lab.exits import EXIT_OK, EXIT_USAGE
 from lab.report.compare import (
     CompareError,

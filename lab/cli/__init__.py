@@ -1,6 +1,7 @@
-"""The `lab` command: a thin layer over the library. Exit codes: 0 all expectations hold,
-1 an expectation failed (doctor: a needed component is missing), 2 usage or language error,
-3 the run could not complete."""
+"""The `lab` command (``python -m lab.cli``: ``__main__``): the parser, and the dispatch to the
+modules beside this one, one per group of commands. A thin layer over the library. Exit codes:
+0 all expectations hold, 1 an expectation failed (doctor: a needed component is missing), 2
+usage or language error, 3 the run could not complete."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from lab import __version__
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from lab import doctor
+    from lab.cli import doctor
 
     found = doctor.doctor_rows()
     console = Console()
@@ -24,76 +25,76 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _image_build(args: argparse.Namespace) -> int:
-    from lab.cli_image import cmd_image_build
+    from lab.cli.image import cmd_image_build
 
     return cmd_image_build()
 
 
 def _check(args: argparse.Namespace) -> int:
-    from lab.cli_lang import cmd_check
+    from lab.cli.lang import cmd_check
 
     return cmd_check(args.files)
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from lab.cli_lang import cmd_plan
+    from lab.cli.lang import cmd_plan
 
     return cmd_plan(args.file, args.json)
 
 
 def _up(args: argparse.Namespace) -> int:
-    from lab.cli_topology import cmd_up
+    from lab.cli.topology import cmd_up
 
     return cmd_up(args.file, cell=args.cell)
 
 
 def _down(args: argparse.Namespace) -> int:
-    from lab.cli_topology import cmd_down
+    from lab.cli.topology import cmd_down
 
     return cmd_down(args.run)
 
 
 def _status(args: argparse.Namespace) -> int:
-    from lab.cli_topology import cmd_status
+    from lab.cli.topology import cmd_status
 
     return cmd_status()
 
 
 def _gc(args: argparse.Namespace) -> int:
-    from lab.cli_topology import cmd_gc
+    from lab.cli.topology import cmd_gc
 
     return cmd_gc(db=args.db)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from lab.cli_run import cmd_run
+    from lab.cli.run import cmd_run
 
     return cmd_run(args.file, as_json=args.json, keep=args.keep, db=args.db, step=args.step,
                    step_delay=args.step_delay, backend=args.backend)
 
 
 def _explore(args: argparse.Namespace) -> int:
-    from lab.cli_explore import cmd_explore
+    from lab.cli.explore import cmd_explore
 
     return cmd_explore(args.file, runs=args.runs, seed=args.seed, db=args.db,
                        dry_run=args.dry_run)
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from lab.cli_explore import cmd_replay
+    from lab.cli.explore import cmd_replay
 
     return cmd_replay(args.run, db=args.db)
 
 
 def _shrink(args: argparse.Namespace) -> int:
-    from lab.cli_explore import cmd_shrink
+    from lab.cli.explore import cmd_shrink
 
     return cmd_shrink(args.run, expect=args.expect, k=args.fails, n=args.of,
                       max_candidates=args.max_candidates, out=args.out, db=args.db)
 
 
 def _search(args: argparse.Namespace) -> int:
-    from lab.cli_explore import cmd_search
+    from lab.cli.explore import cmd_search
 
     return cmd_search(args.file, knob=args.knob, low=args.low, high=args.high,
                       expect=args.expect, resolution=args.resolution, k=args.fails, n=args.of,
@@ -101,26 +102,26 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from lab.cli_run import cmd_runs
+    from lab.cli.run import cmd_runs
 
     return cmd_runs(db=args.db)
 
 
 def _show(args: argparse.Namespace) -> int:
-    from lab.cli_run import cmd_show
+    from lab.cli.run import cmd_show
 
     return cmd_show(args.run, db=args.db, as_json=args.json, show_all=args.all)
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from lab.cli_compare import cmd_compare
+    from lab.cli.compare import cmd_compare
 
     return cmd_compare(args.runs, variants=args.variants, base=args.base, last=args.last,
                        as_json=args.json, markdown=args.markdown, db=args.db)
 
 
 def _report(args: argparse.Namespace) -> int:
-    from lab.cli_report import cmd_report
+    from lab.cli.report import cmd_report
 
     return cmd_report(args.run, html=args.html, db=args.db)
 
@@ -271,6 +272,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())

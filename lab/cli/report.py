@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from lab.cli_run import cmd_show, read_run
+from lab.cli.run import cmd_show, read_run
 from lab.exits import EXIT_OK, EXIT_USAGE
 
 

@@ -117,7 +117,7 @@ def cmd_run(path: str, as_json: bool = False, keep: bool = False, db: str | None
             backend: str | None = None) -> int:
     from dsl.api import format_errors, load_both
     from dsl.errors import LanguageErrors
-    from lab.cli_lang import print_warnings
+    from lab.cli.lang import print_warnings
     from lab.run.engine import run_plan
     from lab.run.live import LiveView
     from lab.run.summary import summary
