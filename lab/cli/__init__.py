@@ -1,7 +1,9 @@
 """The `lab` command (``python -m lab.cli``: ``__main__``): the parser, and the dispatch to the
-modules beside this one, one per group of commands. A thin layer over the library. Exit codes:
-0 all expectations hold, 1 an expectation failed (doctor: a needed component is missing), 2
-usage or language error, 3 the run could not complete."""
+modules beside this one, one per group of commands: ``run`` (run, runs, show), ``lang`` (check,
+plan), ``topology`` (up, down, status, gc), ``explore`` (explore, replay, shrink, search),
+``compare``, ``report``, ``image`` (image build), ``doctor``. A thin layer over the library.
+Exit codes: 0 all expectations hold, 1 an expectation failed (doctor: a needed component is
+missing), 2 usage or language error, 3 the run could not complete."""
 
 from __future__ import annotations
 
