@@ -2,8 +2,11 @@
 
 A lesson shows its commands in ```console blocks, one per line after ``$ ``; the other lines of
 a block are sample output and are not run. ``RUN`` stands for the id of the lesson's last
-``lab run`` (tests substitute it). The unit tests check the commands name existing files and
-parse; tests/integration/test_catalogue.py runs them as written.
+``lab run`` (tests substitute it). A command whose documented outcome is another exit status
+than 0 says so in a comment at the end of its line, ``# exits N`` (``lab explore`` that finds
+the failure it is about: ``# exits 1``); a shell ignores it. The unit tests check the commands
+name existing files and parse; tests/integration/test_catalogue.py runs them as written and
+wants exactly the status each documents.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKSHOP = ROOT / "docs" / "workshop"
 LESSON_NAME = re.compile(r"^\d\d-[a-z0-9-]+\.md$")
 RUN = "RUN"  # the placeholder for the last run's id
+EXITS = re.compile(r"#\s*exits\s+(\d+)\b")  # the comment of `$ lab ...   # exits 1: why`
 FILE_COMMANDS = {"run", "plan", "check", "up", "explore", "search"}  # take .exp files
 # lab commands that run experiments on servers like `lab run` (unless --dry-run): the unit
 # suite does not run them, tests/integration/test_catalogue.py does
@@ -31,7 +35,14 @@ class Command:
 
     @property
     def argv(self) -> list[str]:
-        return shlex.split(self.text)
+        return shlex.split(self.text, comments=True)
+
+    @property
+    def exit(self) -> int:
+        """The exit status the lesson documents for the command: ``# exits N`` at the end of
+        its line, else 0."""
+        m = EXITS.match(comment(self.text))
+        return int(m.group(1)) if m else 0
 
     @property
     def sub(self) -> str:
@@ -47,6 +58,19 @@ class Command:
         if self.sub not in FILE_COMMANDS:
             return []
         return [a for a in self.argv[2:] if a.endswith(".exp")]
+
+
+def comment(text: str) -> str:
+    """The shell comment at the end of a command line (from its ``#``), or ''."""
+    quote = ""
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or text[i - 1].isspace()):
+            return text[i:]
+    return ""
 
 
 def lessons() -> list[Path]:

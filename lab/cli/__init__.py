@@ -15,6 +15,8 @@ from rich.console import Console
 
 from lab import __version__
 
+BACKENDS = ("native", "containers")  # --backend of run, explore, replay, shrink, search
+
 
 def _doctor(args: argparse.Namespace) -> int:
     from lab.cli import doctor
@@ -79,20 +81,21 @@ def _explore(args: argparse.Namespace) -> int:
     from lab.cli.explore import cmd_explore
 
     return cmd_explore(args.file, runs=args.runs, seed=args.seed, db=args.db,
-                       dry_run=args.dry_run)
+                       dry_run=args.dry_run, backend=args.backend)
 
 
 def _replay(args: argparse.Namespace) -> int:
     from lab.cli.explore import cmd_replay
 
-    return cmd_replay(args.run, db=args.db)
+    return cmd_replay(args.run, db=args.db, backend=args.backend)
 
 
 def _shrink(args: argparse.Namespace) -> int:
     from lab.cli.explore import cmd_shrink
 
     return cmd_shrink(args.run, expect=args.expect, k=args.fails, n=args.of,
-                      max_candidates=args.max_candidates, out=args.out, db=args.db)
+                      max_candidates=args.max_candidates, out=args.out, db=args.db,
+                      backend=args.backend)
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -100,7 +103,7 @@ def _search(args: argparse.Namespace) -> int:
 
     return cmd_search(args.file, knob=args.knob, low=args.low, high=args.high,
                       expect=args.expect, resolution=args.resolution, k=args.fails, n=args.of,
-                      db=args.db, as_json=args.json)
+                      db=args.db, as_json=args.json, backend=args.backend)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -180,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pause before each timeline action; Enter fires it (needs a terminal)")
     s.add_argument("--step-delay", metavar="DURATION", default=None,
                    help="pause this long before each timeline action (e.g. 5s), no keyboard")
-    s.add_argument("--backend", choices=("native", "containers"), default=None,
+    s.add_argument("--backend", choices=BACKENDS, default=None,
                    help="where the servers run, whatever the file says (backend ...)")
     s.set_defaults(func=_run)
 
@@ -192,11 +195,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dry-run", action="store_true",
                    help="print the schedules it would run; start nothing")
     s.add_argument("--db", default=None, help=db_help)
+    s.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="where the servers run, whatever the file says (backend ...)")
     s.set_defaults(func=_explore)
 
     s = sub.add_parser("replay", help="run a stored run's .exp again (its schedule, exactly)")
     s.add_argument("run", metavar="RUN", help="run id (any unique prefix)")
     s.add_argument("--db", default=None, help=db_help)
+    s.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="where the servers run (default: where the run ran)")
     s.set_defaults(func=_replay)
 
     s = sub.add_parser("shrink", help="a failing run's smallest schedule that still fails")
@@ -211,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default=None, metavar="FILE",
                    help="where to write the result (default: beside the run's .exp)")
     s.add_argument("--db", default=None, help=db_help)
+    s.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="where the servers run (default: where the run ran)")
     s.set_defaults(func=_shrink)
 
     s = sub.add_parser("search", help="bisect one knob of a file for where an expectation flips")
@@ -229,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true",
                    help="print the boundary and every value judged as JSON (progress on stderr)")
     s.add_argument("--db", default=None, help=db_help)
+    s.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="where the servers run, whatever the file says (backend ...)")
     s.set_defaults(func=_search)
 
     s = sub.add_parser("runs", help="list stored runs")

@@ -1,7 +1,12 @@
 """`lab explore`, `lab replay`, `lab shrink`, `lab search`: thin over ``lab.explore.schedules``,
 ``lab.explore.shrink`` and ``lab.explore.search``. Exit codes as ``lab run``: 0 every run passed
 (shrink and search: the result was found), 1 an expectation failed, 2 usage or language error, 3 a
-run could not complete or was interrupted."""
+run could not complete or was interrupted.
+
+``--backend native|containers`` (as ``lab run --backend``): every run on that back-end,
+whatever the file says; each run's stored ``.exp`` says it too
+(``lab.explore.schedules.with_backend``), so ``lab replay`` runs it there again. A file that cannot
+run there is refused before any server starts (exit 2)."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lab.exits import EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK, EXIT_USAGE
-from lab.explore.schedules import Runner
+from lab.explore.schedules import Runner, with_backend
 from lab.store.db import Store, StoreError
 
 
@@ -23,6 +28,22 @@ def _language_errors(path: str) -> bool:
     if errors:
         print(format_errors(errors), file=sys.stderr)
     return bool(errors)
+
+
+def _on_backend(text: str, path: str, backend: str | None) -> str | None:
+    """The file's text made to run on ``backend`` (unchanged for None), or None after printing
+    why it cannot (``lab check``'s errors of the text on that back-end, fault space included)."""
+    if backend is None:
+        return text
+    from dsl.api import check_text, format_errors, parse_text
+
+    moved = with_backend(text, parse_text(text, path), backend)
+    errors = check_text(moved, path) if moved != text else []
+    if errors:
+        print(f"Error: {path} cannot run with --backend {backend}:", file=sys.stderr)
+        print(format_errors(errors, {path: moved}), file=sys.stderr)
+        return None
+    return moved
 
 
 def _open_store(db: str | None) -> Store | int:
@@ -36,9 +57,11 @@ def _open_store(db: str | None) -> Store | int:
     return store
 
 
-def _with_runner(db: str | None, work: Callable[[Runner, Store], int]) -> int:
-    """Open the store, arm Ctrl-C as `lab run` does, and call ``work`` with a real runner;
-    a missing component ends it with exit 3 before any server starts."""
+def _with_runner(db: str | None, work: Callable[[Runner, Store], int],
+                 backend: str | None = None) -> int:
+    """Open the store, arm Ctrl-C as `lab run` does, and call ``work`` with a real runner (on
+    ``backend`` when given); a missing component ends it with exit 3 before any server
+    starts."""
     from lab.cli.run import _sigterm
     from lab.explore.schedules import real_runner
     from lab.run.engine import INTERRUPTED
@@ -52,14 +75,14 @@ def _with_runner(db: str | None, work: Callable[[Runner, Store], int]) -> int:
     signal.signal(signal.SIGTERM, _sigterm)
     signal.signal(signal.SIGINT, _sigterm)
     try:
-        return work(real_runner(store, LiveView()), store)
+        return work(real_runner(store, LiveView(), backend), store)
     except MissingComponent as e:
         print(f"Error: {e}", file=sys.stderr)
         return EXIT_INCOMPLETE
 
 
 def cmd_explore(path: str, runs: int, seed: int | None, db: str | None = None,
-                dry_run: bool = False) -> int:
+                dry_run: bool = False, backend: str | None = None) -> int:
     from dsl.api import load_experiment
     from dsl.space import summary_line
     from lab.explore.schedules import (
@@ -82,6 +105,8 @@ def cmd_explore(path: str, runs: int, seed: int | None, db: str | None = None,
               "docs/language.md, \"Fault spaces\"", file=sys.stderr)
         return EXIT_USAGE
     text = Path(path).read_text(encoding="utf-8-sig")
+    if _on_backend(text, path, backend) is None:
+        return EXIT_LANGUAGE
     the_seed = exp.seed if seed is None else seed
     if dry_run:
         for i in range(1, runs + 1):
@@ -106,11 +131,12 @@ def cmd_explore(path: str, runs: int, seed: int | None, db: str | None = None,
             print(line)
         return x.exit_code
 
-    return _with_runner(db, work)
+    return _with_runner(db, work, backend)
 
 
-def cmd_replay(ref: str, db: str | None = None) -> int:
-    """Run the stored ``.exp`` of a run again (its schedule, exactly)."""
+def cmd_replay(ref: str, db: str | None = None, backend: str | None = None) -> int:
+    """Run the stored ``.exp`` of a run again (its schedule, exactly), on ``backend``, by
+    default on the one the run ran on (a run of ``lab run --backend`` included)."""
     from lab.cli.run import cmd_run, read_run
 
     run = read_run(db, ref, Store.get_run)
@@ -121,8 +147,15 @@ def cmd_replay(ref: str, db: str | None = None) -> int:
         print(f"Error: run {run['id']} has no .exp to replay (its source "
               f"{source or 'was not a file'} is gone)", file=sys.stderr)
         return EXIT_USAGE
-    print(f"replaying run {run['id']}: {source}", flush=True)
-    return cmd_run(str(source), db=db)
+    on = backend or _ran_on(run)
+    print(f"replaying run {run['id']}: {source}" + (f" on {on}" if on else ""), flush=True)
+    return cmd_run(str(source), db=db, backend=on)
+
+
+def _ran_on(run: dict[str, object]) -> str | None:
+    """The back-end a stored run ran on (None when not recorded: runs before migration 6)."""
+    b = run.get("backend")
+    return str(b) if b in ("native", "containers") else None
 
 
 def _strip_expect(text: str) -> str:
@@ -131,9 +164,11 @@ def _strip_expect(text: str) -> str:
 
 
 def cmd_shrink(ref: str, expect: str | None = None, k: int = 2, n: int = 3,
-               max_candidates: int = 40, out: str | None = None, db: str | None = None) -> int:
+               max_candidates: int = 40, out: str | None = None, db: str | None = None,
+               backend: str | None = None) -> int:
     """A smallest schedule of run ``ref`` that still fails the same expectation in k of n
-    runs, written as an ``.exp`` file."""
+    runs, written as an ``.exp`` file; each candidate on ``backend``, by default the one the
+    run ran on."""
     from dsl.api import parse_text
     from dsl.errors import LanguageErrors
     from dsl.space import summary_line, timeline_entries
@@ -177,6 +212,9 @@ def cmd_shrink(ref: str, expect: str | None = None, k: int = 2, n: int = 3,
         print(f"Error: '{target}' is not an expectation of {source} (its expectations: "
               f"{'; '.join(e.text for e in exp.expectations)})", file=sys.stderr)
         return EXIT_USAGE
+    on = backend or _ran_on(run)
+    if _on_backend(text, source, on) is None:
+        return EXIT_LANGUAGE
     entries = timeline_entries(text, exp)
     dest = Path(out) if out else schedules_dir(opened.path) / f"{run['id']}-shrunk.exp"
 
@@ -205,7 +243,9 @@ def cmd_shrink(ref: str, expect: str | None = None, k: int = 2, n: int = 3,
                    f"statements -> {len(smallest)}):\n'{target}' failed in {final.failures} "
                    f"of {len(final.trials)} runs: {', '.join(t.run_id for t in final.trials)}")
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(s.candidate_text(smallest, comment), encoding="utf-8")
+        written = s.candidate_text(smallest, comment)  # where its runs ran (--backend)
+        dest.write_text(with_backend(written, parse_text(written, str(dest)), on),
+                        encoding="utf-8")
         print()
         print(f"smallest schedule ({len(entries)} statements -> {len(smallest)}): "
               f"{summary_line(smallest)}")
@@ -217,12 +257,13 @@ def cmd_shrink(ref: str, expect: str | None = None, k: int = 2, n: int = 3,
         print(f"written to {dest} (lab run {dest})")
         return EXIT_OK
 
-    return _with_runner(db, work)
+    return _with_runner(db, work, on)
 
 
 def cmd_search(path: str, knob: str, low: str, high: str, expect: str | None = None,
                resolution: str | None = None, k: int = 2, n: int = 3,
-               db: str | None = None, as_json: bool = False) -> int:
+               db: str | None = None, as_json: bool = False,
+               backend: str | None = None) -> int:
     """Where, between ``low`` and ``high`` of ``knob``, the expectation flips. ``as_json``:
     the progress goes to stderr and stdout gets one JSON object (``lab.explore.search.summary``,
     with the search's arguments), also when no boundary is found."""
@@ -271,6 +312,8 @@ def cmd_search(path: str, knob: str, low: str, high: str, expect: str | None = N
             print(f"Error: with {knob} = {render(v, kind)} the file is not a valid experiment:",
                   file=sys.stderr)
             print(format_errors(errors, {path: t}), file=sys.stderr)
+            return EXIT_LANGUAGE
+        if _on_backend(t, path, backend) is None:  # the ends as they run: on --backend
             return EXIT_LANGUAGE
     texts_of = [e.text for e in exp.expectations]
     target = _strip_expect(expect) if expect else (texts_of[0] if len(texts_of) == 1 else None)
@@ -332,4 +375,4 @@ def cmd_search(path: str, knob: str, low: str, high: str, expect: str | None = N
               f"{shown(a.value)} and {shown(b.value)}")
         return EXIT_OK
 
-    return _with_runner(db, work)
+    return _with_runner(db, work, backend)

@@ -58,10 +58,37 @@ def schedule_path(db_path: Path, run_id: str) -> Path:
     return schedules_dir(db_path) / f"{run_id}.exp"
 
 
-def real_runner(store: object, view: object | None = None) -> Runner:
+def with_backend(text: str, exp: Experiment, backend: str | None) -> str:
+    """``text`` made to run on ``backend`` (``--backend`` of explore, replay, shrink, search):
+    its ``backend`` statement replaced, or one added on a line of its own before the closing
+    brace, so that no other statement moves (a search's ``LINE:for`` still names its line) and
+    the stored ``.exp`` says where it ran. Unchanged for None or the file's own back-end."""
+    if backend is None or backend == exp.backend:
+        return text
+    lines = text.split("\n")
+    s = exp.backend_span
+    if s.line:  # one line: the grammar wants the kind on the keyword's line
+        row = lines[s.line - 1]
+        lines[s.line - 1] = row[:s.column - 1] + f"backend {backend}" + row[s.end_column - 1:]
+        return "\n".join(lines)
+    end = exp.span
+    row = lines[end.end_line - 1]
+    brace = end.end_column - 2  # the closing brace's index in its line
+    head = row[:brace]
+    if head.strip():  # `... }` on one line: the statement goes before the brace
+        lines[end.end_line - 1] = f"{head.rstrip()}  backend {backend} {row[brace:]}"
+    else:
+        lines.insert(end.end_line - 1, f"{head}  backend {backend}")
+    return "\n".join(lines)
+
+
+def real_runner(store: object, view: object | None = None, backend: str | None = None
+                ) -> Runner:
     """Run each text on real servers (``lab.run.engine.run_plan``), stored in ``store`` with its
-    ``.exp`` beside the database. Raises ``MissingComponent`` before any server starts."""
-    from dsl.api import plan_text
+    ``.exp`` beside the database; ``backend``: on that back-end, whatever the text says
+    (``with_backend``: the stored ``.exp`` says it too). Raises ``MissingComponent`` before any
+    server starts, ``LanguageErrors`` when the text cannot run on ``backend``."""
+    from dsl.api import parse_text, plan_text
     from lab.judge.expectations import format_figure
     from lab.run.engine import run_plan
     from lab.run.outcome import View
@@ -71,6 +98,8 @@ def real_runner(store: object, view: object | None = None) -> Runner:
     assert isinstance(store, Store)
 
     def run(text: str, label: str) -> Trial:
+        if backend is not None:
+            text = with_backend(text, parse_text(text, "<schedule>"), backend)
         rid = new_run_id()
         path = schedule_path(store.path, rid)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,8 @@
 """The workshop's lessons run as written, and with them the catalogue: every `$ lab ...` line
 of docs/workshop/NN-*.md is run in order (RUN is the id of the lesson's last `lab run`), each
-must exit 0, and every expectation of each run must hold. An experiment no lesson runs (the
-calibration files) runs on its own here. Experiments that need what this machine lacks
+must exit with the status the lesson documents (0, unless its line ends with `# exits N`:
+tests/lessons.py), and every expectation of each `lab run` must hold. An experiment no lesson
+runs (the calibration files) runs on its own here. Experiments that need what this machine lacks
 (ProxySQL, mongod, a MySQL tarball) skip with the reason; the long benchmark sweeps run only
 with LAB_CATALOGUE_LONG=1. Each experiment runs once in the whole suite. The first lesson (the
 quickstart) runs as the user ``nobody`` when the suite runs as root: the lab needs root for a few
@@ -278,7 +279,7 @@ MORE_CHECKS = {"quickstart.exp": _quickstart, "router-writer-outage.exp": _route
                "io-stall.exp": _io_stall}
 
 
-EXIT_EXPECTATION = 1  # lab run: an expectation does not hold
+EXIT_EXPECTATION = 1  # lab.exits: an expectation does not hold
 
 
 def _verdicts(out: subprocess.CompletedProcess[str]) -> list[str]:
@@ -291,14 +292,11 @@ def _verdicts(out: subprocess.CompletedProcess[str]) -> list[str]:
     return said + [ln for i in errors for ln in lines[i:i + 15]]
 
 
-# exit codes a lesson's command may end with besides 0: an exploration that finds the failure
-# it is about exits 1, as `lab run` does when an expectation fails
-ALSO_OK = {"explore": (EXIT_EXPECTATION,)}
-
-
 def _run(argv: list[str], env: dict[str, str], where: str, lab: list[str] = LAB,
-         again: bool = False) -> subprocess.CompletedProcess[str]:
-    """Run one command of a lesson. ``again``: a lesson's ``lab run`` whose expectations did
+         again: bool = False, expected: int = 0) -> subprocess.CompletedProcess[str]:
+    """Run one command of a lesson; it must end with ``expected``, the exit status the lesson
+    documents (``Command.exit``: an exploration that finds the failure it is about exits 1,
+    and must). ``again``: a lesson's ``lab run`` whose expectations did
     not hold runs once more, with a warning that shows what failed. The lessons run two at a
     time on a 2-core machine, and their timing figures (a router's switch, a client's
     timeout) are a demonstration's, measured on an idle one; the calibrations, whose figures
@@ -309,13 +307,13 @@ def _run(argv: list[str], env: dict[str, str], where: str, lab: list[str] = LAB,
                               text=True, timeout=600)
 
     out = once()
-    if again and out.returncode == EXIT_EXPECTATION:
+    if again and out.returncode == EXIT_EXPECTATION != expected:
         warnings.warn(f"{where}: an expectation did not hold, run once more: {_verdicts(out)}",
                       stacklevel=2)
         out = once()
-    ok = (0, *ALSO_OK.get(argv[1] if len(argv) > 1 else "", ()))
-    assert out.returncode in ok, "\n".join(  # a string: pytest shows it whole
-        [where, f"exit {out.returncode}", *_verdicts(out), out.stderr[-3000:]])
+    assert out.returncode == expected, "\n".join(  # a string: pytest shows it whole
+        [where, f"exit {out.returncode}, the lesson documents {expected}", *_verdicts(out),
+         out.stderr[-3000:]])
     return out
 
 
@@ -338,7 +336,7 @@ def test_lesson_runs_as_written(lesson: Path, tmp_path: Path) -> None:
                 skipped.append(f"{cmd.text}: {reason}")
                 run_id = None
                 continue
-            _run(cmd.argv, env, where, lab, again=True)
+            _run(cmd.argv, env, where, lab, again=True, expected=cmd.exit)
             summary = _last_run(home)
             assert summary["source"] and Path(summary["source"]).name == path.name, where
             _assert_every_expectation_holds(summary, where)
@@ -354,7 +352,7 @@ def test_lesson_runs_as_written(lesson: Path, tmp_path: Path) -> None:
         elif _needs_a_run(cmd) and run_id is None:
             skipped.append(f"{cmd.text}: its run did not run here")
         else:
-            out = _run(substitute(cmd, run_id), env, where, lab)
+            out = _run(substitute(cmd, run_id), env, where, lab, expected=cmd.exit)
             assert out.stdout.strip(), where
             ran += 1
     if not ran:

@@ -172,7 +172,8 @@ def test_exploration_runs_each_drawn_schedule_and_aggregates(tmp_path: Path) -> 
 
 @pytest.fixture
 def fake_servers(monkeypatch: pytest.MonkeyPatch) -> None:
-    def real_runner(store: object, view: object | None = None) -> Runner:
+    def real_runner(store: object, view: object | None = None,
+                    backend: str | None = None) -> Runner:
         assert isinstance(store, Store)
         return fake_runner(store)[0]
 

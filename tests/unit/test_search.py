@@ -156,7 +156,8 @@ PAUSE = """experiment "pause" {
 @pytest.fixture
 def fake_servers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Downtime = the pause: the expectation fails when the pause lasts 1 s or more."""
-    def real_runner(store: object, view: object | None = None) -> Runner:
+    def real_runner(store: object, view: object | None = None,
+                    backend: str | None = None) -> Runner:
         assert isinstance(store, Store)
 
         def run(text: str, label: str) -> Trial:
