@@ -29,8 +29,8 @@ from typing import Any
 
 from harness import Bench, Target, rounds, run_rounds
 
-from lab.checkers import CheckContext, WorkloadInfo, anomalies
 from lab.history import Op
+from lab.judge.checkers import CheckContext, WorkloadInfo, anomalies
 
 NS = 1_000_000_000
 MS = 1_000_000

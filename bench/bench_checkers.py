@@ -26,9 +26,9 @@ from typing import Any
 from harness import Bench, Target, rounds, run_rounds
 
 from dsl.models import Expectation, Metric, Quantity
-from lab.checkers import ALL_CHECKERS, CheckContext, WorkloadInfo, run_checkers
-from lab.expectations import evaluate_all
 from lab.history import NEMESIS, Op, Sample
+from lab.judge.checkers import ALL_CHECKERS, CheckContext, WorkloadInfo, run_checkers
+from lab.judge.expectations import evaluate_all
 
 NS = 1_000_000_000
 LOAD_S = 600

@@ -30,8 +30,8 @@ from pathlib import Path
 from harness import Bench, Target, rounds, run_rounds
 
 from lab.history import Op
-from lab.recorder import Recorder
-from lab.store import Store
+from lab.run.recorder import Recorder
+from lab.store.db import Store
 
 
 def new_recorder(stream: bool, tmp: Path, tag: str) -> Recorder:

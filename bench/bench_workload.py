@@ -33,7 +33,7 @@ from harness import Bench, Target, rounds, run_rounds  # noqa: E402
 
 from dsl.models import Engine  # noqa: E402
 from dsl.plan import Cell, Plan, PlannedNode, PlannedWorkload  # noqa: E402
-from lab.recorder import Recorder  # noqa: E402
+from lab.run.recorder import Recorder  # noqa: E402
 from runners.components import require  # noqa: E402
 from runners.mysql import execute_all  # noqa: E402
 from runners.runtime import Run  # noqa: E402

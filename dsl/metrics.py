@@ -1,6 +1,6 @@
 """What each measurement means to the language: its subject, its statistics, where each
 statistic is found in the checker's metrics and in which unit, and the function of
-``lab.expectations`` that reads it. The one table per metric: the validator, ``expect`` and
+``lab.judge.expectations`` that reads it. The one table per metric: the validator, ``expect`` and
 ``report`` all read ``METRICS``.
 
 ``expect``/``report`` lines name a metric, its subject (a workload or a node), optionally a
@@ -16,14 +16,14 @@ from typing import Literal
 SubjectKind = Literal["workload", "node", "optional_workload"]
 
 WRITE_WORKLOADS = frozenset({"probe", "unique_writes", "read_your_writes", "unique_insert"})
-# where split_brain is not defined: its figure is NULL (lab.checkers.split_brain), and lab
+# where split_brain is not defined: its figure is NULL (lab.judge.checkers.split_brain), and lab
 # check refuses an expectation of it (dsl.validate)
 SPLIT_BRAIN_UNDEFINED = {
     "primary_primary": "two primaries take writes by design: split brain is not defined there",
     "mongodb_replset": "not measured on MongoDB replica sets",
 }
 _PERCENTILES = ("p50", "p90", "p95", "p99", "max", "mean")
-# the anomalies checker's kinds (lab.checkers.anomalies.KINDS), each a statistic of its own
+# the anomalies checker's kinds (lab.judge.checkers.anomalies.KINDS), each a statistic of its own
 ANOMALY_KINDS = ("g0", "g1a", "g1b", "g1c", "g_single", "g2_item", "lost_update", "internal",
                  "future_read", "duplicate", "garbage", "incompatible_order", "stale_read")
 
@@ -34,7 +34,7 @@ class MetricSpec:
     figures: dict[str, tuple[str, str]]  # statistic -> (path in the checker's metrics, unit)
     default: str  # the statistic used when none is written
     summary: str
-    reader: str  # the function of lab.expectations that reads the figure
+    reader: str  # the function of lab.judge.expectations that reads the figure
     workload_kinds: frozenset[str] | None = None  # None: any workload
     last: bool = False  # accepts ``last 30s``
     code: bool = False  # accepts an error code: errors(w, 1062)

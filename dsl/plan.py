@@ -33,7 +33,7 @@ from dsl.models import (
 )
 
 DEFAULT_BASE_PORT = 23000
-# Seconds between two looks at a ``when`` condition (``lab.triggers``): a trigger's resolution.
+# Seconds between two looks at a ``when`` condition (``lab.run.triggers``): a trigger's resolution.
 TRIGGER_POLL = 0.1
 
 NodeRole = Literal["primary", "replica", "single", "galera", "primary_primary", "member"]
@@ -170,7 +170,7 @@ class Plan(Frozen):
     steps: list[Step] = Field(default_factory=list)
     timeline: list[TimedAction] = Field(default_factory=list)
     triggers: list[Trigger] = Field(default_factory=list)
-    # seconds between two looks at a trigger's condition: its resolution (``lab.triggers``)
+    # seconds between two looks at a trigger's condition: its resolution (``lab.run.triggers``)
     trigger_poll: float = TRIGGER_POLL
     # nodes restarted under libfaketime once the topology is up (``faketime_nodes``; set by
     # ``dsl.compile.for_base_port``)

@@ -38,7 +38,7 @@ class ActionFailed(RuntimeError):
 class ActionIncomplete(ActionFailed):
     """An action that ran but did not complete (a page-cache drop the kernel had not finished
     within its limit): recorded as failed, with what it did (``detail``), and the run goes on
-    (``lab.load``): nothing is computed from it."""
+    (``lab.run.load``): nothing is computed from it."""
 
     def __init__(self, message: str, detail: dict[str, Any]) -> None:
         super().__init__(message)

@@ -24,7 +24,7 @@ alone, without writing anything:
    (primary key and row hash) on both nodes: **missing** (on the reference, not on the
    node), **extra** (on the node, not on the reference), **different** (both, another row).
 
-``compare_nodes`` does all of it for a cell's running nodes (``lab.cell_facts`` calls it). The
+``compare_nodes`` does all of it for a cell's running nodes (``lab.run.cell_facts`` calls it). The
 reference is the authoritative node (the primary after settling), else the first running
 node by name. Equal chunks are equal up to a 64-bit hash collision (about 2^-64 per chunk).
 """

@@ -105,7 +105,7 @@ def _assert_every_expectation_holds(summary: dict[str, Any], where: str) -> None
 
 
 def _kept_logs(summary: dict[str, Any], lines: int = 25) -> str:
-    """The tail of each server log a cell that did not pass kept (lab.cell_logs): what CI
+    """The tail of each server log a cell that did not pass kept (lab.run.cell_logs): what CI
     shows of a failure it cannot reproduce."""
     out: list[str] = []
     for cell in summary["cells"]:
@@ -177,7 +177,7 @@ def _router_writer_outage(summary: dict[str, Any], home: Path) -> None:
 
 
 def _ops(summary: dict[str, Any], home: Path) -> list[Any]:
-    from lab.store import Store
+    from lab.store.db import Store
 
     return list(Store(home / "results.db").operations(summary["run_id"], 1))
 

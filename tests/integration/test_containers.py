@@ -308,7 +308,7 @@ def test_incident_faults_on_a_container(tmp_path: Path) -> None:
     at least 3x slower; a memory limit is the container's; the server's clock is 30 s ahead
     under the skew and back after the heal (libfaketime in the image). Nothing is left."""
     _require_podman()
-    from lab.store import Store
+    from lab.store.db import Store
 
     exp = tmp_path / "ctr-faults.exp"
     exp.write_text(FAULTS)
@@ -421,7 +421,7 @@ def test_an_engine_named_by_docker_host_through_its_api_only(tmp_path: Path) -> 
     _require_podman()
     import socket
 
-    from lab.store import Store
+    from lab.store.db import Store
     from runners.containers.engine import (
         HostNetState,
         stop_service,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lab.store import Store
+from lab.store.db import Store
 from runners import cgroups
 
 from .conftest import ROOT, our_processes, require

@@ -17,8 +17,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from lab.checkers import CheckContext, CheckResult, WorkloadInfo
 from lab.history import NEMESIS, Op, Sample
+from lab.judge.checkers import CheckContext, CheckResult, WorkloadInfo
 
 NS = 1_000_000_000
 GOLDEN = Path(__file__).parent / "data" / "checkers_golden.json"

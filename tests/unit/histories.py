@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from lab.checkers.base import CheckContext, WorkloadInfo
 from lab.history import NEMESIS, Op, OpType, Sample
+from lab.judge.checkers.base import CheckContext, WorkloadInfo
 
 S = 1_000_000_000
 

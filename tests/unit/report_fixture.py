@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from dsl.api import plan_text
-from lab.checkers import CheckContext, WorkloadInfo, run_checkers
-from lab.expectations import evaluate_all
 from lab.history import NEMESIS, Op, Sample, fault_windows
-from lab.store import Store
-from lab.summary import report_figure
+from lab.judge.checkers import CheckContext, WorkloadInfo, run_checkers
+from lab.judge.expectations import evaluate_all
+from lab.run.summary import report_figure
+from lab.store.db import Store
 
 S = 1_000_000_000
 T0 = 1000 * S  # the load starts at this monotonic time

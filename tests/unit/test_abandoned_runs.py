@@ -20,7 +20,7 @@ import pytest
 
 from lab.cli import main
 from lab.history import Op
-from lab.store import Store
+from lab.store.db import Store
 from runners import runtime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ CHILD = textwrap.dedent(
     """
     import subprocess, sys, time
     from lab.history import Op
-    from lab.store import Store
+    from lab.store.db import Store
     from runners import runtime
 
     db, with_dir = sys.argv[1], sys.argv[2] == "1"
@@ -172,7 +172,7 @@ def test_abandoned_message_names_the_fallback_file(tmp_path: Path) -> None:
 def test_migration_5_adds_the_owner_to_an_older_database(tmp_path: Path) -> None:
     import sqlite_utils
 
-    from lab.store import MIGRATIONS, migrate
+    from lab.store.db import MIGRATIONS, migrate
 
     db = sqlite_utils.Database(tmp_path / "old.db")
     db["migrations"].create({"version": int, "name": str, "applied_at": str}, pk="version")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from lab.cli import main
-from lab.report_data import load_report
-from lab.store import Store
+from lab.report.data import load_report
+from lab.store.db import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 EXP = """experiment "killed" {
@@ -31,7 +31,7 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     from lab.history import Op
-    from lab.store import Store
+    from lab.store.db import Store
 
     db, source = sys.argv[1], sys.argv[2]
     store = Store(db)

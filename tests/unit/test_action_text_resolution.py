@@ -1,5 +1,5 @@
 """One action of the language on its own (dsl.action_text), and the resolution stated with a
-figure (lab.resolution)."""
+figure (lab.judge.resolution)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dsl.action_text import parse_action
 from dsl.api import format_errors, plan_text
 from dsl.errors import LanguageErrors
 from dsl.models import Metric, NetworkFault, NodeAction, WaitUntil
-from lab.checkers import CheckResult
-from lab.resolution import figure_resolution
+from lab.judge.checkers import CheckResult
+from lab.judge.resolution import figure_resolution
 
 SOURCE = """\
 experiment "x" {

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from test_divergence import FakeDb
 
-import lab.cell_facts as cell_facts
-from lab.cell_facts import CellFacts
+import lab.run.cell_facts as cell_facts
+from lab.run.cell_facts import CellFacts
 from runners import divergence
 
 

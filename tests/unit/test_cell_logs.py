@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from lab import cell_logs
+from lab.run import cell_logs
 
 
 def test_every_components_log_is_kept_and_a_huge_one_by_its_tail(tmp_path: Path,

@@ -10,10 +10,10 @@ import pytest
 from histories import ctx, history, txn
 
 from dsl.models import Expectation, Metric, Quantity
-from lab.checkers import anomalies
-from lab.checkers.base import CheckResult
-from lab.expectations import evaluate
 from lab.history import Op
+from lab.judge.checkers import anomalies
+from lab.judge.checkers.base import CheckResult
+from lab.judge.expectations import evaluate
 
 KINDS = anomalies.KINDS
 

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 import pytest
 from histories import ctx, fault, history, ns, op, probe
 
-from lab.checkers import ALL_CHECKERS, CheckContext, CheckResult, compose, run_checkers
-from lab.checkers.base import flatten_metrics, percentile, summary
 from lab.history import NEMESIS, Op, Sample, fault_windows, pair_ops
+from lab.judge.checkers import ALL_CHECKERS, CheckContext, CheckResult, compose, run_checkers
+from lab.judge.checkers.base import flatten_metrics, percentile, summary
 
 
 def test_pair_ops_matches_by_process_and_keeps_completion_order() -> None:

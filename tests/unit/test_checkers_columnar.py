@@ -1,4 +1,4 @@
-"""The checkers that work from columns (``lab.checkers.columns``) return exactly what they
+"""The checkers that work from columns (``lab.judge.checkers.columns``) return exactly what they
 returned when they walked ``Completed`` objects: one digest per checker and history, computed
 before the change (``tests/unit/data/checkers_golden.json``), over random histories with every
 irregularity (``columnar_histories``) and two small bench runs."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from columnar_histories import digests, golden, runs
 
-from lab.checkers import run_checkers
-from lab.checkers.columns import columns
 from lab.history import pair_ops
+from lab.judge.checkers import run_checkers
+from lab.judge.checkers.columns import columns
 
 RUNS = runs()
 GOLDEN = golden()
@@ -46,7 +46,7 @@ def test_columns_pair_the_history_as_pair_ops_does(name: str) -> None:
 def test_stale_reads_per_object_path_gives_the_same(name: str,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A workload whose reads touch very many keys goes the per-object way: same figures."""
-    from lab.checkers import stale_columns, stale_reads
+    from lab.judge.checkers import stale_columns, stale_reads
 
     history, ctx = RUNS[name]
     monkeypatch.setattr(stale_columns, "MANY_KEYS", 0)

@@ -5,9 +5,9 @@ from histories import S, ctx, fault, history, invoke_op, ns, op, probe
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.checkers import downtime
-from lab.checkers.downtime import outage_windows
 from lab.history import pair_ops
+from lab.judge.checkers import downtime
+from lab.judge.checkers.downtime import outage_windows
 
 
 def run(h, c=None):  # type: ignore[no-untyped-def]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from histories import ctx, history, op
 
-from lab.checkers import duplicate_keys
+from lab.judge.checkers import duplicate_keys
 
 
 def ins(p: int, t: float, key: int, node: str, error: int | None = None, w: str = "ins") -> list:  # type: ignore[type-arg]

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from histories import ctx, fault, history, ns, op
 
-from lab.checkers import ALL_CHECKERS
-from lab.checkers.failover import check
 from lab.history import NEMESIS, Op
+from lab.judge.checkers import ALL_CHECKERS
+from lab.judge.checkers.failover import check
 
 PROMOTE_VALUE = {"old_primary": "db1", "new_primary": "db2", "promote_seconds": 0.02,
                  "repoint_seconds": 0.03, "router_switch_seconds": 0.01}  # fmt: skip
@@ -284,9 +284,9 @@ def test_the_failover_line_says_why_the_probe_saw_more_downtime() -> None:
     probe's downtime. The line now shows both spans."""
     from histories import S, ctx, fault, history, op
 
-    from lab.checkers import downtime, failover
     from lab.history import NEMESIS, Op
-    from lab.summary_matrix import failover_lines
+    from lab.judge.checkers import downtime, failover
+    from lab.report.summary_matrix import failover_lines
 
     kw: dict[str, Any] = {"workload": "probe", "endpoint": "router.writer"}
     ops = [*op(1, "write", 9.98, 9.99, node="db1", key=1, value=1, **kw),

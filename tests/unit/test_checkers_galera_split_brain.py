@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from histories import ctx, fault, history, ns, op
 
-from lab.checkers import galera_split_brain as gsb
-from lab.checkers.split_brain import check
 from lab.history import Sample
+from lab.judge.checkers import galera_split_brain as gsb
+from lab.judge.checkers.split_brain import check
 from runners import galera_watch
 from runners.mysql import Address, Credentials
 

@@ -5,9 +5,9 @@ import math
 import pytest
 from histories import ctx, fault, history, ns, probe
 
-from lab.checkers import replication_lag, warmup
-from lab.checkers.replication_lag import downsample
 from lab.history import NEMESIS, Op, Sample
+from lab.judge.checkers import replication_lag, warmup
+from lab.judge.checkers.replication_lag import downsample
 
 
 def lag(node: str, t: float, v: float) -> Sample:

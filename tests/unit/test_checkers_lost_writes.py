@@ -6,7 +6,7 @@ from histories import ctx, history, op
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.checkers import lost_writes
+from lab.judge.checkers import lost_writes
 
 
 def w(p: int, t: float, key: int | None, value: Any, type: str = "ok", error: int | None = None,

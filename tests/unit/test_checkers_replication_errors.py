@@ -7,10 +7,10 @@ import math
 import pytest
 from histories import ctx, ns
 
-from lab.checkers import ALL_CHECKERS
-from lab.checkers.base import flatten_metrics
-from lab.checkers.replication_errors import check
 from lab.history import Sample
+from lab.judge.checkers import ALL_CHECKERS
+from lab.judge.checkers.base import flatten_metrics
+from lab.judge.checkers.replication_errors import check
 
 MSG = "Could not execute Write_rows_v1 event on table lab.t_ins; Duplicate entry '7' for key"
 
@@ -121,7 +121,7 @@ def test_an_io_thread_reconnecting_to_a_restarting_primary_is_no_stop() -> None:
         s.values["io_connecting"] = 1.0 if s.values["io_running"] == 0.0 else 0.0
     db3 = check([], ctx(0, 8, samples=last)).metrics["subjects"]["db3"]
     assert db3["count"] == 0 and db3["stopped"] is False and db3["io_reconnecting"] is True
-    from lab.summary_matrix import _replication_stops
+    from lab.report.summary_matrix import _replication_stops
 
     assert _replication_stops(db2) == "; IO stopped, error 1236; IO reconnected, error 2003"
     assert _replication_stops(db3) == "; IO reconnecting at the end, error 2003"

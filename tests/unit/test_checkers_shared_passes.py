@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import bench_checkers  # noqa: E402
 
-from lab.checkers import ALL_CHECKERS, CheckContext, run_checkers  # noqa: E402
-from lab.checkers.lost_writes import _divergent  # noqa: E402
-from lab.expectations import evaluate_all  # noqa: E402
+from lab.judge.checkers import ALL_CHECKERS, CheckContext, run_checkers  # noqa: E402
+from lab.judge.checkers.lost_writes import _divergent  # noqa: E402
+from lab.judge.expectations import evaluate_all  # noqa: E402
 
 
 def same(a: Any, b: Any) -> bool:

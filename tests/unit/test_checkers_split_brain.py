@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from histories import ctx, fault, history, ns, op
 
-from lab.checkers.split_brain import check, merge, overlaps
 from lab.history import Sample
+from lab.judge.checkers.split_brain import check, merge, overlaps
 
 S = 1_000_000_000
 

@@ -5,8 +5,8 @@ from histories import ctx, history, op
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.checkers import stale_reads
-from lab.checkers.stale_reads import version
+from lab.judge.checkers import stale_reads
+from lab.judge.checkers.stale_reads import version
 
 RYW = {"w": "read_your_writes"}
 

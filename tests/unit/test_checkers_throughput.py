@@ -5,9 +5,9 @@ from histories import ctx, history, ns, op, probe
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.checkers import errors, latency, throughput
-from lab.checkers.throughput import check_stalls, check_throughput
 from lab.history import Sample
+from lab.judge.checkers import errors, latency, throughput
+from lab.judge.checkers.throughput import check_stalls, check_throughput
 
 
 def steady(n: int, per_s: int = 10, w: str = "w", start: float = 0.0, p: int = 1) -> list:  # type: ignore[type-arg]

@@ -8,10 +8,10 @@ from typing import Any
 from histories import history, ns, op
 
 from dsl.models import Metric, Quantity
-from lab.checkers import txn_state
-from lab.checkers.base import CheckContext, CheckResult, WorkloadInfo
-from lab.expectations import Measured, Unmeasurable, measure
 from lab.history import Op
+from lab.judge.checkers import txn_state
+from lab.judge.checkers.base import CheckContext, CheckResult, WorkloadInfo
+from lab.judge.expectations import Measured, Unmeasurable, measure
 
 
 def rmw(process: int, t0: float, t1: float, key: int, read: int, type: str = "ok",
@@ -119,7 +119,7 @@ def test_wrong_totals_reader() -> None:
 def test_the_findings_show_the_transactions_of_each_finding() -> None:
     """``lab run`` and ``lab show`` print each transactional finding with the transactions that
     show it (summary_matrix.findings_lines)."""
-    from lab.summary_matrix import findings_lines
+    from lab.report.summary_matrix import findings_lines
 
     h = history(rmw(1, 0, 1, 0, 0), rmw(2, 0.1, 1.1, 0, 0))
     lu = txn_state.check_lost_updates(h, rmw_ctx({0: 1}))
@@ -136,8 +136,8 @@ def test_the_findings_show_the_transactions_of_each_finding() -> None:
 def test_a_failing_cell_s_text_names_the_transactions(tmp_path: Any) -> None:
     """A pytest failure (``cell_failure_text``) shows the lost update with its transactions."""
     from dsl.api import load_plan
-    from lab.cell_failure import cell_failure_text
-    from lab.outcome import CellOutcome
+    from lab.pytest.cell_failure import cell_failure_text
+    from lab.run.outcome import CellOutcome
 
     path = tmp_path / "lu.exp"
     path.write_text('experiment "lu" {\n  duration 5s\n  topology single { node db1 }\n'

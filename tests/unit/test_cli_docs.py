@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from lab.cli import build_parser
-from lab.doctor import EXERCISED_LINE, exit_status, kernel_lines, render, sandbox_line
+from lab.cli.doctor import EXERCISED_LINE, exit_status, kernel_lines, render, sandbox_line
 from runners import components
 from runners.components import SPEC_BY_NAME, Found, MissingComponent
 

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from lab.checkers import CheckResult
 from lab.cli import main
-from lab.compare import CompareError, compare_runs, compare_variants, ratio_text
-from lab.compare_render import runs_markdown, variants_markdown, variants_table_rows
-from lab.expectations import ExpectationOutcome
 from lab.history import NEMESIS, Op, Sample
-from lab.stats import Ratio, median, ratio, spread, t_interval, t_quantile
-from lab.store import Store
+from lab.judge.checkers import CheckResult
+from lab.judge.expectations import ExpectationOutcome
+from lab.report.compare import CompareError, compare_runs, compare_variants, ratio_text
+from lab.report.compare_render import runs_markdown, variants_markdown, variants_table_rows
+from lab.report.stats import Ratio, median, ratio, spread, t_interval, t_quantile
+from lab.store.db import Store
 
 S = 1_000_000_000
 T0 = 5 * S  # the load's start (monotonic ns)
@@ -476,7 +476,7 @@ def _render(fn: Any, cmp: Any, width: int) -> list[str]:
 def test_at_80_columns_and_piped_no_figure_is_broken(store: Store) -> None:
     """Today's fold gave ``11,638/ s–14,50 7/s``: every figure stays whole on its line, and no
     line is wider than the terminal, in the variants table and the runs side by side."""
-    from lab.compare_render import render_runs, render_variants
+    from lab.report.compare_render import render_runs, render_variants
 
     cells = []
     for v, vals in (("base", [11638.0, 14507.0, 12000.0]),

@@ -17,7 +17,7 @@ from dsl.models import DiskFault, DropCaches, NetworkFault, NodeAction, NodeRef
 from fault.context import Context
 from fault.network import NetworkState, heal, network
 from fault.resources import OomWatcher
-from lab.cli_lang import links_rows
+from lab.cli.lang import links_rows
 from runners import netcut
 from runners.containers import resources
 from runners.containers.resources import ContainerLimit
@@ -459,7 +459,7 @@ def test_replica_set_members_on_containers_are_initiated_by_name() -> None:
 
 
 def test_mongodb_runs_on_containers_and_lab_plan_names_its_image() -> None:
-    from lab.cli_lang import backend_text
+    from lab.cli.lang import backend_text
 
     text = """
 experiment "m" {
@@ -474,7 +474,7 @@ experiment "m" {
 
 
 def test_lab_check_notes_what_a_remote_engine_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lab.cli_lang import engine_notes
+    from lab.cli.lang import engine_notes
 
     text = """
 experiment "x" {

@@ -16,7 +16,7 @@ from dsl.api import check_text, parse_text, plan_text
 from dsl.models import NodeGroupAction
 from fault import process
 from fault.context import Context
-from lab.cli_lang import schedule_rows
+from lab.cli.lang import schedule_rows
 from runners.galera_recovery import (
     Position,
     grastate_seqno,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from dsl.api import plan_text
-from lab.claims import Side
-from lab.expectations import ExpectationOutcome, not_judged
-from lab.outcome import CellOutcome, RunOutcome, conclude
+from lab.judge.claims import Side
+from lab.judge.expectations import ExpectationOutcome, not_judged
+from lab.run.outcome import CellOutcome, RunOutcome, conclude
 
 SOURCE = """experiment "claims" {
   topology single { node db1 }

@@ -249,7 +249,7 @@ def test_a_binlog_not_on_a_tmpfs_is_refused(tmp_path: Path) -> None:
 
 
 def test_lab_plan_says_what_goes_on_a_tmpfs() -> None:
-    from lab.cli_lang import tmpfs_line
+    from lab.cli.lang import tmpfs_line
 
     line = tmpfs_line(plan_text(BINLOG_EXP, "b.exp"))
     assert line is not None and line.startswith(

@@ -7,7 +7,7 @@ from typing import Any
 
 from histories import ctx, history
 
-from lab.checkers.divergence import check
+from lab.judge.checkers.divergence import check
 from runners.divergence import (
     CHUNK,
     TableShape,

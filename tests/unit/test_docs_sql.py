@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from lab.history import FaultWindow, Op
-from lab.store import Store
+from lab.store.db import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")

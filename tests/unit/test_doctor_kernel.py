@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lab.doctor import kernel_lines
+from lab.cli.doctor import kernel_lines
 
 
 def _hybrid(root: Path) -> None:

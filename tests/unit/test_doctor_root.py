@@ -27,8 +27,8 @@ from dsl.models import (
     NodeAction,
     NodeGroupAction,
 )
-from lab import doctor
-from lab.doctor import render, root_line
+from lab.cli import doctor
+from lab.cli.doctor import render, root_line
 from runners.components import SPEC_BY_NAME, Found
 
 

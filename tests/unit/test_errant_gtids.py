@@ -6,7 +6,7 @@ from typing import Any
 
 from histories import ctx, history
 
-from lab.checkers.errant_gtids import check
+from lab.judge.checkers.errant_gtids import check
 from runners.errant_gtids import (
     errant,
     gtids_of_events,

@@ -6,9 +6,11 @@ import pytest
 from histories import ctx, fault, history, ns, op, probe
 
 from dsl.models import Expectation, Metric, Quantity
-from lab.checkers import CheckResult, run_checkers
-from lab.checkers.base import CheckContext
-from lab.expectations import (
+from lab.figures_format import format_value
+from lab.history import Op, Sample
+from lab.judge.checkers import CheckResult, run_checkers
+from lab.judge.checkers.base import CheckContext
+from lab.judge.expectations import (
     ExpectationOutcome,
     all_passed,
     compare,
@@ -17,8 +19,6 @@ from lab.expectations import (
     evaluate_all,
     metric_text,
 )
-from lab.figures_format import format_value
-from lab.history import Op, Sample
 
 UNITS = {"s": "duration", "%": "percent", "/s": "rate", "B": "size", "": "count"}
 
@@ -304,7 +304,7 @@ def test_every_statistic_of_the_language_is_understood(world: Any) -> None:
 def test_every_metric_of_the_language_names_its_reader() -> None:
     """One table per metric: dsl.metrics names the function that reads each metric."""
     from dsl.metrics import METRICS
-    from lab.expectations import READERS
+    from lab.judge.expectations import READERS
 
     assert {spec.reader for spec in METRICS.values()} == set(READERS)
 
@@ -336,7 +336,7 @@ def test_a_visibility_percentile_between_its_bounds_decides_when_both_agree() ->
     the last 2 s of the load never seen. p50 is at least its pooled value and at most the
     p50 with those 4 put last: both under 2.07 s, so `p50 < 2.07s` holds (it was undecided);
     p99 has no upper end (its rank falls among the unseen)."""
-    from lab.checkers.stale_reads import percentile_uppers
+    from lab.judge.checkers.stale_reads import percentile_uppers
 
     times = [2_000_000_000 + i * 200_000 for i in range(100)]
     bounds = [500_000_000, 1_000_000_000, 1_500_000_000, 1_900_000_000]
@@ -363,7 +363,7 @@ def test_a_visibility_percentile_between_its_bounds_decides_when_both_agree() ->
 
 
 def test_a_figure_known_within_two_ends_is_decided_only_when_every_value_agrees() -> None:
-    from lab.expectations import compare_interval
+    from lab.judge.expectations import compare_interval
 
     assert compare_interval(2.0, 2.02, "<", 2.07) is True
     assert compare_interval(2.0, 2.1, "<", 2.07) is None

@@ -1,6 +1,6 @@
 """``--backend native|containers`` of ``lab explore``, ``replay``, ``shrink`` and ``search``, as
-``lab run --backend``: the text made to run there (``lab.explore.with_backend``), the choice
-passed to the runs (the runner replaced: no server starts), a file that cannot run there
+``lab run --backend``: the text made to run there (``lab.explore.schedules.with_backend``), the
+choice passed to the runs (the runner replaced: no server starts), a file that cannot run there
 refused before anything runs."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 
 from dsl.api import check_text, parse_text
 from dsl.space import timeline_entries
-from lab import explore as explore_mod
 from lab.cli import main
-from lab.explore import Runner, Trial, schedule_path, with_backend
-from lab.store import Store
+from lab.explore import schedules as explore_mod
+from lab.explore.schedules import Runner, Trial, schedule_path, with_backend
+from lab.store.db import Store
 
 SPACE = """experiment "space" {
   duration 20s
@@ -142,7 +142,7 @@ def test_explore_shrink_search_pass_backend_to_their_runs(
 def test_replay_runs_where_the_run_ran_unless_told(
         tmp_path: Path, asked: list[str | None], monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    import lab.cli_run
+    import lab.cli.run
 
     db = str(tmp_path / "r.db")
     f = tmp_path / "p.exp"
@@ -152,7 +152,7 @@ def test_replay_runs_where_the_run_ran_unless_told(
     store.conn.execute("update runs set backend = 'containers' where id = ?", [rid])
     store.finish_run(rid, "passed", 0)
     ran: list[tuple[str, str | None]] = []
-    monkeypatch.setattr(lab.cli_run, "cmd_run",
+    monkeypatch.setattr(lab.cli.run, "cmd_run",
                         lambda path, **kw: ran.append((path, kw.get("backend"))) or 0)
     assert main(["replay", rid, "--db", db]) == 0
     assert f"replaying run {rid}: {f} on containers" in capsys.readouterr().out
@@ -187,7 +187,7 @@ def test_the_real_runner_runs_the_plan_on_backend_and_keeps_that_text(
     and the stored .exp says so (the engine and the component check replaced)."""
     import types
 
-    import lab.engine
+    import lab.run.engine
     import runners.topology
     from dsl.plan import Plan
 
@@ -198,7 +198,7 @@ def test_the_real_runner_runs_the_plan_on_backend_and_keeps_that_text(
         return types.SimpleNamespace(run_id=run_id, status="passed", cells=[], claims=[],
                                      message=None)
 
-    monkeypatch.setattr(lab.engine, "run_plan", run_plan)
+    monkeypatch.setattr(lab.run.engine, "run_plan", run_plan)
     monkeypatch.setattr(runners.topology, "check_components", lambda plan: None)
     store = Store(tmp_path / "r.db")
     text = SPACE.replace("  faults {\n    between 2s and 10s\n    kill the writer for "

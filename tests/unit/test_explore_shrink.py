@@ -13,11 +13,11 @@ import pytest
 
 from dsl.api import parse_text
 from dsl.space import Entry, timeline_entries
-from lab import explore as explore_mod
 from lab.cli import main
-from lab.explore import Runner, Trial, exploration_lines, explore, schedule_path
-from lab.shrink import Shrinking, bisect_down, ddmin
-from lab.store import Store
+from lab.explore import schedules as explore_mod
+from lab.explore.schedules import Runner, Trial, exploration_lines, explore, schedule_path
+from lab.explore.shrink import Shrinking, bisect_down, ddmin
+from lab.store.db import Store
 
 # --- ddmin ----------------------------------------------------------------------------------------
 
@@ -239,7 +239,7 @@ def test_explore_then_shrink_then_replay(tmp_path: Path, fake_servers: None,
 def test_replay_runs_the_stored_schedule(tmp_path: Path, fake_servers: None,
                                          monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    import lab.cli_run
+    import lab.cli.run
 
     f = tmp_path / "s.exp"
     f.write_text(SPACE)
@@ -247,7 +247,7 @@ def test_replay_runs_the_stored_schedule(tmp_path: Path, fake_servers: None,
     main(["explore", str(f), "--runs", "2", "--seed", "5", "--db", db])
     rid = re.findall(r"schedule 2: run (\w+)", capsys.readouterr().out)[0]
     ran: list[str] = []
-    monkeypatch.setattr(lab.cli_run, "cmd_run", lambda path, **kw: ran.append(path) or 0)
+    monkeypatch.setattr(lab.cli.run, "cmd_run", lambda path, **kw: ran.append(path) or 0)
     assert main(["replay", rid[:8], "--db", db]) == 0
     assert ran == [str(schedule_path(Path(db), rid))]
     assert "schedule 2 of 2, seed 5" in Path(ran[0]).read_text()

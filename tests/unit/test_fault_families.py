@@ -321,7 +321,7 @@ def test_a_cache_drop_the_kernel_did_not_finish_fails_its_action(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The drop stopped at its 2 s limit with the cache unchanged (``finished: false``) and was
     shown as a normal fault: now its action fails, with what it did in the history, and the
-    load goes on (``lab.load.Load.apply``: a note, no error)."""
+    load goes on (``lab.run.load.Load.apply``: a note, no error)."""
     import fault.cache as cache
     from fault.context import ActionIncomplete
 
@@ -347,7 +347,7 @@ def test_a_cache_drop_the_kernel_did_not_finish_fails_its_action(
 
 def test_the_load_goes_on_after_an_incomplete_action() -> None:
     from fault.context import ActionIncomplete
-    from lab.load import Load
+    from lab.run.load import Load
 
     def refuse(a: Any, shown: str) -> dict[str, Any]:
         raise ActionIncomplete("the drop did not complete", {"finished": False})

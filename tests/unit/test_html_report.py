@@ -15,9 +15,9 @@ import pytest
 from report_fixture import build_run
 
 from lab.cli import main
-from lab.html_report import SECTIONS, WORKLOAD_COLORS, build_page, ecdf, log_ticks
-from lab.report_data import CellReport, LatencySeries, RunReport, load_report
-from lab.store import Store
+from lab.report.data import CellReport, LatencySeries, RunReport, load_report
+from lab.report.html_report import SECTIONS, WORKLOAD_COLORS, build_page, ecdf, log_ticks
+from lab.store.db import Store
 from tests.browser_check import decode_png
 
 

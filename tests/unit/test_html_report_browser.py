@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from report_fixture import build_run
 
-from lab import html_report
-from lab.report_data import load_report
-from lab.store import Store
+from lab.report import html_report
+from lab.report.data import load_report
+from lab.store.db import Store
 from tests.browser_check import find_chromium, open_page, problems, read_dom
 
 pytestmark = [

@@ -14,7 +14,7 @@ from dsl.actions import describe, needs_root, undo
 from dsl.api import load_plan, parse_text
 from dsl.models import ClockSkew, CpuLimit, MemoryLimit, NodeRef, StateCondition, Trigger
 from dsl.plan import PlannedWorkload
-from lab.triggers import TriggerWatch, did_not_happen, holds, latest_lag, row_tables
+from lab.run.triggers import TriggerWatch, did_not_happen, holds, latest_lag, row_tables
 from runners import cgroups, faketime
 from runners.ops import Op, Sample
 from runners.tables import rows_statement
@@ -212,7 +212,7 @@ def test_rows_counts_every_workload_table() -> None:
     ws = [PlannedWorkload(name="a", kind="unique_writes", targets=["db1"]),
           PlannedWorkload(name="c", kind="connect", targets=["db1"]),
           PlannedWorkload(name="b", kind="probe", targets=["db1"])]
-    assert row_tables(ws) == ["a", "b"]  # lab.triggers: which tables; runners: the SQL
+    assert row_tables(ws) == ["a", "b"]  # lab.run.triggers: which tables; runners: the SQL
     assert rows_statement(row_tables(ws)) == ("SELECT (SELECT COUNT(*) FROM `lab`.`w_a`) + "
                                               "(SELECT COUNT(*) FROM `lab`.`w_b`)")
     assert rows_statement(row_tables(ws[1:2])) is None

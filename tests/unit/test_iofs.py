@@ -23,7 +23,7 @@ from dsl.api import parse_text, plan_text
 from dsl.models import IoFault, NodeRef
 from fault import HEALERS
 from fault.iofs import IoState, apply
-from lab.cli_lang import iofs_line
+from lab.cli.lang import iofs_line
 from runners import iofs
 from runners.components import SPEC_BY_NAME, MissingComponent, require
 from runners.topology import needed_components

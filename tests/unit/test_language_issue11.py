@@ -16,11 +16,11 @@ from dsl.actions import needs_root, resolved_action, undo
 from dsl.api import check_text, parse_text, plan_text
 from dsl.compile import plan_warnings, root_notes
 from dsl.models import NetworkFault, NodeAction, TimedAction
-from lab.checkers import lost_writes
-from lab.claims import CellSides, Side, claims_passed, judge_claims
-from lab.cli_lang import schedule_rows
-from lab.expectations import applies_in_cell, within
-from lab.load import undo_of
+from lab.cli.lang import schedule_rows
+from lab.judge.checkers import lost_writes
+from lab.judge.claims import CellSides, Side, claims_passed, judge_claims
+from lab.judge.expectations import applies_in_cell, within
+from lab.run.load import undo_of
 from runners.components import NeedsRoot
 from runners.topology import check_privileges
 
@@ -326,7 +326,7 @@ def test_root_notes_and_the_runtime_refusal_say_the_same() -> None:
 def test_lab_check_prints_root_notes_without_changing_the_exit_status(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from lab import cli_lang
+    from lab.cli import lang as cli_lang
 
     f = tmp_path / "t.exp"
     f.write_text(exp("at 12s drop caches"))
@@ -357,7 +357,7 @@ def test_the_plan_lists_the_toxiproxy_links_and_the_servers_command_line() -> No
 
     from rich.console import Console
 
-    from lab.cli_lang import links_rows, render_plan
+    from lab.cli.lang import links_rows, render_plan
 
     plan = plan_text(exp("at 5s network link_down db2 for 2s"))
     rows = links_rows(plan)

@@ -27,7 +27,7 @@ from dsl.models import (
     WaitUntil,
 )
 from dsl.units import QuantityError, parse_quantity
-from lab.cli_lang import cmd_check, cmd_plan, describe_action
+from lab.cli.lang import cmd_check, cmd_plan, describe_action
 
 # --- units ------------------------------------------------------------------------------------
 
@@ -376,7 +376,7 @@ def test_describe_action_speaks_the_language() -> None:
 def test_cli_turns_a_bug_into_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import lab.cli_lang as cli
+    import lab.cli.lang as cli
 
     def boom(path: object) -> None:
         raise RuntimeError("boom")

@@ -17,7 +17,7 @@ from dsl.api import format_errors, plan_text
 from dsl.compile import plan_warnings, root_notes
 from dsl.errors import LanguageError
 from lab.cli import main
-from lab.cli_lang import cmd_check, cmd_plan
+from lab.cli.lang import cmd_check, cmd_plan
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "language.md").read_text(encoding="utf-8")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dsl.api import check_text, load_experiment
-from lab.search import knob_text
+from lab.explore.search import knob_text
 from tests.lessons import ROOT, Command, commands, lessons
 
 SEARCHES = [c for p in lessons() for c in commands(p) if c.sub == "search"]

@@ -10,9 +10,9 @@ from histories import ctx, fault, history, ns, op
 
 from dsl.api import check_text, format_errors, plan_text
 from dsl.models import Expectation, Metric, Quantity
-from lab.checkers import CheckResult, run_checkers
-from lab.expectations import Unmeasurable, evaluate, measure, metric_text
 from lab.history import NEMESIS, Op, Sample
+from lab.judge.checkers import CheckResult, run_checkers
+from lab.judge.expectations import Unmeasurable, evaluate, measure, metric_text
 
 PRIMARY_PRIMARY = """experiment "pp" {
   duration 30s

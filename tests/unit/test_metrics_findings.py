@@ -10,9 +10,9 @@ from histories import ctx, history, ns, op
 
 from dsl.api import check_text, format_errors, plan_text
 from dsl.models import Expectation, Metric, Quantity
-from lab.checkers import run_checkers
-from lab.expectations import evaluate, metric_text
 from lab.history import Sample
+from lab.judge.checkers import run_checkers
+from lab.judge.expectations import evaluate, metric_text
 
 TEXT = """experiment "f" {
   duration 12s
@@ -141,8 +141,8 @@ def test_divergence_measured() -> None:
 
 
 def test_the_findings_in_the_compact_summary_and_in_show_all() -> None:
-    from lab.report import measurement_rows
-    from lab.summary_matrix import findings_lines
+    from lab.report.measurements import measurement_rows
+    from lab.report.summary_matrix import findings_lines
 
     results, c = _measured()
     cell = {"index": 0, "label": "#1", "measurements": {k: r.metrics for k, r in

@@ -4,7 +4,7 @@ its plan down (before: parsed three times and validated four, five with ``--back
 The counters wrap the language's parser entry point (``dsl.parser.parse_experiment`` as
 ``dsl.api`` calls it) and its validator (``dsl.validate.validate`` as ``dsl.api`` and
 ``dsl.compile`` call it); the run itself stops where the servers would start
-(``lab.engine.run_plan``), so no server is needed.
+(``lab.run.engine.run_plan``), so no server is needed.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import pytest
 
 import dsl.api
 import dsl.compile
-import lab.engine
+import lab.run.engine
 import runners.topology
 from dsl.plan import Plan
-from lab import cli_run
+from lab.cli import run as cli_run
 from lab.exits import EXIT_LANGUAGE
 
 EXP = """experiment "once" {
@@ -60,7 +60,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     def run_plan(plan: Plan, *a: Any, **k: Any) -> Any:
         raise ServersWouldStart(plan)
 
-    monkeypatch.setattr(lab.engine, "run_plan", run_plan)
+    monkeypatch.setattr(lab.run.engine, "run_plan", run_plan)
     monkeypatch.setattr(runners.topology, "check_components", lambda plan: None)
     monkeypatch.setattr(signal, "signal", lambda *a: None)  # the test process's handlers stay
     return calls

@@ -17,7 +17,7 @@ from dsl.compile import for_base_port, lab_config
 from dsl.models import Engine
 from dsl.owned import NODE_DIR_PATHS, RUNTIME, SET_BY_LAB, normal_key
 from dsl.plan import Cell, Plan, PlannedNode
-from lab.cli_lang import render_plan
+from lab.cli.lang import render_plan
 from runners.bare import cnf_text, node_config
 from runners.runtime import PortLayout
 from runners.sandbox import (
@@ -231,8 +231,8 @@ def _rendered(plan: Plan) -> str:
 
 def test_lab_plan_shows_the_triggers_and_their_resolution() -> None:
     from dsl.actions import seconds
-    from lab.cli_lang import trigger_rows
-    from lab.triggers import POLL
+    from lab.cli.lang import trigger_rows
+    from lab.run.triggers import POLL
 
     plan = plan_text(TRIGGERS)
     assert trigger_rows(plan) == [

@@ -1,4 +1,4 @@
-"""Exploration and search as pytest items (lab.pytest_explore), run with pytester and a fake
+"""Exploration and search as pytest items (lab.pytest.explore), run with pytester and a fake
 runner in place of real servers: one item per drawn schedule, a failing one showing its
 schedule and the command to shrink it (or the shrunk schedule with --lab-shrink), a search
 item printing its boundary or failing when there is none."""
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import cell_run
-from lab import explore as explore_mod
-from lab.explore import Runner, Trial
+from lab.explore import schedules as explore_mod
+from lab.explore.schedules import Runner, Trial
+from lab.run import cell_run
 
 pytest_plugins = ["pytester"]
 

@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 from dsl.plan import Cell, Plan
-from lab import cell_run, pytest_fixture
-from lab.checkers import CheckContext, WorkloadInfo, run_checkers
-from lab.expectations import evaluate_all
-from lab.outcome import CellOutcome, View
-from lab.store import Store
+from lab.judge.checkers import CheckContext, WorkloadInfo, run_checkers
+from lab.judge.expectations import evaluate_all
+from lab.pytest import fixture as pytest_fixture
+from lab.run import cell_run
+from lab.run.outcome import CellOutcome, View
+from lab.store.db import Store
 from runners.mysql import Address, Credentials
 from tests.unit.histories import S, history, op
 
@@ -91,7 +92,7 @@ def _probe_results(gap: float) -> tuple[dict[str, Any], CheckContext]:
 
 
 class FakeRunner:
-    """Stands in for ``lab.cell_run.run_cell``: judges the plan's real expectations on a
+    """Stands in for ``lab.run.cell_run.run_cell``: judges the plan's real expectations on a
     hand-built history; records each call."""
 
     def __init__(self, gap: float = 0.0, status: str | None = None, error: str | None = None
@@ -565,7 +566,7 @@ experiment "claimed" {
 def test_claims_across_cells_are_an_item_judged_after_the_cells(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
         gaps: dict[str, float], outcome: str) -> None:
-    from lab.claims import measure_sides
+    from lab.judge.claims import measure_sides
 
     def runner(plan: Plan, cell: Cell, store: Store, run_id: str,
                view: View | None = None, keep: str = "never") -> CellOutcome:

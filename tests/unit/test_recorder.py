@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from lab.history import NEMESIS, Op, Sample
-from lab.recorder import Recorder, RecorderError
-from lab.store import Store
+from lab.run.recorder import Recorder, RecorderError
+from lab.store.db import Store
 
 
 def make_run(tmp_path: Path) -> tuple[Path, str]:

@@ -1,4 +1,4 @@
-"""The numbers behind the HTML report (lab.report_data), exactly."""
+"""The numbers behind the HTML report (lab.report.data), exactly."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from report_fixture import build_run
 
 from lab.history import NEMESIS, Op, Sample, pair_ops
-from lab.report_data import (
+from lab.report.data import (
     FaultPeriod,
     errors_per_second,
     failover_phases,
@@ -23,7 +23,7 @@ from lab.report_data import (
     throughput_points,
     visibility,
 )
-from lab.store import AmbiguousRun, RunNotFound, Store
+from lab.store.db import AmbiguousRun, RunNotFound, Store
 
 S = 1_000_000_000
 T0 = 50 * S

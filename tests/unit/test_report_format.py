@@ -1,4 +1,4 @@
-"""How figures are shown: the end-of-run report (lab.report), the one number formatter
+"""How figures are shown: the end-of-run report (lab.report.measurements), the one number formatter
 (lab.figures_format.format_value) and the live view's plain lines."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 from rich.console import Console
 
 from lab.figures_format import figure_clause, format_value
-from lab.live import LiveView
-from lab.report import measurement_rows, render_summary
+from lab.report.measurements import measurement_rows, render_summary
+from lab.run.live import LiveView
 
-# --- a canned summary, shaped like lab.engine.summary() after a real run ---------------------
+# --- a canned summary, shaped like lab.run.engine.summary() after a real run ---------------------
 
 
 def _downtime() -> dict[str, Any]:

@@ -7,8 +7,8 @@ import threading
 
 from histories import ctx, fault, history, ns, op
 
-from lab.checkers.router_failover import check
 from lab.history import NEMESIS, Op
+from lab.judge.checkers.router_failover import check
 from runners.ops import Sample
 from runners.router_watch import SERIES, SUBJECT, RouterWatcher, sample_values
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from dsl.api import load_plan
-from lab import engine
 from lab.cli import main
-from lab.store import Store, new_run_id
+from lab.run import engine
+from lab.store.db import Store, new_run_id
 from runners import runtime
 from runners.errors import ComponentError
 

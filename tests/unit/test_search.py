@@ -12,10 +12,10 @@ import pytest
 
 from dsl.api import check_text, parse_text
 from dsl.space import timeline_entries
-from lab import explore as explore_mod
 from lab.cli import main
-from lab.explore import Runner, Trial
-from lab.search import (
+from lab.explore import schedules as explore_mod
+from lab.explore.schedules import Runner, Trial
+from lab.explore.search import (
     KnobError,
     NoBoundary,
     Point,
@@ -25,7 +25,7 @@ from lab.search import (
     repeated_judge,
     wilson,
 )
-from lab.store import Store
+from lab.store.db import Store
 
 
 def _noisy(threshold: float, noise: float, seed: int) -> tuple[Runner, list[float]]:

@@ -19,10 +19,10 @@ from rich.console import Console
 from dsl.api import plan_text
 from dsl.models import Action
 from lab.cli import main
-from lab.cli_run import make_stepper
-from lab.load import Load
-from lab.outcome import View
-from lab.step import Pause, Stepper, StepUsageError, parse_step_delay, stepped_note
+from lab.cli.run import make_stepper
+from lab.run.load import Load
+from lab.run.outcome import View
+from lab.run.step import Pause, Stepper, StepUsageError, parse_step_delay, stepped_note
 
 EXP = """experiment "stepped" {
   duration 30s
@@ -68,9 +68,9 @@ def enter_after(clock: FakeTime, seconds: float) -> Callable[[float], bool]:
 
 def _run_load(monkeypatch: pytest.MonkeyPatch, stepper: Stepper | None,
               clock: FakeTime) -> tuple[Load, list[tuple[str, float]]]:
-    import lab.load
+    import lab.run.load
 
-    monkeypatch.setattr(lab.load, "time", clock)
+    monkeypatch.setattr(lab.run.load, "time", clock)
     plan = plan_text(EXP, "stepped.exp")
     applied: list[tuple[str, float]] = []
     t0 = clock.now
@@ -124,9 +124,9 @@ def test_step_delay_pauses_that_long_without_a_keyboard(
     clock = FakeTime()
     out = io.StringIO()
     stepper = Stepper(delay=1.0, console=Console(file=out, width=200), clock=clock.monotonic)
-    import lab.step
+    import lab.run.step
 
-    monkeypatch.setattr(lab.step, "time", clock)
+    monkeypatch.setattr(lab.run.step, "time", clock)
     _, applied = _run_load(monkeypatch, stepper, clock)
     assert applied[0][1] == pytest.approx(11, abs=0.05)
     assert applied[1][1] == pytest.approx(22, abs=0.05)

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from lab.checkers import CheckResult
-from lab.expectations import ExpectationOutcome
 from lab.history import NEMESIS, FaultWindow, Op, Sample
-from lab.store import (
+from lab.judge.checkers import CheckResult
+from lab.judge.expectations import ExpectationOutcome
+from lab.store.db import (
     MIGRATIONS,
     AmbiguousRun,
     RunNotFound,
@@ -225,7 +225,7 @@ def test_a_nan_sample_is_stored_as_unknown_and_streaming_goes_on(tmp_path: Path)
     """An unreadable replica is a NaN lag sample; JSON has no NaN, and one such sample used to
     make the recorder's writer fail and stop streaming for the rest of the run."""
     from lab.history import Op, Sample
-    from lab.recorder import Recorder
+    from lab.run.recorder import Recorder
 
     st = Store(tmp_path / "r.db")
     rid = st.create_run("x", "y")

@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 
 from dsl.api import load_plan
-from lab import engine
 from lab.cli import main
-from lab.expectations import all_passed
 from lab.history import Op, Sample
-from lab.recorder import Recorder, RecorderError
-from lab.store import (
+from lab.judge.expectations import all_passed
+from lab.run import engine
+from lab.run.recorder import Recorder, RecorderError
+from lab.store.db import (
     MIN_FREE_BYTES,
     Store,
     StoreUnavailable,
@@ -206,7 +206,7 @@ def test_little_room_at_start_simulated(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     no_servers: list[str],
 ) -> None:  # fmt: skip
-    monkeypatch.setattr("lab.store.free_bytes", lambda p: MIN_FREE_BYTES - 1)
+    monkeypatch.setattr("lab.store.db.free_bytes", lambda p: MIN_FREE_BYTES - 1)
     db = tmp_path / "results.db"
     assert main(["run", QUICKSTART, "--db", str(db)]) == 3
     (line,) = error_lines(capsys.readouterr().err)
@@ -310,7 +310,7 @@ def test_recorder_says_what_is_only_in_memory_when_the_fallback_fails_too(
         Path(path).touch()
         raise OSError(28, "No space left on device", str(path))
 
-    monkeypatch.setattr("lab.recorder.append_fallback", no_room)
+    monkeypatch.setattr("lab.run.recorder.append_fallback", no_room)
     rec = Recorder(p, rid, 1, batch_interval=0.01)
     record_some(rec, 50)
     rec.sample(Sample("lag", "db2", 5, {"lag": 0.1}))
@@ -612,7 +612,7 @@ def test_ctrl_c_mid_load_keeps_the_cell_in_the_run_s_summary(
 
 
 def test_a_second_ctrl_c_does_not_cut_the_teardown_short(capfd: pytest.CaptureFixture[str]) -> None:
-    from lab.cli_run import _sigterm
+    from lab.cli.run import _sigterm
 
     try:
         with pytest.raises(KeyboardInterrupt):

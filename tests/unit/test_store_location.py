@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from lab.cli import main
-from lab.store import Store, StoreMissing, StoreUnavailable
+from lab.store.db import Store, StoreMissing, StoreUnavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = str(ROOT / "experiments" / "quickstart.exp")
@@ -179,7 +179,7 @@ def test_a_failed_create_leaves_no_file(tmp_path: Path, monkeypatch: pytest.Monk
     def full(db: Any) -> list[int]:
         raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr("lab.store.migrate", full)
+    monkeypatch.setattr("lab.store.db.migrate", full)
     db = tmp_path / "results.db"
     with pytest.raises(StoreUnavailable, match="cannot be written: database or disk is full"):
         Store(db)
@@ -197,7 +197,7 @@ def test_a_failed_open_of_an_existing_database_keeps_it(
     def full(d: Any) -> list[int]:
         raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr("lab.store.migrate", full)
+    monkeypatch.setattr("lab.store.db.migrate", full)
     with pytest.raises(StoreUnavailable):
         Store(db)
     assert db.is_file()

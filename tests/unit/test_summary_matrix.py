@@ -1,6 +1,6 @@
-"""The compact end-of-run summary (lab.summary_matrix): one row per workload and per node, the
-faults timeline above it, `lab show RUN` (the matrix) against `lab show RUN --all` (every
-figure); the fault timeline in the summary (lab.summary.fault_timeline, Store)."""
+"""The compact end-of-run summary (lab.report.summary_matrix): one row per workload and per node,
+the faults timeline above it, `lab show RUN` (the matrix) against `lab show RUN --all` (every
+figure); the fault timeline in the summary (lab.run.summary.fault_timeline, Store)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from lab.checkers import CheckResult
 from lab.cli import main
 from lab.history import NEMESIS, FaultWindow, Op, fault_windows
-from lab.store import Store
-from lab.summary import fault_timeline
-from lab.summary_matrix import (
+from lab.judge.checkers import CheckResult
+from lab.report.summary_matrix import (
     LEGEND_NODES,
     LEGEND_SYSBENCH,
     NA,
@@ -29,6 +27,8 @@ from lab.summary_matrix import (
     lag_text,
     render_matrix_summary,
 )
+from lab.run.summary import fault_timeline
+from lab.store.db import Store
 
 S = 1_000_000_000
 
@@ -385,10 +385,10 @@ def test_lab_show_prints_the_matrix_and_show_all_every_figure(
 
 def test_the_engine_puts_the_cell_faults_in_the_summary(tmp_path: Path) -> None:
     from dsl.api import load_plan
-    from lab import engine
-    from lab.outcome import RunOutcome, View
-    from lab.recorder import Recorder
-    from lab.summary import summary
+    from lab.run import engine
+    from lab.run.outcome import RunOutcome, View
+    from lab.run.recorder import Recorder
+    from lab.run.summary import summary
 
     plan = load_plan(str(Path(__file__).resolve().parents[2] / "experiments/quickstart.exp"))
     with Store(tmp_path / "r.db") as store:
@@ -411,7 +411,7 @@ def test_the_engine_puts_the_cell_faults_in_the_summary(tmp_path: Path) -> None:
 def test_a_visibility_figure_with_writes_never_seen_shows_what_is_known() -> None:
     """Between its two ends when it has both, one figure when they show the same, ``≥`` when
     its rank falls among the unseen writes (no upper end)."""
-    from lab.report import visibility_value
+    from lab.report.measurements import visibility_value
 
     vis = {"p50": 0.506, "p90": 0.52, "p99": 0.9, "unseen": 9, "unseen_min_bound": 0.001,
            "upper": {"p50": 0.5061, "p90": 0.61, "p99": None}}
@@ -437,7 +437,7 @@ def two_cells() -> dict[str, Any]:
 def test_at_80_columns_and_piped_no_figure_is_broken(width: int) -> None:
     """Every figure of the matrix keeps its number, unit and sign on one line (rich wrapped
     ``1.2 ms / 4.3 ms`` as ``… 4.3`` over ``ms``), and no line is wider than the terminal."""
-    from lab.term_fit import atoms
+    from lab.report.term_fit import atoms
 
     for s in (quickstart(), two_cells()):
         text = render(s, width)
@@ -450,7 +450,7 @@ def test_at_80_columns_and_piped_no_figure_is_broken(width: int) -> None:
 
 
 def test_a_matrix_no_table_can_hold_is_printed_in_blocks() -> None:
-    from lab.term_fit import atoms
+    from lab.report.term_fit import atoms
 
     text = render(two_cells(), 40)
     assert all(len(x) <= 40 or " " not in x.strip() for x in text.splitlines())

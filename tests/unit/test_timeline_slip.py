@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lab.load import TIMELINE_PRECISION, timeline_slip
+from lab.run.load import TIMELINE_PRECISION, timeline_slip
 
 
 def test_on_time_within_the_precision_says_nothing() -> None:

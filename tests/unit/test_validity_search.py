@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from lab.explore import Trial
-from lab.search import Boundary, Point, summary
+from lab.explore.schedules import Trial
+from lab.explore.search import Boundary, Point, summary
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("validity", ROOT / "tools" / "validity.py")
@@ -32,7 +32,7 @@ def _point(value: float, fails: bool) -> Point:
 
 def _saved(*values: tuple[float, bool]) -> dict[str, Any]:
     """What run_search keeps for a search that judged ``values`` (value, fails) in order,
-    built from lab.search.summary as `lab search --json` prints it."""
+    built from lab.explore.search.summary as `lab search --json` prints it."""
     points = [_point(v, f) for v, f in values]
     held = [p for p in points if not p.fails]
     failed = [p for p in points if p.fails]

@@ -27,9 +27,9 @@ import pytest
 import runners.mysql as rmysql
 import runners.workloads as wl
 from dsl.plan import PlannedWorkload
-from lab.checkers import stale_reads
-from lab.checkers.base import CheckContext, WorkloadInfo
 from lab.history import CONNECT_TIMEOUT, NOT_SENT_PREFIX, Op, never_sent
+from lab.judge.checkers import stale_reads
+from lab.judge.checkers.base import CheckContext, WorkloadInfo
 from runners.mysql import Address, Credentials, LabTimeout, Result
 
 PORTS = {"db1": 31001, "db2": 31002, "db3": 31003}
@@ -628,7 +628,7 @@ def test_the_live_view_counts_operations_as_throughput_does() -> None:
     are errors all the same. A probe's reads count."""
     from types import SimpleNamespace
 
-    from lab.load import Load
+    from lab.run.load import Load
     from runners.ops import Op
 
     ops = [Op("ok", "write", 1, 1, "ryw"), Op("ok", "read", 2, 2, "ryw"),
@@ -778,9 +778,9 @@ def test_a_replica_behind_shows_its_last_writes_after_the_load() -> None:
         w = wl.ReadYourWritesWorkload(spec, make_env(hist, stop), 0, 60.0)
         w.start()
         time.sleep(1.2)
-        stop.set()  # as lab.load does when the load ends
+        stop.set()  # as lab.run.load does when the load ends
         w.join(2.0)
-        w.join_readers(5.0)  # as lab.load.stop_workloads does, before anything is healed
+        w.join_readers(5.0)  # as lab.run.load.stop_workloads does, before anything is healed
     n = len(hist.completions("write", "ok"))
     ctx = CheckContext(workloads={"w": WorkloadInfo("read_your_writes")})
     vis = stale_reads.check(hist.ops, ctx).metrics["subjects"]["w on db2"]["visibility"]

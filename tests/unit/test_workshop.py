@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lab.cli import build_parser, main
-from lab.store import Store
+from lab.store.db import Store
 from tests.lessons import ROOT, RUN, WORKSHOP, Command, commands, lessons, substitute
 from tests.unit.test_report_format import canned_summary
 

@@ -1,0 +1,396 @@
+"""The client operations of a history as columns: numpy arrays, built once per history and
+shared by the checkers (``CheckContext.columns``).
+
+A history of a million operations is two million ``Op`` objects; a checker that walks one
+``Completed`` object per operation spends most of its time creating and reading them. Here the
+history is read field by field (one pass per field the checkers need, in C), the invokes are
+paired with their completions by sorting on the process instead of a loop, and every checker
+then selects, groups and counts with array operations. Fields only a few checkers need for a
+few operations (key, value, error) are read for those operations only.
+
+Position ``i`` of every array is the ``i``-th operation of ``pair_ops(history).ops``: the same
+pairing, the same order (completion-time order, stable; the operations that never completed
+last, by invoke time), the same fields (see ``lab.history.Completed``); the unit tests compare
+the two on random irregular histories (``tests/unit/test_checkers_columnar.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lab.history import NEMESIS, Completed, Op, Paired
+
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+Bools = npt.NDArray[np.bool_]
+
+_FEW = attrgetter("process", "type", "f", "workload", "endpoint", "node", "error")
+_TIME = attrgetter("time")
+_KEY = attrgetter("key")
+_VALUE = attrgetter("value")
+
+
+class _Codes(dict[Any, int]):
+    """Value -> code, a new value taking the next code as it is first seen."""
+
+    def __missing__(self, key: Any) -> int:
+        code = self[key] = len(self)
+        return code
+
+
+class Columns:
+    """The paired client operations of one history, as arrays (see the module docstring).
+
+    Strings (operation, workload, endpoint, node, type; None for no node) are codes into
+    ``names``: ``code(s)`` is a string's code, -1 when no operation has it. ``n`` operations,
+    the first ``n_done`` completed (``comp[i] >= 0``), the rest never did.
+    """
+
+    def __init__(self, history: Sequence[Op]) -> None:
+        self.history = history
+        enc = self._codes = _Codes()
+        size = len(history)
+        # one pass over the records (in C) for the fields with few values: each distinct
+        # (process, type, f, workload, endpoint, node, error) gets a code, then each field its
+        # own
+        combos = _Codes()
+        combo = np.fromiter(map(combos.__getitem__, map(_FEW, history)), np.int32, size)
+        self._time = time = np.fromiter(map(_TIME, history), np.int64, size)
+        table = list(combos)
+        get = enc.__getitem__
+        # per field, combination -> the field's code (taken at the records that need it)
+        lp, lt, lf, lw, le, ln, lerr = (np.array([get(t[i]) for t in table], np.int32)
+                                        for i in range(7))  # fmt: skip
+        self.names: list[Any] = list(enc)
+        # every node a client record names (each combination is some record's)
+        self.client_nodes: set[Any] = {t[5] for t in table if t[0] != NEMESIS}
+        invoke = self.code("invoke")
+
+        nem = (lp == self.code(NEMESIS))[combo]
+        self.fault_index: I64 = np.flatnonzero(nem)
+        client = np.flatnonzero(~nem) if len(self.fault_index) else np.arange(size)
+        cp = lp[combo[client]]
+        ct = time[client]
+        # (first, last) time of the client records, as ``time_bounds`` over them
+        self.time_bounds: tuple[int, int] | None = (
+            (int(ct.min()), int(ct.max())) if len(ct) else None)
+        # each process's records together, in history order: a stable sort on the process
+        order = np.argsort(cp.astype(np.uint16) if len(self.names) < 65536 else cp,
+                           kind="stable")  # fmt: skip
+        pos = client[order]
+        pp = cp[order]
+        is_inv = (lt == invoke)[combo[pos]]
+        same = pp[1:] == pp[:-1]
+        # a completion pairs with the record before it when that is its process's invoke
+        pair = np.flatnonzero(is_inv[:-1] & ~is_inv[1:] & same)
+        self.orphans = int(len(pos) - np.count_nonzero(is_inv) - len(pair))
+        inv_done = pos[pair]
+        comp_done = pos[pair + 1]
+        # the completion records in history order (a scatter, not a sort)
+        slot = np.full(size, -1, np.int64)
+        slot[comp_done] = np.arange(len(comp_done))
+        o = slot[slot >= 0]
+        ends = time[comp_done[o]]
+        if len(ends) > 1 and bool(np.any(ends[1:] < ends[:-1])):
+            o = o[np.argsort(ends, kind="stable")]
+        pending = self._pending(is_inv, same, pair, pos, time)
+        nd = self.n_done = len(o)
+        inv = self.inv = np.concatenate([inv_done[o], np.asarray(pending, np.int64)])
+        comp = self.comp = np.concatenate([comp_done[o], np.full(len(pending), -1, np.int64)])
+        self.n = len(inv)
+        cd = comp[:nd]
+        self.start: I64 = time[inv]
+        # never completed: the end is unknown; ``end`` holds the start there (see ``n_done``)
+        self.end: I64 = np.concatenate([time[cd], self.start[nd:]])
+        info = self._code_of("info")
+        ci, cc = combo[inv], combo[cd]
+        self.type: I32 = np.concatenate([lt[cc], np.full(self.n - nd, info, np.int32)])
+        self.process_code: I32 = lp[ci]
+        self.f: I32 = lf[ci]
+        self.workload: I32 = self._either(lw[ci], lw[cc], self.code(""))
+        self.endpoint: I32 = self._either(le[ci], le[cc], self.code(""))
+        # node: the completion's, else the invoke's (never completed: the invoke's)
+        node = ln[ci]
+        cn = ln[cc]
+        none = self.code(None)
+        node[:nd] = np.where(cn == none, node[:nd], cn) if none >= 0 else cn
+        self.node: I32 = node
+        # where: the node that answered, else the endpoint
+        where = node.copy()
+        for falsy in (None, ""):
+            c = self.code(falsy)
+            if c >= 0:
+                m = node == c
+                where[m] = self.endpoint[m]
+        self.where: I32 = where
+        self.ok: Bools = self.type == self.code("ok")
+        # the completion's error (never completed: None)
+        self.error: I32 = np.concatenate([lerr[cc], np.full(self.n - nd, self._code_of(None),
+                                                             np.int32)])
+
+    # --- construction helpers ------------------------------------------------------------
+
+    def _code_of(self, name: Any) -> int:
+        """The code of ``name``, added to ``names`` when no record has it."""
+        if name not in self._codes:
+            self._codes[name] = len(self.names)
+            self.names.append(name)
+        return self._codes[name]
+
+    @staticmethod
+    def _either(at_inv: I32, at_comp: I32, empty: int) -> I32:
+        """The invoke's field, else (when it is empty) the completion's."""
+        out = at_inv.copy()
+        if empty >= 0:
+            head = out[: len(at_comp)]
+            out[: len(at_comp)] = np.where(head == empty, at_comp, head)
+        return out
+
+    @staticmethod
+    def _pending(is_inv: Bools, same: Bools, pair: I64, pos: I64, time: I64) -> list[int]:
+        """The invokes that never completed, in ``pair_ops``' order: those a later invoke of
+        their process displaced (in the order of the displacing invokes), then those still
+        open at the end (in the order their process last became busy), then by invoke time,
+        stably."""
+        paired = np.zeros(len(is_inv), np.bool_)
+        paired[pair] = True
+        lone = np.flatnonzero(is_inv & ~paired)
+        if not len(lone):
+            return []
+        m = len(is_inv)
+        items: list[tuple[int, int, int]] = []
+        for j in lone.tolist():
+            if j + 1 < m and same[j] and is_inv[j + 1]:
+                items.append((0, int(pos[j + 1]), int(pos[j])))
+            else:  # its process's last record: open at the end since its run of invokes began
+                k = j
+                while k > 0 and same[k - 1] and is_inv[k - 1]:
+                    k -= 1
+                items.append((1, int(pos[k]), int(pos[j])))
+        items.sort()
+        out = [i for _, _, i in items]
+        out.sort(key=lambda i: int(time[i]))
+        return out
+
+    # --- lookups -------------------------------------------------------------------------
+
+    def code(self, name: Any) -> int:
+        """The code of a string (or None), -1 when no operation has it."""
+        return self._codes.get(name, -1)
+
+    def codes(self, names: Any) -> list[int]:
+        """The codes of those of ``names`` that some operation has."""
+        return [c for c in (self.code(n) for n in names) if c >= 0]
+
+    def name(self, code: int) -> Any:
+        return self.names[code]
+
+    @property
+    def done(self) -> Bools:
+        out = np.zeros(self.n, np.bool_)
+        out[: self.n_done] = True
+        return out
+
+    def completed(self, i: int) -> Completed:
+        """Position ``i`` as ``pair_ops`` has it."""
+        c = int(self.comp[i])
+        return Completed(self.history[int(self.inv[i])], self.history[c] if c >= 0 else None)
+
+    def completed_at(self, sel: Sequence[int] | I64) -> list[Completed]:
+        h = self.history
+        get = h.__getitem__
+        inv = self.inv[sel].tolist()
+        comp = self.comp[sel].tolist()
+        return [Completed(get(i), get(c) if c >= 0 else None)
+                for i, c in zip(inv, comp, strict=True)]
+
+    @cached_property
+    def _keys(self) -> npt.NDArray[np.object_]:
+        """Every record's key (one pass in C, on first use)."""
+        return np.fromiter(map(_KEY, self.history), object, len(self.history))
+
+    @cached_property
+    def _values(self) -> npt.NDArray[np.object_]:
+        """Every record's value (one pass in C, on first use)."""
+        return np.fromiter(map(_VALUE, self.history), object, len(self.history))
+
+    def _pick(self, every: npt.NDArray[np.object_], sel: I64) -> npt.NDArray[np.object_]:
+        """A field of ``Completed`` at the positions: the completion's, else (None) the
+        invoke's."""
+        comp = self.comp[sel]
+        inv = self.inv[sel]
+        got = every[np.where(comp >= 0, comp, inv)]
+        none = np.flatnonzero(got == None)  # noqa: E711 - elementwise, on an object array
+        if len(none):
+            got[none] = every[inv[none]]
+        return got
+
+    def keys_values(self, sel: I64) -> tuple[list[Any], list[Any]]:
+        """``keys(sel)`` and ``values(sel)``."""
+        k, v = self.key_value_arrays(sel)
+        return k.tolist(), v.tolist()
+
+    def key_value_arrays(self, sel: I64) -> tuple[npt.NDArray[np.object_],
+                                                  npt.NDArray[np.object_]]:
+        """``keys(sel)`` and ``values(sel)`` as object arrays."""
+        return self._pick(self._keys, sel), self._pick(self._values, sel)
+
+    def keys(self, sel: I64) -> list[Any]:
+        """``Completed.key`` at the positions: the completion's, else the invoke's."""
+        return self._pick(self._keys, sel).tolist()  # type: ignore[no-any-return]
+
+    def values(self, sel: I64) -> list[Any]:
+        """``Completed.value`` at the positions: the completion's, else the invoke's."""
+        return self._pick(self._values, sel).tolist()  # type: ignore[no-any-return]
+
+    def errors(self, sel: I64) -> list[int | None]:
+        """``Completed.error`` at the positions (None: never completed)."""
+        names = self.names
+        return [names[c] for c in self.error[sel].tolist()]
+
+    def f_positions(self, names: Any) -> I64:
+        """Positions of the operations whose ``f`` is one of ``names``, as ``by_f`` has them:
+        by operation (first seen first), each in order."""
+        parts = [np.flatnonzero(self.f == self.code(f)) for f in self.f_order if f in names]
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    @cached_property
+    def f_order(self) -> list[str]:
+        """The operations (``f``) in the order they are first seen."""
+        codes, first = np.unique(self.f, return_index=True)
+        return [self.names[c] for c in codes[np.argsort(first)].tolist()]
+
+    def error_msgs(self, sel: I64) -> list[str | None]:
+        h = self.history
+        return [h[c].error_msg if c >= 0 else "no completion recorded"
+                for c in self.comp[sel].tolist()]  # fmt: skip
+
+    def of_f(self, names: Any) -> I64:
+        """Positions (in order) of the operations whose ``f`` is one of ``names``."""
+        cs = self.codes(names)
+        if not cs:
+            return np.zeros(0, np.int64)
+        if len(cs) == 1:
+            return np.flatnonzero(self.f == cs[0])
+        return np.flatnonzero(np.isin(self.f, cs))
+
+    @cached_property
+    def faults(self) -> list[Op]:
+        h = self.history
+        return [h[i] for i in self.fault_index.tolist()]
+
+    def paired(self) -> Paired:
+        """``pair_ops(history)``, from the columns: one ``Completed`` per operation (for the
+        checkers that still walk objects)."""
+        return Paired(self.completed_at(np.arange(self.n)), self.orphans, self.faults)
+
+    def by_f(self) -> Mapping[str, list[Completed]]:
+        return LazyGroups(self)
+
+    @cached_property
+    def by_where(self) -> list[tuple[tuple[int, int], I64]]:
+        """Positions grouped by (workload, where), groups first seen first (as
+        ``CheckContext.by_where``): latency and errors share it."""
+        return [((w, e), g) for (w, e), g in self.groups(self.workload, self.where)]
+
+    def groups(self, *cols: I32, sel: I64 | None = None) -> list[tuple[tuple[int, ...], I64]]:
+        """The positions (``sel``, default every operation) grouped by the codes of ``cols``,
+        groups in the order they are first seen in ``sel``, positions in ``sel``'s order
+        within each."""
+        idx = np.arange(self.n) if sel is None else sel
+        return [(codes, idx[rows]) for codes, rows in group_rows(*(c[idx] for c in cols))]
+
+
+def group_rows(*cols: I32) -> list[tuple[tuple[int, ...], I64]]:
+    """Row numbers grouped by the codes in ``cols`` (arrays of one length), groups in the
+    order they are first seen, rows in order within each."""
+    if not cols or not len(cols[0]):
+        return []
+    key = np.zeros(len(cols[0]), np.int64)
+    for c in cols:
+        key = key * (int(c.max()) + 1) + c
+    # a radix sort when the combined codes fit in 16 bits (the usual case: few names)
+    order = np.argsort(key.astype(np.uint16) if int(key.max()) < 65536 else key,
+                       kind="stable")  # fmt: skip
+    k = key[order]
+    cuts = np.flatnonzero(k[1:] != k[:-1]) + 1
+    starts = np.concatenate([[0], cuts]).tolist()
+    stops = np.concatenate([cuts, [len(k)]]).tolist()
+    out = []
+    for a, b in zip(starts, stops, strict=True):
+        rows = order[a:b]
+        first = int(rows[0])
+        out.append((first, tuple(int(c[first]) for c in cols), rows))
+    out.sort(key=lambda x: x[0])
+    return [(codes, rows) for _, codes, rows in out]
+
+
+class LazyGroups(Mapping[str, list[Completed]]):
+    """``CheckContext.by_f``: the ``Completed`` objects of an operation kind, made when that
+    kind is asked for (a checker that looks for ``rmw`` in a history without any pays
+    nothing)."""
+
+    def __init__(self, col: Columns) -> None:
+        self.col = col
+        self._made: dict[str, list[Completed]] = {}
+        self._order: list[str] = col.f_order
+
+    def __getitem__(self, f: str) -> list[Completed]:
+        got = self._made.get(f)
+        if got is None:
+            if f not in self._order:
+                raise KeyError(f)
+            got = self._made[f] = self.col.completed_at(self.col.of_f([f]))
+        return got
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
+
+def columns(history: Sequence[Op]) -> Columns:
+    """The columns of a history (not cached: ``CheckContext.columns`` keeps them per run)."""
+    return Columns(history)
+
+
+def summary_ints(values: I64, *, scale: float = 1.0) -> dict[str, Any]:
+    """``base.summary`` of integers (ns) in an array, with the same figures to the bit: the
+    mean of the exact sum rounded once (what ``math.fsum`` gives for integers below 2**53),
+    the percentiles by the same nearest rank."""
+    n = len(values)
+    if n == 0:
+        return {"count": 0, "mean": None, "min": None, "p50": None, "p90": None, "p95": None,
+                "p99": None, "p999": None, "max": None}  # fmt: skip
+    xs = np.sort(values)
+    # the exact sum: in int64 while it cannot overflow, else in Python
+    top = max(abs(int(xs[0])), abs(int(xs[-1])))
+    big = top >= 2**53 or top * n >= 2**62
+    total = math.fsum(xs.tolist()) if big else float(int(xs.sum(dtype=np.int64)))
+    from lab.judge.checkers.base import summary_of_sorted  # base imports this module
+
+    return summary_of_sorted(xs, total, scale=scale)  # type: ignore[arg-type]
+
+
+def error_labels(col: Columns, sel: I64) -> list[str]:
+    """``downtime.error_label`` of the operations at the positions: ``incomplete``, the error
+    code, else ``timeout`` (info) or ``fail``."""
+    info = col.code("info")
+    out = []
+    for i, e, t in zip(sel.tolist(), col.errors(sel), col.type[sel].tolist(), strict=True):
+        if i >= col.n_done:
+            out.append("incomplete")
+        elif e is not None:
+            out.append(str(e))
+        else:
+            out.append("timeout" if t == info else "fail")
+    return out

@@ -1,0 +1,832 @@
+"""The compact end-of-run summary: the faults timeline, then one matrix a DBA reads in five
+seconds — one row per workload and one per node; columns for downtime, stale reads and
+visibility, lost writes, errors, lag, throughput and latency — then the findings (split brain,
+errant GTIDs, rows that differ, when there are any), the expectations, the ``report`` lines and
+the cell notes. ``lab run`` and ``lab show RUN`` print it; ``lab show RUN
+--all`` prints every figure (``lab.report.measurements.render_summary``).
+
+The matrix is built as data (``build_matrix``: rows of formatted texts, testable) and drawn with
+rich (``render_matrix_summary``). It keeps the report's rules (``lab.report.measurements``'s
+docstring): every number through ``lab.figures_format.format_value``; an outage still open at the
+end is ``≥ … (still down at end)``; visibility carries its resolution and is ``≥`` when a write
+never seen could change it; stale reads only for ``read_your_writes``; a figure that applies but
+could not be measured is ``unknown``; one that does not apply to the row is ``–``.
+
+A node row shows what the workloads saw on that node (``w on n`` in the figures): counts and
+throughput added up over the workloads, durations and percentages of the worst workload;
+replication lag and replication errors are the node's own. Several cells (variants, sweeps,
+repeats): one matrix still, each workload or node row followed by one line per cell, so that
+the cells sit next to each other and the matrix fits an 80- or 120-column terminal whatever the
+number of cells. No figure is broken across lines at any width (``lab.report.term_fit``).
+
+One module over 600 lines: the rows, the findings and their drawing read the same cell figures
+with the same helpers; the width fitting lives in ``lab.report.term_fit``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeGuard
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.measure import Measurement
+from rich.table import Table
+
+from lab.figures_format import format_count
+from lab.report.measurements import (
+    RYW,
+    STILL_DOWN,
+    CellInfo,
+    cell_info,
+    fmt_count,
+    fmt_duration,
+    fmt_percent,
+    fmt_rate,
+    heal_changed,
+    missing_before_heal,
+    render_claims,
+    render_expectations,
+    render_notes,
+    render_reports,
+    visibility_value,
+)
+from lab.report.term_fit import block_lines, fitted_table, wrap
+from lab.run.context import context_line
+
+NA = "–"  # the figure does not apply to this row
+UNKNOWN = "unknown"
+WRITE_KINDS = frozenset({"probe", "unique_writes", "read_your_writes", "unique_insert"})
+
+COLUMNS: tuple[str, ...] = (
+    "downtime",
+    "stale reads",
+    "visible p50 / p99",
+    "lost writes",
+    "errors",
+    "lag max",
+    "throughput",
+    "latency p50 / p99",
+)
+SYSBENCH_MARK = "†"
+LEGEND_SYSBENCH = f"{SYSBENCH_MARK} sysbench: over its per-second p95 latency"
+LEGEND_NODES = (
+    "node rows: what the workloads saw on that node (counts and throughput added up, times "
+    "and percentages of the worst workload; lost writes: acknowledged writes missing there at "
+    "the end); lag and replication errors: the node's own, not the workloads' (its "
+    "heartbeat's age behind the primary's, sampled every 200 ms)"
+)
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    """One line of the matrix: a workload or a node of one cell. ``values[column]`` is the
+    text shown; a column missing from it does not apply (``–``)."""
+
+    kind: Literal["workload", "node"]
+    name: str
+    cell: int  # 0-based position in the summary's cells
+    values: dict[str, str]
+
+    def text(self, column: str) -> str:
+        return self.values.get(column, NA)
+
+
+@dataclass
+class Matrix:
+    columns: list[str]  # the columns some row has a figure in, in COLUMNS order
+    rows: list[MatrixRow]  # grouped: workloads, then nodes; within a name, cell by cell
+    cells: list[str]  # cell labels
+    legend: list[str] = field(default_factory=list)
+
+    def row(self, name: str, cell: int = 0) -> MatrixRow:
+        return next(r for r in self.rows if r.name == name and r.cell == cell)
+
+
+# --- helpers over a cell's figures -----------------------------------------------------------
+
+
+def _num(v: Any) -> TypeGuard[int | float]:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _checker(cell: dict[str, Any], name: str) -> dict[str, Any] | None:
+    m = (cell.get("measurements") or {}).get(name)
+    return m if isinstance(m, dict) else None
+
+
+def _subjects(cell: dict[str, Any], checker: str) -> dict[str, dict[str, Any]]:
+    s = _dict(_dict(_checker(cell, checker)).get("subjects"))
+    return {k: v for k, v in s.items() if isinstance(v, dict)}
+
+
+def _on(subjects: dict[str, dict[str, Any]], node: str) -> dict[str, dict[str, Any]]:
+    """``{workload: figures}`` of the subjects ``w on node``."""
+    out = {}
+    for k, v in subjects.items():
+        w, sep, n = k.partition(" on ")
+        if sep and n == node:
+            out[w] = v
+    return out
+
+
+def _natural(name: str) -> list[Any]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+
+
+def _is_node(name: str) -> bool:
+    return "." not in name  # router.writer, router.reader are endpoints, not nodes
+
+
+def workloads_of(cell: dict[str, Any], info: CellInfo) -> list[str]:
+    """The cell's workloads: as declared (``cells[].workloads``), else as the figures name
+    them, in order of first appearance."""
+    names = list(info.kinds) if isinstance(cell.get("workloads"), dict) else []
+    if names:
+        return names
+    for checker in ("throughput", "latency", "errors", "downtime", "lost_writes", "stale_reads"):
+        for s in _subjects(cell, checker):
+            if " on " not in s and s not in names:
+                names.append(s)
+    return names
+
+
+def nodes_of(cell: dict[str, Any]) -> list[str]:
+    """Nodes named by the figures (replication lag, facts, ``w on node``), in natural order."""
+    found: set[str] = set()
+    for checker in ("replication_lag", "facts", "replication_errors"):
+        found.update(_subjects(cell, checker))
+    for checker in ("downtime", "stale_reads", "lost_writes", "errors", "throughput", "latency"):
+        for s in _subjects(cell, checker):
+            _, sep, n = s.partition(" on ")
+            if sep:
+                found.add(n)
+    return sorted((n for n in found if _is_node(n)), key=_natural)
+
+
+# --- the texts of one figure -----------------------------------------------------------------
+
+
+def downtime_text(figs: dict[str, Any], windows: bool = True) -> str:
+    """The longest outage; ``≥ … (still down at end)`` when it was still open; the number of
+    windows when there were several (and how many were stalls)."""
+    if not _num(figs.get("longest")):
+        return UNKNOWN
+    text = fmt_duration(figs["longest"])
+    if figs.get("longest_open_at_end") or figs.get("open_at_end"):
+        # the longest may be a closed window while another is still open: either way the
+        # workload's longest is only known to be at least this
+        text = f"≥ {text} ({STILL_DOWN})"
+    n = int(figs.get("count") or 0)
+    stalls = int(figs.get("stalls") or 0)
+    if windows and (n > 1 or stalls):
+        extra = f"{format_count(n)} windows" if n > 1 else "1 window"
+        if stalls:
+            extra += f", {format_count(stalls)} a stall" if stalls == 1 else \
+                f", {format_count(stalls)} stalls"
+        text += f" ({extra})"
+    return text
+
+
+def stale_text(figs: list[dict[str, Any]]) -> str:
+    """Stale reads over eligible reads, added up over ``figs``."""
+    count = sum(int(f.get("count") or 0) for f in figs)
+    eligible = sum(int(f.get("eligible_reads") or 0) for f in figs)
+    if not eligible:
+        return "no eligible reads" if all(_num(f.get("count")) for f in figs) else UNKNOWN
+    return fmt_percent(count / eligible)
+
+
+def _vis_stat(vis: dict[str, Any], stat: str) -> str:
+    v = vis.get(stat)
+    if not _num(v):
+        return UNKNOWN
+    return visibility_value(vis, stat, float(v))
+
+
+def visibility_text(figs: dict[str, Any]) -> str:
+    """``8.6 ms / 10.6 s ± 7.2 ms``: ack → visible at p50 / p99, with the resolution;
+    writes never seen there are named."""
+    vis = _dict(figs.get("visibility"))
+    if not vis:
+        return UNKNOWN
+    text = f"{_vis_stat(vis, 'p50')} / {_vis_stat(vis, 'p99')}"
+    if _num(vis.get("resolution")):
+        text += f" ± {fmt_duration(vis['resolution'])}"
+    unseen = int(vis.get("unseen") or 0)
+    if unseen:
+        text += f" ({format_count(unseen)} never seen)"
+    return text
+
+
+def errors_text(figs: list[dict[str, Any]]) -> str:
+    if not figs or not all(_num(f.get("total")) for f in figs):
+        return UNKNOWN
+    total = sum(float(f["total"]) for f in figs)
+    ops = sum(float(f.get("ops") or 0) for f in figs)
+    text = fmt_count(total)
+    if total and ops:
+        text += f" ({fmt_percent(total / ops)})"
+    return text
+
+
+def latency_text(figs: dict[str, Any]) -> str:
+    if not _num(figs.get("p50")) and not _num(figs.get("p99")):
+        return UNKNOWN
+    text = f"{fmt_duration(figs.get('p50'))} / {fmt_duration(figs.get('p99'))}"
+    if figs.get("source") not in (None, "ops"):
+        text += f" {SYSBENCH_MARK}"
+    return text
+
+
+def lag_text(figs: dict[str, Any], repl_errors: dict[str, Any] | None) -> str:
+    unreadable = int(figs.get("unreadable") or 0)
+    total = unreadable + int(figs.get("samples") or 0)
+    unknown = f"{format_count(unreadable)} of {format_count(total)} samples unreadable"
+    if _num(figs.get("max")):
+        text = fmt_duration(figs["max"]) + (f" ({unknown})" if unreadable else "")
+    elif figs.get("no_heartbeat"):  # it answered: up, but no beat ever reached it
+        text = f"unknown ({NO_BEAT})" + (f"; {unknown}" if unreadable else "")
+    else:
+        text = f"unknown ({unknown})" if unreadable else "unknown (never read)"
+    return text + _replication_stops(repl_errors)
+
+
+NO_BEAT = "up, but the primary's heartbeat never reached it"
+
+
+def _replication_stops(figs: dict[str, Any] | None) -> str:
+    if not figs:
+        return ""
+    parts = []
+    for th in ("sql", "io"):
+        if figs.get(f"{th}_count"):
+            parts.append(f"{th.upper()} stopped, error {figs.get(f'{th}_errno')}")
+    if figs.get("io_reconnects"):
+        errno = figs.get("io_reconnect_errno")
+        why = f", error {errno}" if errno else ""
+        parts.append(f"IO reconnecting at the end{why}" if figs.get("io_reconnecting")
+                     else f"IO reconnected{why}")
+    return ("; " + "; ".join(parts)) if parts else ""
+
+
+# --- rows -------------------------------------------------------------------------------------
+
+
+def workload_row(cell: dict[str, Any], w: str, info: CellInfo) -> dict[str, str]:
+    """The matrix texts of workload ``w`` in ``cell``."""
+    kind = info.kind(w)
+    out: dict[str, str] = {}
+    down = _checker(cell, "downtime")
+    figs = _subjects(cell, "downtime").get(w) if down is not None else None
+    if figs:
+        out["downtime"] = downtime_text(figs)
+    elif kind == "sysbench":
+        out["downtime"] = NA  # its own client: the lab sees seconds (stalls), not operations
+    elif down is not None:
+        out["downtime"] = UNKNOWN
+    elif cell.get("measurements"):
+        out["downtime"] = UNKNOWN
+    stale = _subjects(cell, "stale_reads").get(w)
+    ryw = kind == RYW or (kind is None and stale is not None
+                          and bool(stale.get("eligible_reads") or stale.get("count")))
+    if ryw:
+        out["stale reads"] = stale_text([stale]) if stale else UNKNOWN
+        out["visible p50 / p99"] = visibility_text(stale) if stale else UNKNOWN
+    lost = _checker(cell, "lost_writes")
+    figs = _subjects(cell, "lost_writes").get(w)
+    appends = _subjects(cell, "lost_appends").get(w)  # a list_append workload's
+    if appends is not None:
+        out["lost writes"] = (fmt_count(appends.get("count"))
+                              if _num(appends.get("count")) else "unknown (no final state)")
+    elif figs is not None:
+        text = fmt_count(figs.get("count"))
+        if figs.get("unchecked"):
+            text += f" (+ {format_count(figs['unchecked'])} unchecked)"
+        out["lost writes"] = text
+    elif lost is not None and w in (lost.get("unchecked_workloads") or []):
+        out["lost writes"] = "unknown (no final state)"
+    elif (kind in WRITE_KINDS and w not in info.readers) or (
+            kind is None and lost is None and cell.get("measurements")):
+        out["lost writes"] = UNKNOWN
+    errs = _subjects(cell, "errors").get(w)
+    out["errors"] = errors_text([errs]) if errs else UNKNOWN
+    tput = _subjects(cell, "throughput").get(w)
+    out["throughput"] = fmt_rate(tput.get("mean")) if tput else UNKNOWN
+    lat = _subjects(cell, "latency").get(w)
+    out["latency p50 / p99"] = latency_text(lat) if lat else UNKNOWN
+    return out
+
+
+def _worst(figs: Iterable[dict[str, Any]], key: str) -> dict[str, Any] | None:
+    known = [f for f in figs if _num(_dict(f).get(key))]
+    return max(known, key=lambda f: float(f[key])) if known else None
+
+
+def node_row(cell: dict[str, Any], n: str, info: CellInfo) -> dict[str, str]:
+    """The matrix texts of node ``n``: what the workloads saw there, and its own lag."""
+    out: dict[str, str] = {}
+    down = _on(_subjects(cell, "downtime"), n)
+    if down:
+        worst = _worst(down.values(), "longest")
+        text = downtime_text(worst, windows=False) if worst else UNKNOWN
+        if worst and not text.startswith("≥") and any(
+                f.get("longest_open_at_end") or f.get("open_at_end") for f in down.values()):
+            text = f"≥ {text} ({STILL_DOWN})"  # another workload there was still down
+        out["downtime"] = text
+    stale = {w: f for w, f in _on(_subjects(cell, "stale_reads"), n).items()
+             if info.kind(w) == RYW or (info.kind(w) is None
+                                        and (f.get("eligible_reads") or f.get("count")))}
+    if stale:
+        out["stale reads"] = stale_text(list(stale.values()))
+        with_vis = [f for f in stale.values() if _num(_dict(f.get("visibility")).get("p99"))]
+        worst_vis = max(with_vis, key=lambda f: float(f["visibility"]["p99"])) \
+            if with_vis else None
+        out["visible p50 / p99"] = visibility_text(worst_vis) if worst_vis else UNKNOWN
+    lost = _on(_subjects(cell, "lost_writes"), n)
+    if lost:
+        total = sum(int(f.get("count") or 0) for f in lost.values())
+        text = format_count(total)
+        if any(f.get("authoritative") for f in lost.values()):
+            text += " (authority)"
+        out["lost writes"] = text
+    errs = _on(_subjects(cell, "errors"), n)
+    if errs:
+        out["errors"] = errors_text(list(errs.values()))
+    lag = _subjects(cell, "replication_lag").get(n)
+    repl = _subjects(cell, "replication_errors").get(n)
+    if lag is not None:
+        out["lag max"] = lag_text(lag, repl)
+    elif repl and _replication_stops(repl):
+        out["lag max"] = _replication_stops(repl)[2:]
+    tput = _on(_subjects(cell, "throughput"), n)
+    if tput:
+        means = [f.get("mean") for f in tput.values()]
+        known = [float(m) for m in means if _num(m)]
+        out["throughput"] = fmt_rate(sum(known)) if len(known) == len(means) else UNKNOWN
+    lat = _on(_subjects(cell, "latency"), n)
+    if lat:
+        p50 = _worst(lat.values(), "p50")
+        p99 = _worst(lat.values(), "p99")
+        if p50 is None and p99 is None:
+            out["latency p50 / p99"] = UNKNOWN
+        else:
+            text = (f"{fmt_duration(p50.get('p50') if p50 else None)} / "
+                    f"{fmt_duration(p99.get('p99') if p99 else None)}")
+            if any(f.get("source") not in (None, "ops") for f in lat.values()):
+                text += f" {SYSBENCH_MARK}"
+            out["latency p50 / p99"] = text
+    return out
+
+
+def _label(c: dict[str, Any]) -> str:
+    return str(c.get("label") or f"cell {c.get('index')}")
+
+
+def build_matrix(summary: dict[str, Any]) -> Matrix:
+    """The matrix of every cell: workload rows, then node rows; each name's rows cell by
+    cell. Columns no row has a figure in are left out."""
+    cells = [c for c in summary.get("cells", []) if isinstance(c, dict)]
+    per_cell = [(ci, c, cell_info(summary, c)) for ci, c in enumerate(cells)]
+    workloads: list[str] = []
+    nodes: list[str] = []
+    for _, c, info in per_cell:
+        workloads += [w for w in workloads_of(c, info) if w not in workloads]
+        nodes += [n for n in nodes_of(c) if n not in nodes]
+    nodes.sort(key=_natural)
+    rows: list[MatrixRow] = []
+    for w in workloads:
+        for ci, c, info in per_cell:
+            if w in workloads_of(c, info):
+                rows.append(MatrixRow("workload", w, ci, workload_row(c, w, info)))
+    for n in nodes:
+        for ci, c, info in per_cell:
+            if n in nodes_of(c):
+                values = node_row(c, n, info)
+                if values:
+                    rows.append(MatrixRow("node", n, ci, values))
+    columns = [col for col in COLUMNS if any(r.text(col) != NA for r in rows)]
+    legend = []
+    if any(SYSBENCH_MARK in v for r in rows for v in r.values.values()):
+        legend.append(LEGEND_SYSBENCH)
+    if any(r.kind == "node" for r in rows):
+        legend.append(LEGEND_NODES)
+    return Matrix(columns, rows, [_label(c) for c in cells], legend)
+
+
+# --- the faults timeline ----------------------------------------------------------------------
+
+TOOK_SHOWN = 0.1  # seconds: an action shorter than this is shown without its duration
+
+
+NETWORK_VERBS = frozenset({"latency", "bandwidth", "partition", "link_down", "heal"})
+WORD_NAMES = {"sleep": "wait", "sql": "execute", "drop_caches": "drop caches",
+              "convert_standalone": "convert to standalone"}
+
+
+def fault_words(name: str, node: str | None) -> str:
+    """An action of the history in the language's words (``dsl.actions``'s ``words``):
+    ``wait_caught_up`` on db2 -> ``wait until db2 caught_up``, ``sleep`` -> ``wait``,
+    ``stop_replication`` -> ``stop replication db2``, ``partition`` -> ``network partition``,
+    ``drop_caches`` on db1 -> ``drop caches on db1``."""
+    where = f" {node}" if node else ""
+    if name.startswith("wait_"):
+        return f"wait until{where} {name.removeprefix('wait_')}"
+    if name in NETWORK_VERBS:
+        return f"network {name}{where}"
+    if name in ("drop_caches", "sql") and node:
+        return f"{WORD_NAMES[name]} on {node}"
+    verb, sep, family = name.partition("_")
+    if sep and family in ("replication", "nodes"):  # stop_replication, kill_nodes
+        return f"{verb} replication{where}" if family == "replication" else f"{verb}{where}"
+    return WORD_NAMES.get(name, name.replace("_", " ")) + where
+
+
+def fault_at(at: Any) -> str:
+    """When an action began, seconds since the load started; an action of a ``before load``
+    step began before the load: ``before load`` (not ``−1.0 ms``)."""
+    if not _num(at):
+        return "?"
+    return "before load" if at < 0 else fmt_duration(at)
+
+
+def fault_text(f: dict[str, Any]) -> str:
+    """``kill db2``, ``wait until db2 caught_up (took 10.4 s)``, ``network partition … (failed:
+    why)``: the language's words."""
+    text = fault_words(str(f.get("name")), f.get("node") if isinstance(f.get("node"), str)
+                       else None)
+    detail = _dict(f.get("detail"))
+    stmt = detail.get("statement")
+    if f.get("name") == "set_global" and isinstance(stmt, str):  # which setting, to what
+        text += " " + stmt.removeprefix("SET GLOBAL ")
+        if isinstance(detail.get("nodes"), list):
+            text += " on " + ", ".join(str(n) for n in detail["nodes"])
+    if _num(detail.get("affected_rows")):  # what an execute did
+        text += f" ({format_count(detail['affected_rows'])} rows changed)"
+    elif _num(detail.get("row_count")):
+        text += f" ({format_count(detail['row_count'])} rows returned)"
+    if isinstance(detail.get("note"), str):  # a Galera recovery's phases: seqno, IST/SST ...
+        text += f" ({detail['note']})"
+    at, end = f.get("at"), f.get("end")
+    if f.get("ok") is False:
+        text += f" (failed: {f.get('error') or 'no reason recorded'})"
+    elif end is None and f.get("ok") is None:
+        text += " (still active at the end)"
+    elif _num(at) and _num(end) and float(end) - float(at) >= TOOK_SHOWN:
+        text += f" (took {fmt_duration(float(end) - float(at))})"
+    return text
+
+
+def fault_lines(cell: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(at, what)`` per fault of the cell, times since the start of the load."""
+    out = []
+    for f in cell.get("faults") or []:
+        if isinstance(f, dict):
+            out.append((fault_at(f.get("at")), fault_text(f)))
+    heal = heal_line(cell)
+    if heal is not None:
+        out.append(heal)
+    return out
+
+
+def heal_line(cell: dict[str, Any]) -> tuple[str, str] | None:
+    """The end-of-run heal, after the timeline: ``(at, "heal at the end: start m; rejoin m
+    as a replica (took 1.20 s)")``; None when nothing was healed."""
+    done = [str(h) for h in cell.get("healed") or []]
+    if not done:
+        return None
+    heal = _dict(cell.get("heal"))
+    at, end = heal.get("at"), heal.get("end")
+    text = "heal at the end: " + "; ".join(done)
+    if _num(at) and _num(end) and float(end) - float(at) >= TOOK_SHOWN:
+        text += f" (took {fmt_duration(float(end) - float(at))})"
+    return (fault_at(at) if _num(at) else "end", text)
+
+
+def failover_lines(cell: dict[str, Any]) -> list[str]:
+    """One line per promote the clients saw (the ``failover`` checker)."""
+    out = []
+    for rec in _dict(_checker(cell, "failover")).get("failovers") or []:
+        if not isinstance(rec, dict):
+            continue
+        if rec.get("open_at_end") and _num(rec.get("outage_lower_bound")):
+            outage = f"≥ {fmt_duration(rec['outage_lower_bound'])} ({STILL_DOWN})"
+        else:
+            outage = fmt_duration(rec.get("outage"))
+        acc = rec.get("new_writer_accepts")
+        accepts = f"+{fmt_duration(acc)}" if _num(acc) else "never"
+        out.append(f"failover {rec.get('old_primary')} → {rec.get('new_primary')}: writers' "
+                   f"outage {outage}; first write accepted by {rec.get('new_primary')}: "
+                   f"{accepts} after the fault" + "".join(
+                       f"; {why}" for why in outage_vs_downtime(cell, rec)))
+    return out
+
+
+def _span(a: Any, b: Any) -> str:
+    """``10.028 s → 10.084 s``: to the millisecond (these spans differ by milliseconds)."""
+    return f"{float(a):.3f} s → {float(b):.3f} s"
+
+
+def outage_vs_downtime(cell: dict[str, Any], rec: dict[str, Any]) -> list[str]:
+    """Why a writing workload's downtime around a failover is not the failover's outage, when
+    the two differ: both spans, in seconds since the load started. The failover's outage runs
+    from the last write acknowledged before the first failure to the first acknowledged write
+    *invoked after* that failure, and ends there; ``downtime`` closes a window at the first
+    success of any write (one in flight through the outage too) and opens another at the next
+    failure, so failures after the failover's end, a hang before the first failure, or an
+    in-flight success make them differ (docs/results.md, "failover")."""
+    out: list[str] = []
+    fault_at = rec.get("fault_at")
+    if not _num(fault_at) or rec.get("open_at_end"):
+        return out
+    down = _subjects(cell, "downtime")
+    for w, agg in _dict(rec.get("workloads")).items():
+        eps = [e for ep, e in _dict(rec.get("endpoints")).items()
+               if isinstance(e, dict) and ep in (agg.get("endpoints") or [])
+               and _num(e.get("outage"))]
+        if not eps:
+            continue
+        worst = max(eps, key=lambda e: float(e["outage"]))
+        start, end = worst.get("last_ok_at"), worst.get("recovered_at")
+        if not _num(start) or not _num(end):
+            continue
+        wins = [x for x in _dict(down.get(w)).get("windows") or [] if isinstance(x, dict)
+                and _num(x.get("start")) and _num(x.get("end"))
+                and x["end"] >= start and x["start"] <= end + 1.0]  # this failover's
+        if not wins:
+            continue
+        longest = max(wins, key=lambda x: float(x["end"]) - float(x["start"]))
+        length = float(longest["end"]) - float(longest["start"])
+        if fmt_duration(length) == fmt_duration(worst["outage"]):
+            continue
+        n = len(wins)
+        out.append(f"downtime({w}) {fmt_duration(length)} "
+                   f"({_span(longest['start'], longest['end'])}"
+                   + (f", {n} windows here" if n > 1 else "")
+                   + f") vs the failover's {_span(start, end)}: a window ends at any write's "
+                   "success and reopens at the next failure; the failover's ends at the first "
+                   "write invoked after the first failure")
+    return out
+
+
+def findings_lines(cell: dict[str, Any]) -> list[str]:
+    """The findings DBAs check by hand, when there is something to say: a split brain, errant
+    GTIDs, rows that differ between nodes (``lab show --all`` has every figure)."""
+    out: list[str] = []
+    sb = _dict(_checker(cell, "split_brain"))
+    n = sb.get("count")
+    if _num(n) and n > 0:
+        bound = "≥ " if sb.get("lower_bound") else ""
+        res = " ± 200 ms" if sb.get("resolution") else " (from the writes alone)"
+        out.append(f"split brain: {bound}{fmt_duration(sb.get('longest'))}{res} "
+                   f"({format_count(n)} window{'s' if n != 1 else ''}, "
+                   f"{format_count(sb.get('writes') or 0)} acknowledged writes inside)")
+    errant = []
+    for node, figs in _subjects(cell, "errant_gtids").items():
+        c = figs.get("count")
+        if _num(c) and c > 0:
+            errant.append(f"{node} {format_count(c)}")
+        elif c is None and figs.get("at_least"):
+            errant.append(f"{node} ≥ {format_count(figs.get('at_least'))} (binlogs unread)")
+    if errant:
+        authority = _dict(_checker(cell, "errant_gtids")).get("authority")
+        out.append(f"errant GTIDs (not on {authority}): " + ", ".join(errant))
+    dv = _dict(_checker(cell, "divergence"))
+    differ = [f"{t} {format_count(f.get('rows'))} rows"
+              for t, f in _subjects(cell, "divergence").items()
+              if "." in t and " on " not in t and _num(f.get("rows")) and f["rows"] > 0]
+    if differ:
+        out.append(f"rows that differ from {dv.get('reference')}: " + ", ".join(differ))
+    return out + transaction_findings(cell)
+
+
+ANOMALY_WORDS = {"g0": "G0", "g1a": "G1a", "g1b": "G1b", "g1c": "G1c", "g_single": "G-single",
+                 "g2_item": "G2-item", "lost_update": "lost update", "internal": "internal",
+                 "future_read": "future read", "duplicate": "duplicate",
+                 "garbage": "garbage", "incompatible_order": "incompatible order",
+                 "stale_read": "stale read"}
+
+
+def _txn_text(t: dict[str, Any]) -> str:
+    when = t.get("time") if _num(t.get("time")) else t.get("start")
+    at = f" at {when:.3f} s" if _num(when) else ""
+    return (f"{t.get('name', 'T')} ({t.get('outcome') or t.get('type')}, process "
+            f"{t.get('process')} on {t.get('node') or '?'}{at}): {t.get('ops', t.get('value'))}")
+
+
+def transaction_findings(cell: dict[str, Any]) -> list[str]:
+    """Transactional anomalies, lost updates and wrong bank totals, each with the transactions
+    of its smallest example (``lab show RUN --all`` and the JSON have every figure)."""
+    out: list[str] = []
+    for w, figs in _subjects(cell, "anomalies").items():
+        n = figs.get("count")
+        if not _num(n) or n <= 0:
+            continue
+        kinds = [f"{ANOMALY_WORDS[k]} {format_count(figs[k])}" for k in ANOMALY_WORDS
+                 if _num(figs.get(k)) and figs[k] > 0]
+        nots = ", ".join(figs.get("weakest_not") or figs.get("not_models") or [])
+        out.append(f"{w}: {format_count(n)} anomalies in {format_count(figs.get('transactions'))}"
+                   f" committed transactions ({', '.join(kinds)}); not {nots or '?'}")
+        examples = figs.get("examples") if isinstance(figs.get("examples"), dict) else {}
+        for k in ANOMALY_WORDS:
+            ex = (examples or {}).get(k) or []
+            if ex and isinstance(ex[0], dict):
+                out.append(f"  {ANOMALY_WORDS[k]}: {ex[0].get('explanation', '')}")
+                out.extend(f"    {_txn_text(t)}" for t in ex[0].get("txns") or []
+                           if isinstance(t, dict))
+    for w, figs in _subjects(cell, "lost_updates").items():
+        lo, n = figs.get("at_least"), figs.get("count")
+        if not _num(lo) or lo <= 0:
+            continue
+        amount = format_count(n) if _num(n) else f"≥ {format_count(lo)}"
+        out.append(f"{w}: {amount} of {format_count(figs.get('acknowledged'))} acknowledged "
+                   f"increments lost (counters grew by {format_count(figs.get('growth'))})")
+        for pair in (figs.get("examples") or [])[:1]:
+            out.append("  two increments read the same value: " + "; ".join(
+                f"process {t.get('process')} on {t.get('node') or '?'} at "
+                f"{t.get('start')} s read {t.get('value')}" for t in pair))
+    for w, figs in _subjects(cell, "bank").items():
+        n = figs.get("count")
+        if not _num(n) or (n <= 0 and not figs.get("created") and not figs.get("negative")):
+            continue
+        out.append(f"{w}: {format_count(n)} of {format_count(figs.get('reads'))} reads saw a "
+                   f"total other than {format_count(figs.get('expected_total'))}; final total "
+                   f"{format_count(figs.get('final_total'))}")
+        for ex in (figs.get("examples") or [])[:1]:
+            out.append(f"  process {ex.get('process')} on {ex.get('node') or '?'} at "
+                       f"{ex.get('start')} s read {ex.get('value')} "
+                       f"(total {ex.get('total')})")
+    return out
+
+
+def missing_lines(cell: dict[str, Any], info: CellInfo) -> list[str]:
+    """Missing transactions when a node lacked any, before the heal or after settling, with
+    both figures: the heal at the end may have changed the answer (a primary restarted lets a
+    replica catch up), and an expectation may be on either (``missing_transactions(n)`` or
+    ``.before_heal``). Not on Galera (no replica behind a primary)."""
+    if info.topology == "galera":
+        return []
+    pairs = missing_before_heal(_dict(_checker(cell, "facts")))
+    parts = []
+    for node, (before, settled) in pairs.items():
+        if not any(_num(v) and v > 0 for v in (before, settled)):
+            continue
+        text = f"{node} {fmt_count(before)} before the heal, {fmt_count(settled)} settled"
+        if heal_changed(before, settled):
+            text += " (the heal changed it)"
+        parts.append(text)
+    return ["missing transactions: " + "; ".join(parts)] if parts else []
+
+
+def render_findings(summary: dict[str, Any], console: Console) -> None:
+    cells = [c for c in summary.get("cells", []) if isinstance(c, dict)]
+    for c in cells:
+        for line in findings_lines(c) + missing_lines(c, cell_info(summary, c)):
+            prefix = f"{_label(c)}: " if len(cells) > 1 else ""
+            console.print(escape(prefix + line))
+
+
+# --- drawing ----------------------------------------------------------------------------------
+
+
+def _title(summary: dict[str, Any]) -> str:
+    return f"{summary.get('experiment')} — run {summary.get('run_id')} — {summary.get('status')}"
+
+
+def render_context(summary: dict[str, Any], console: Console) -> None:
+    """The run's identity under its title: back-end, topology, engine, router, versions
+    (``lab.run.context``)."""
+    text = context_line(summary.get("context"), backend=summary.get("backend"),
+                        topology=summary.get("topology"))
+    for line in wrap(text, console.width):
+        console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)
+
+
+TIMELINE_HEADING = "faults [dim](seconds since the load started)[/]"
+
+
+def render_timeline(summary: dict[str, Any], console: Console) -> None:
+    """The faults (and promotes) above the matrix: one line per fault for a single cell, one
+    line per cell otherwise."""
+    cells = [c for c in summary.get("cells", []) if isinstance(c, dict)]
+    rows: list[list[str]] = []
+    if len(cells) == 1:
+        rows = [[at, what] for at, what in fault_lines(cells[0])]
+        promotes = failover_lines(cells[0])
+    else:
+        promotes = []
+        for c in cells:
+            text = " · ".join(f"{at} {what}" for at, what in fault_lines(c))
+            if text or failover_lines(c):
+                rows.append([str(c.get("label") or f"cell {c['index']}"),
+                             "; ".join([text or "no fault", *failover_lines(c)])])
+    if rows:
+        console.print(TIMELINE_HEADING)
+        justify = ["right" if len(cells) == 1 else "left", "left"]
+        t = fitted_table(["", ""], rows, console, justify, box=None, show_header=False,
+                         padding=(0, 1), pad_edge=False)
+        if t is not None:
+            console.print(t)
+        else:
+            for at, what in rows:
+                for line in block_lines(at, [("", what)], console.width, indent="    "):
+                    console.print(escape(line), soft_wrap=True)
+    for line in promotes:
+        console.print(escape(line))
+
+
+# the two halves of a matrix too wide for the terminal: what clients lost, what they got
+SPLIT = (COLUMNS[:4], COLUMNS[4:])
+
+
+def _texts(m: Matrix, columns: list[str]) -> tuple[list[str], list[list[str]], list[int]]:
+    """(header, rows, sections) of the matrix over ``columns``: a rule between the workload
+    rows and the node rows."""
+    several = len(m.cells) > 1
+    header = ["", *(["cell"] if several else []), *columns]
+    rows: list[list[str]] = []
+    sections: list[int] = []
+    prev: tuple[str, str] | None = None
+    for r in m.rows:
+        if prev is not None and prev[0] != r.kind:
+            sections.append(len(rows))
+        first = prev is None or prev[1] != r.name or prev[0] != r.kind
+        cells = [m.cells[r.cell]] if several else []
+        rows.append([r.name if first else "", *cells, *(r.text(col) for col in columns)])
+        prev = (r.kind, r.name)
+    return header, rows, sections
+
+
+def _table(m: Matrix, columns: list[str], console: Console) -> Table | None:
+    """The matrix over ``columns`` fitted to the terminal with no figure broken
+    (``lab.report.term_fit``); None when it cannot fit."""
+    header, rows, sections = _texts(m, columns)
+    return fitted_table(header, rows, console, sections=sections, box=box.SIMPLE_HEAD,
+                        pad_edge=False)
+
+
+def _blocks(m: Matrix, columns: list[str], console: Console) -> None:
+    """The matrix as one block per row (a terminal too narrow for any table): the row's name
+    and cell, then ``column: figure`` items, a figure never split."""
+    for r in m.rows:
+        title = r.name + (f" ({m.cells[r.cell]})" if len(m.cells) > 1 else "")
+        pairs = [(c, r.text(c)) for c in columns if r.text(c) != NA]
+        for line in block_lines(title, pairs, console.width, indent="    "):
+            console.print(escape(line), soft_wrap=True)
+
+
+def render_matrix(summary: dict[str, Any], console: Console) -> Matrix:
+    """The matrix; when it is wider than the terminal, as two tables (downtime, stale reads,
+    visibility, lost writes; then errors, lag, throughput, latency); when a half does not fit
+    either, one block per row. A figure is never broken across lines (``lab.report.term_fit``)."""
+    m = build_matrix(summary)
+    if not m.rows:
+        return m
+    whole = _table(m, m.columns, console)
+    if whole is not None and _natural_width(m, m.columns, console) <= console.width:
+        console.print(whole)
+    else:
+        for half in SPLIT:
+            cols = [c for c in m.columns if c in half]
+            if not cols:
+                continue
+            t = _table(m, cols, console)
+            if t is not None:
+                console.print(t)
+            else:
+                _blocks(m, cols, console)
+    for line in m.legend:
+        console.print(f"[dim]{escape(line)}[/]")
+    return m
+
+
+def _natural_width(m: Matrix, columns: list[str], console: Console) -> int:
+    """The width of the matrix with no cell wrapped."""
+    header, rows, _ = _texts(m, columns)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for h in header:
+        t.add_column(escape(h), no_wrap=True)
+    for row in rows:
+        t.add_row(*(escape(x) for x in row))
+    return Measurement.get(console, console.options.update_width(10_000), t).maximum
+
+
+def render_matrix_summary(summary: dict[str, Any], console: Console) -> None:
+    """The compact summary: the run's title, the faults timeline, the matrix, expectations,
+    report lines, notes."""
+    console.print(f"[bold]{escape(_title(summary))}[/]")
+    render_context(summary, console)
+    render_timeline(summary, console)
+    render_matrix(summary, console)
+    render_findings(summary, console)
+    render_expectations(summary, console, title=None)
+    render_reports(summary, console)
+    render_claims(summary, console)
+    render_notes(summary, console)
