@@ -14,9 +14,8 @@ Searches (``SEARCHES``) are calibrations too: ``lab search FILE --knob ... --jso
 one knob of a file whose threshold is known from its settings, and the row says the truth (the
 interval the boundary must lie in, and why), the boundary found (low–high, with the number of
 runs) and the verdict: it holds when the boundary found lies inside the truth interval,
-**unknown** when the search found no boundary (counted with those that do not hold). Native
-only: ``lab search`` has no ``--backend`` (it runs the file's own back-end), so on containers a
-search is "not on containers yet", never run natively in its place.
+**unknown** when the search found no boundary (counted with those that do not hold). On each
+back-end (``lab search --backend``) where ``lab check`` accepts the file, as the runs.
 
 ``--save DIR`` keeps each run's ``lab run --json`` summary as ``DIR/<back-end>/<name>.json``
 and each search's as ``DIR/<back-end>/search-<name>.json``; ``--from DIR`` renders from those
@@ -166,15 +165,14 @@ def run_search(search: Search, home: Path, backend: str = "native") -> dict[str,
     base = {"kind": SEARCH, "experiment": f"search-{search.name}", "file": label(path),
             "backend": backend, "search": search._asdict()}
     why = refusals(path, backend)
-    if backend != "native" and not why:
-        why = [f"`lab search` has no --backend yet: it runs the file's own back-end (native "
-               f"for {label(path)}), so it is not run here in place of {backend}"]
     if why:
         return {**base, "status": UNSUPPORTED, "reasons": why}
     env = dict(os.environ, LAB_HOME=str(home))
     cmd = [sys.executable, "-m", "lab.cli", "search", str(path), "--knob", search.knob,
            "--from", search.low, "--to", search.high, "--resolution", search.resolution,
            "--fails", str(search.fails), "--of", str(search.of), "--json"]
+    if backend != "native":
+        cmd += ["--backend", backend]
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
     try:
         result = json.loads(out.stdout)

@@ -93,14 +93,16 @@ def test_a_saved_search_renders_the_same_from_its_file(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     s = _saved(*MEASURED)
     validity.save(s, tmp_path / "native" / f"search-{PROMOTE.name}.json")
-    refused = validity.run_search(PROMOTE, Path("/nonexistent"), "containers")  # never runs
+    refused = {"kind": validity.SEARCH, "experiment": "search-promote-delay", "file": FILE,
+               "backend": "containers", "search": PROMOTE._asdict(),
+               "status": validity.UNSUPPORTED, "reasons": ["the engine lacks something"]}
     validity.save(refused, tmp_path / "containers" / f"search-{PROMOTE.name}.json")
     loaded = validity.load(tmp_path)
     assert loaded == {"native": [s], "containers": [refused]}
     text = validity.render(loaded, INFO)
     assert text == validity.render({"native": [s], "containers": [refused]}, INFO)
     assert _row(text).endswith("| 8.075–8.45 s (10 runs): holds | not on containers yet |")
-    assert "`lab search` has no --backend yet" in text
+    assert "the engine lacks something" in text
     assert "(from `dsl/backends.py`), or why a search cannot run there:" in text
     out = tmp_path / "v.md"
     monkeypatch.setattr(validity, "_engine", lambda: "podman, not asked")  # no podman here
@@ -115,3 +117,30 @@ def test_the_declared_search_names_the_promote_of_its_file() -> None:
     assert "at 6s kill db1" in (ROOT / PROMOTE.file).read_text()
     assert PROMOTE.truth_low == 7.0 and PROMOTE.truth_high == 9.0
     assert validity.refusals(ROOT / PROMOTE.file, "native") == []
+
+
+@pytest.mark.parametrize("backend", ["native", "containers"])
+def test_the_search_runs_on_the_back_end_of_its_column(backend: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The containers column is a search run there (`lab search --backend containers`), never
+    the native one again; native runs the file as it is."""
+    seen: list[list[str]] = []
+
+    class Done:
+        stdout = '{"boundary": null}'
+        stderr = ""
+
+    def fake_run(cmd: list[str], **_: Any) -> Done:
+        seen.append(cmd)
+        return Done()
+
+    monkeypatch.setattr(validity, "refusals", lambda path, b: [])
+    monkeypatch.setattr(validity.subprocess, "run", fake_run)
+    s = validity.run_search(PROMOTE, tmp_path, backend)
+    assert s["backend"] == backend and s["status"] == "no boundary"
+    (cmd,) = seen
+    assert cmd[cmd.index("search") + 1].endswith(FILE)
+    if backend == "native":
+        assert "--backend" not in cmd
+    else:
+        assert cmd[cmd.index("--backend") + 1] == "containers"
