@@ -25,14 +25,8 @@ from lab.report.compare import (
     compare_variants,
 )
 from lab.report.compare_render import render_runs, render_variants, runs_markdown, variants_markdown
-from lab.store.db import (
-    AmbiguousRun,
-    RunNotFound,
-    Store,
-    StoreError,
-    StoreMissing,
-    default_db_path,
-)
+from lab.store.db import Store, default_db_path
+from lab.store.errors import AmbiguousRun, RunNotFound, StoreError, StoreMissing
 
 
 class UsageError(Exception):

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from lab.exits import EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK, EXIT_USAGE
 from lab.explore.schedules import Runner, with_backend
-from lab.store.db import Store, StoreError
+from lab.store.db import Store
+from lab.store.errors import StoreError
 
 
 def _language_errors(path: str) -> bool:

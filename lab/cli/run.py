@@ -28,15 +28,8 @@ from lab.exits import EXIT_INCOMPLETE, EXIT_LANGUAGE, EXIT_OK, EXIT_USAGE
 from lab.report.measurements import render_summary
 from lab.report.summary_matrix import render_matrix_summary
 from lab.run.step import Stepper, StepUsageError, parse_step_delay, read_source, stdin_line_reader
-from lab.store.db import (
-    AmbiguousRun,
-    RunNotFound,
-    Store,
-    StoreError,
-    StoreMissing,
-    StoreUnavailable,
-    default_db_path,
-)
+from lab.store.db import Store, default_db_path
+from lab.store.errors import AmbiguousRun, RunNotFound, StoreError, StoreMissing, StoreUnavailable
 
 if TYPE_CHECKING:
     from dsl.models import Experiment

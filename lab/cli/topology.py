@@ -146,7 +146,8 @@ def cmd_gc(db: str | None = None) -> int:
     """Stop and remove what dead runs left; then mark ``abandoned`` the runs whose lab process
     is gone, in the default results database (or ``db``) and in the database each removed run
     directory names."""
-    from lab.store.db import Store, StoreError, StoreUnavailable, default_db_path
+    from lab.store.db import Store, default_db_path
+    from lab.store.errors import StoreError, StoreUnavailable
 
     removed = runtime.gc_runs()
     ids = [i.id for i in removed]

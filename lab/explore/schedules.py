@@ -92,7 +92,8 @@ def real_runner(store: object, view: object | None = None, backend: str | None =
     from lab.judge.expectations import format_figure
     from lab.run.engine import run_plan
     from lab.run.outcome import View
-    from lab.store.db import Store, new_run_id
+    from lab.store.db import Store
+    from lab.store.records import new_run_id
     from runners.topology import check_components
 
     assert isinstance(store, Store)

@@ -271,7 +271,8 @@ def session_store(config: pytest.Config) -> Store:
     write; ``CellNotPassed`` with the lab's one-line reason when it cannot be."""
     import sqlite3
 
-    from lab.store.db import Store, StoreError, StoreUnavailable, default_db_path
+    from lab.store.db import Store, default_db_path
+    from lab.store.errors import StoreError, StoreUnavailable
 
     db = config.getoption("lab_db", None)
     path = Path(db) if db else default_db_path()
@@ -314,7 +315,7 @@ class ExpItem(_LabItem):
 
     def runtest(self) -> None:
         from lab.pytest.cell_failure import cell_failure_text
-        from lab.store.db import StoreUnavailable
+        from lab.store.errors import StoreUnavailable
 
         f = self.exp_file
         reason = f.why_not_runnable()

@@ -24,7 +24,8 @@ from lab.run.cell_store import STORE_ERRORS, finish_without_store
 from lab.run.context import run_context
 from lab.run.outcome import CellOutcome, RunOutcome, View, conclude
 from lab.run.summary import summary
-from lab.store.db import Store, StoreUnavailable
+from lab.store.db import Store
+from lab.store.errors import StoreUnavailable
 
 Keep = Literal["never", "failed", "always"]
 

@@ -2,7 +2,7 @@
 
 When the database fails mid-run (a full disk), the cell stops as ``error``, is checked from the
 history in memory, and the run ends with exit 3; what the database did not take goes to the
-fallback file next to it (``lab.store.db.fallback_path``), and ``store_error`` is the one line
+fallback file next to it (``lab.store.fallback.fallback_path``), and ``store_error`` is the one line
 saying which file, why, and where things went.
 """
 
@@ -19,7 +19,9 @@ from lab.history import fault_windows
 from lab.run.outcome import CellOutcome, RunOutcome
 from lab.run.recorder import Recorder, RecorderError
 from lab.run.summary import summary
-from lab.store.db import Store, StoreUnavailable, append_fallback, describe_failure, fallback_path
+from lab.store.db import Store
+from lab.store.errors import StoreUnavailable, describe_failure
+from lab.store.fallback import append_fallback, fallback_path
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from dsl.plan import Plan
-from lab.store.db import lab_version
+from lab.store.records import lab_version
 
 log = logging.getLogger(__name__)
 

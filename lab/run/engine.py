@@ -47,7 +47,8 @@ from lab.run.outcome import CellOutcome, RunOutcome, View, conclude
 from lab.run.recorder import Recorder
 from lab.run.step import Stepper
 from lab.run.summary import fault_timeline, report_figure, summary
-from lab.store.db import Store, StoreUnavailable
+from lab.store.db import Store
+from lab.store.errors import StoreUnavailable
 from runners.components import MissingComponent
 from runners.errors import ComponentError
 from runners.ops import Op

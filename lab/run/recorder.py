@@ -9,8 +9,9 @@ the writer.
 
 When the database fails (a full disk, a corrupt file), the recorder keeps the whole history in
 memory as always, sets ``error``, and writes what the database did not take to the fallback file
-next to it (``lab.store.db.fallback_path``: operations, samples and faults as JSON lines) while it
-can; ``storage_note()`` says where every operation went. The engine stops the cell and says so.
+next to it (``lab.store.fallback.fallback_path``: operations, samples and faults as JSON
+lines) while it can; ``storage_note()`` says where every operation went. The engine stops the
+cell and says so.
 
 Ops recorded after ``close()`` (a straggling client) stay in memory and are not written.
 With ``db_path=None`` nothing is written anywhere: the in-memory history only (for unit tests
@@ -32,18 +33,16 @@ from types import TracebackType
 from typing import Any
 
 from lab.history import NEMESIS, Op, OpType, Sample, fault_windows
-from lab.store.db import (
-    OPS_PER_BATCH,
-    Store,
-    StoreUnavailable,
+from lab.store.db import Store
+from lab.store.errors import StoreUnavailable, describe_failure
+from lab.store.fallback import (
     append_fallback,
-    describe_failure,
     fallback_faults_record,
     fallback_ops_record,
     fallback_path,
     fallback_samples_record,
-    now_iso,
 )
+from lab.store.records import OPS_PER_BATCH, now_iso
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +69,7 @@ class Recorder:
         fallback: str | Path | None = None,
     ) -> None:
         """``fallback``: where to write what the database does not take (default
-        ``lab.store.db.fallback_path(db_path, run_id)``)."""
+        ``lab.store.fallback.fallback_path(db_path, run_id)``)."""
         self.db_path = Path(db_path) if db_path is not None else None
         self.fallback_path: Path | None = None
         if fallback is not None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.store.db import read_fallback
+from lab.store.fallback import read_fallback
 
 from .conftest import ROOT, our_processes, require
 

@@ -172,7 +172,7 @@ def test_abandoned_message_names_the_fallback_file(tmp_path: Path) -> None:
 def test_migration_5_adds_the_owner_to_an_older_database(tmp_path: Path) -> None:
     import sqlite_utils
 
-    from lab.store.db import MIGRATIONS, migrate
+    from lab.store.schema import MIGRATIONS, migrate
 
     db = sqlite_utils.Database(tmp_path / "old.db")
     db["migrations"].create({"version": int, "name": str, "applied_at": str}, pk="version")

@@ -15,7 +15,7 @@ What counts as speaking SQL to a server:
 - importing ``MySQLdb`` or ``pymysql``, or ``connect``/``connect_within``/``query``/
   ``run_within`` from ``runners.mysql``.
 
-Left out: ``lab/judge/checkers`` (it reads recorded data only) and ``lab/store/db.py``, the results
+Left out: ``lab/judge/checkers`` (it reads recorded data only) and ``lab/store/``, the results
 store: the lab's own SQLite file, whose statements are lower-case, not a database server's.
 """
 
@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 
 LAB = Path(__file__).resolve().parents[2] / "lab"
-EXEMPT = ("judge/checkers/", "store/db.py")
+EXEMPT = ("judge/checkers/", "store/")
 KEYWORDS = re.compile(
     r"\s*\(?(SELECT|SHOW|SET|INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|START TRANSACTION|"
     r"BEGIN|COMMIT|ROLLBACK|FLUSH|KILL|CHANGE MASTER|STOP SLAVE|START SLAVE|RESET)(\s|$)")

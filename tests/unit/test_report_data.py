@@ -23,7 +23,8 @@ from lab.report.data import (
     throughput_points,
     visibility,
 )
-from lab.store.db import AmbiguousRun, RunNotFound, Store
+from lab.store.db import Store
+from lab.store.errors import AmbiguousRun, RunNotFound
 
 S = 1_000_000_000
 T0 = 50 * S

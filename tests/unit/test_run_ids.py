@@ -16,7 +16,8 @@ import pytest
 from dsl.api import load_plan
 from lab.cli import main
 from lab.run import engine
-from lab.store.db import Store, new_run_id
+from lab.store.db import Store
+from lab.store.records import new_run_id
 from runners import runtime
 from runners.errors import ComponentError
 

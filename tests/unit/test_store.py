@@ -9,17 +9,10 @@ import sqlite_utils
 from lab.history import NEMESIS, FaultWindow, Op, Sample
 from lab.judge.checkers import CheckResult
 from lab.judge.expectations import ExpectationOutcome
-from lab.store.db import (
-    MIGRATIONS,
-    AmbiguousRun,
-    RunNotFound,
-    Store,
-    applied_migrations,
-    decode_value,
-    default_db_path,
-    encode_value,
-    migrate,
-)
+from lab.store.db import Store, default_db_path
+from lab.store.errors import AmbiguousRun, RunNotFound
+from lab.store.records import decode_value, encode_value
+from lab.store.schema import MIGRATIONS, applied_migrations, migrate
 
 
 @pytest.fixture

@@ -26,14 +26,10 @@ from lab.history import Op, Sample
 from lab.judge.expectations import all_passed
 from lab.run import engine
 from lab.run.recorder import Recorder, RecorderError
-from lab.store.db import (
-    MIN_FREE_BYTES,
-    Store,
-    StoreUnavailable,
-    decode_ops,
-    fallback_path,
-    read_fallback,
-)
+from lab.store.db import MIN_FREE_BYTES, Store
+from lab.store.errors import StoreUnavailable
+from lab.store.fallback import fallback_path, read_fallback
+from lab.store.records import decode_ops
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = str(ROOT / "experiments" / "quickstart.exp")

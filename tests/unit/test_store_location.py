@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from lab.cli import main
-from lab.store.db import Store, StoreMissing, StoreUnavailable
+from lab.store.db import Store
+from lab.store.errors import StoreMissing, StoreUnavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = str(ROOT / "experiments" / "quickstart.exp")

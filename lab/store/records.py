@@ -1,0 +1,103 @@
+"""What the rows hold: run and cell statuses, run ids, timestamps, the lab's version, and the
+JSON encoding of values and of batches of operations (``operation_batches.ops``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from collections.abc import Sequence
+from operator import attrgetter
+from typing import Any
+
+from lab.history import Op
+from runners import runtime
+
+RUN_STATUSES = ("running", "passed", "failed", "interrupted", "error", "abandoned")
+CELL_STATUSES = ("running", "passed", "failed", "interrupted", "error", "skipped", "abandoned")
+
+
+def new_run_id() -> str:
+    """12 hex digits; the same generator names run directories (one id everywhere)."""
+    return runtime.new_run_id()
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def lab_version() -> str:
+    try:
+        from lab import __version__
+
+        return str(__version__)
+    except ImportError:  # pragma: no cover
+        return "unknown"
+
+
+def encode_value(v: Any) -> str | None:
+    """Op values as JSON text (``5`` -> ``'5'``, ``"a"`` -> ``'"a"'``); None stays NULL."""
+    if v is None:
+        return None
+    if type(v) is int:
+        return str(v)
+    return json.dumps(v, default=str)
+
+
+def decode_value(s: str | None) -> Any:
+    return None if s is None else json.loads(s)
+
+
+def _json(v: Any) -> str | None:
+    return None if v is None else json.dumps(v, default=str, allow_nan=False)
+
+
+def _finite(v: float | None) -> float | None:
+    return v if v is None or math.isfinite(v) else None
+
+
+def _clean(v: Any) -> Any:
+    """JSON-safe: NaN and infinities become None."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_clean(x) for x in v]
+    return v
+
+
+_OPS_COLUMNS = (
+    "run_id, cell, idx, type, f, process, time_ns, workload, endpoint, node, key, value, error, "
+    "error_msg"
+)
+OPS_PER_BATCH = 1000  # operations per operation_batches row
+_OP_FIELDS = attrgetter(
+    "index", "type", "f", "process", "time", "workload", "endpoint", "node", "key", "value",
+    "error", "error_msg",
+)  # fmt: skip
+
+
+def encode_ops(ops: Sequence[Op]) -> str:
+    """A batch of operations as one JSON array of arrays ``[idx, type, f, process, time_ns,
+    workload, endpoint, node, key, value, error, error_msg]`` (C-speed: this runs while the
+    clients run)."""
+    rows = list(map(_OP_FIELDS, ops))
+    try:
+        return json.dumps(rows, separators=(",", ":"), allow_nan=False, default=str)
+    except ValueError:  # NaN/inf in a value: not JSON, store it as text
+        return json.dumps([r[:9] + (_clean_value(r[9]),) + r[10:] for r in rows],
+                          separators=(",", ":"), default=str)  # fmt: skip
+
+
+def _clean_value(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    return _clean(v)
+
+
+def decode_ops(text: str) -> list[Op]:
+    return [
+        Op(t, f, p, tm, w or "", ep or "", n, k, v, e, em, i)
+        for i, t, f, p, tm, w, ep, n, k, v, e, em in json.loads(text)
+    ]
