@@ -11,7 +11,7 @@ from histories import ctx, history, txn
 
 from dsl.models import Expectation, Metric, Quantity
 from lab.history import Op
-from lab.judge.checkers import anomalies
+from lab.judge.checkers import anomalies, anomalies_txns
 from lab.judge.checkers.base import CheckResult
 from lab.judge.expectations import evaluate
 
@@ -253,7 +253,7 @@ def test_long_lists_are_shortened_in_examples() -> None:
     read = list(range(20)) + [999]
     s = subject(check(*appends, txn(1, 1, 2, [["r", 1, read]])))
     shown = example(s, "garbage")["txns"][0]["ops"][0][2]
-    assert shown[0] == "...+13" and shown[1:] == read[-anomalies.MAX_LIST:]
+    assert shown[0] == "...+13" and shown[1:] == read[-anomalies_txns.MAX_LIST:]
 
 
 # --- unknown -----------------------------------------------------------------------------------

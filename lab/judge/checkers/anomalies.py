@@ -39,36 +39,57 @@ component and class; G1a, G1b, duplicate and garbage count distinct (key, elemen
 counts (key, version read) groups; internal and future read count transactions; incompatible
 order counts keys. ``count`` adds them all up. See docs/results.md.
 
-Why one module of more than 600 lines: inference, graph, cycle search, classification and
-examples share one workload's projections (the version orders and the edges by type); split
-it when a second model (Elle's rw-register) needs the graph part alone.
+Modules: this one builds each workload's version orders and dependency graph, finds the cases
+without cycles, explains each cycle found, and computes the figures; the cycle search and its
+classification are in ``lab.judge.checkers.anomalies_cycles``; a transaction's
+micro-operations, the cases within one transaction and how values are shown are in
+``lab.judge.checkers.anomalies_txns``.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 
 from lab.history import NS, Completed, Op
+from lab.judge.checkers.anomalies_cycles import (
+    _PROJECTIONS,
+    _REL,
+    DATA,
+    RT,
+    RW,
+    WR,
+    WW,
+    Cycle,
+    _data_cycles,
+    _Found,
+    _realtime_cycles,
+)
+from lab.judge.checkers.anomalies_txns import (
+    _counts,
+    _future_read,
+    _internal_case,
+    _last,
+    _mops,
+    _secs,
+    _short,
+    _text,
+    _Txn,
+)
 from lab.judge.checkers.base import CheckContext, CheckResult
-from lab.judge.checkers.consistency_models import implied_anomalies, ruled_out
+from lab.judge.checkers.consistency_models import ruled_out
 
 NAME = "anomalies"
 KIND = "list_append"
 KINDS = ("g0", "g1a", "g1b", "g1c", "g_single", "g2_item", "lost_update", "internal",
          "future_read", "duplicate", "garbage", "incompatible_order", "stale_read")  # fmt: skip
 MAX_EXAMPLES = 2  # per kind and workload
-MAX_LIST = 8  # elements of a list shown in an example (the last ones)
 MAX_MOPS = 8  # micro-operations of a transaction shown in an example
-SEARCH_BUDGET = 500_000  # node visits one cycle search may spend in one component
 
-WW, WR, RW, RT = 1, 2, 4, 8
-DATA = WW | WR | RW
-_REL = {WW: "ww", WR: "wr", RW: "rw", RT: "realtime"}
 # Elle's cycle types -> our kinds; "-realtime" variants are stale reads
 _KIND_OF_TYPE = {"G0": "g0", "G1c": "g1c", "G-single": "g_single", "G2-item": "g2_item",
                  "G-nonadjacent": "g2_item"}  # fmt: skip
@@ -76,264 +97,6 @@ _ELLE_NAME = {"g1a": "G1a", "g1b": "G1b", "lost_update": "lost-update", "interna
               "future_read": "future-read", "duplicate": "duplicate-elements",
               "incompatible_order": "incompatible-order"}  # fmt: skip
 
-Mop = tuple[str, Any, Any]
-
-
-class _Txn:
-    __slots__ = ("id", "c", "type", "mops")
-
-    def __init__(self, id_: int, c: Completed, mops: list[Mop]) -> None:
-        self.id = id_
-        self.c = c
-        self.type = c.type
-        self.mops = mops
-
-
-def _mops(value: Any) -> list[Mop] | None:
-    """The micro-operations of a transaction, or None when they are not list_append's."""
-    if not isinstance(value, list | tuple):
-        return None
-    out: list[Mop] = []
-    for m in value:
-        if not isinstance(m, list | tuple) or len(m) != 3:
-            return None
-        f, k, v = m
-        if isinstance(k, bool) or not isinstance(k, int | str):
-            return None
-        if f == "append":
-            if isinstance(v, bool) or not isinstance(v, int):
-                return None
-        elif f == "r":
-            if isinstance(v, tuple):
-                v = list(v)
-            elif v is not None and not isinstance(v, list):
-                return None
-        else:
-            return None
-        out.append((f, k, v))
-    return out
-
-
-@dataclass
-class _Budget:
-    left: int = SEARCH_BUDGET
-    ran_out: bool = False
-
-    def spend(self, n: int) -> bool:
-        """False (and ``ran_out``) once the budget is spent."""
-        self.left -= n
-        if self.left < 0:
-            self.ran_out = True
-            return False
-        return True
-
-
-# a cycle: nodes n0 .. n(k-1) and the relation of each edge n(i) -> n(i+1 mod k)
-Cycle = tuple[list[int], list[int]]
-
-
-def _pick(mask: int) -> int:
-    """The relation shown for an edge of several: the weakest claim first."""
-    for r in (WW, WR, RT, RW):
-        if mask & r:
-            return r
-    raise ValueError(mask)
-
-
-_PROJECTIONS: dict[tuple[int, int], tuple[dict[tuple[int, int], int], Any]] = {}
-
-
-def _project(edges: dict[tuple[int, int], int], allowed: int) -> Any:
-    """The graph of the edges of ``allowed`` relations (the last few are kept: the searches
-    of one component share them; callers never modify them)."""
-    hit = _PROJECTIONS.get((id(edges), allowed))
-    if hit is not None and hit[0] is edges:
-        return hit[1]
-    g = nx.DiGraph()
-    g.add_edges_from(e for e, m in edges.items() if m & allowed)
-    if len(_PROJECTIONS) > 8:
-        _PROJECTIONS.clear()
-    _PROJECTIONS[(id(edges), allowed)] = (edges, g)
-    return g
-
-
-def _path_cycle(edges: dict[tuple[int, int], int], first: tuple[int, int], first_rel: int,
-                path: list[int], allowed: int) -> Cycle:  # fmt: skip
-    """The cycle first[0] -> first[1] = path[0] ... path[-1] = first[0]."""
-    nodes = [first[0], *path[:-1]]
-    pairs = zip(path, path[1:], strict=False)
-    rels = [first_rel] + [_pick(edges[(a, b)] & allowed) for a, b in pairs]
-    return nodes, rels
-
-
-def _cycle_in(edges: dict[tuple[int, int], int], allowed: int, required: int,
-              budget: _Budget) -> Cycle | None:  # fmt: skip
-    """A short cycle of ``allowed`` edges through an edge of ``required``: an edge lies on a cycle
-    exactly when both its ends are in one strongly connected component."""
-    g = _project(edges, allowed)
-    if not budget.spend(g.number_of_nodes() + 1):
-        return None
-    comps = sorted((c for c in nx.strongly_connected_components(g) if len(c) > 1), key=len)
-    for comp in comps:
-        for u in comp:
-            for v in g.successors(u):
-                m = edges[(u, v)]
-                if v in comp and m & required:
-                    path = nx.shortest_path(g, v, u)
-                    return _path_cycle(edges, (u, v), _pick(m & required), path, allowed)
-    return None
-
-
-def _one_rw_cycle(edges: dict[tuple[int, int], int], nodes: Iterable[int], allowed: int,
-                  budget: _Budget) -> Cycle | None:  # fmt: skip
-    """A cycle of exactly one rw edge, the others of ``allowed`` (no rw): an rw edge u -> v with
-    a path v ~> u in the graph of ``allowed`` edges (reachability over its condensation)."""
-    h = _project(edges, allowed).copy()
-    h.add_nodes_from(nodes)
-    rws = [e for e, m in edges.items() if m & RW]
-    if not rws or not budget.spend(h.number_of_nodes() + 1):
-        return None
-    cond = nx.condensation(h)
-    comp = cond.graph["mapping"]
-    by_target: dict[int, list[tuple[int, int]]] = {}
-    for u, v in rws:
-        if comp[u] == comp[v]:
-            return _path_cycle(edges, (u, v), RW, nx.shortest_path(h, v, u), allowed)
-        by_target.setdefault(comp[v], []).append((u, v))
-    for cv, group in by_target.items():
-        reach = nx.descendants(cond, cv)
-        if not budget.spend(len(reach) + 1):
-            return None
-        for u, v in group:
-            if comp[u] in reach:
-                return _path_cycle(edges, (u, v), RW, nx.shortest_path(h, v, u), allowed)
-    return None
-
-
-def _multi_rw_cycle(edges: dict[tuple[int, int], int], allowed: int,
-                    budget: _Budget) -> Cycle | None:  # fmt: skip
-    """A simple cycle of two or more rw edges (the others of ``allowed``): for an rw edge u -> v,
-    a shortest path from v back to u that takes another rw edge, searched in a two-layer graph
-    (layer 1: no rw taken yet after u -> v; layer 2: at least one)."""
-    layered = nx.DiGraph()
-    rws = []
-    for (u, v), m in edges.items():
-        plain = m & allowed & ~RW
-        if plain:
-            r = _pick(plain)
-            layered.add_edge((u, 1), (v, 1), r=r)
-            layered.add_edge((u, 2), (v, 2), r=r)
-        if m & RW:
-            rws.append((u, v))
-            layered.add_edge((u, 1), (v, 2), r=RW)
-            if not plain:
-                layered.add_edge((u, 2), (v, 2), r=RW)
-    size = layered.number_of_nodes() + 1
-    for u, v in rws:
-        if (v, 1) not in layered or (u, 2) not in layered:
-            continue
-        if not budget.spend(size):
-            return None
-        try:
-            path = nx.shortest_path(layered, (v, 1), (u, 2))
-        except nx.NetworkXNoPath:
-            continue
-        base = [n for n, _ in path]
-        if len(set(base)) != len(base) or u in base[:-1]:
-            continue  # not a simple cycle: two cycles through one transaction
-        rels = [RW] + [layered.edges[a, b]["r"] for a, b in zip(path, path[1:], strict=False)]
-        return [u, *base[:-1]], rels
-    return None
-
-
-def _classify(rels: Sequence[int]) -> str:
-    """Elle's cycle explainer: by data edges, then ``-realtime`` when a realtime edge is in."""
-    n_rw = sum(1 for r in rels if r == RW)
-    if n_rw == 1:
-        t = "G-single"
-    elif n_rw > 1:
-        adjacent = any(rels[i] == RW and rels[i - 1] == RW for i in range(len(rels)))
-        t = "G2-item" if adjacent else "G-nonadjacent"
-    elif WR in rels:
-        t = "G1c"
-    else:
-        t = "G0"
-    return t + "-realtime" if RT in rels else t
-
-
-def _contract(cycle: Cycle) -> Cycle:
-    """Time points (negative ids) out: txn -> points ... -> txn becomes one realtime edge."""
-    nodes, rels = cycle
-    k = len(nodes)
-    start = next(i for i, n in enumerate(nodes) if n >= 0)
-    out_n: list[int] = []
-    out_r: list[int] = []
-    for j in range(k):
-        i = (start + j) % k
-        if nodes[i] >= 0:
-            out_n.append(nodes[i])
-            out_r.append(rels[i])
-    return out_n, out_r
-
-
-@dataclass
-class _Found:
-    """The cycles found in one component: Elle type -> the shortest."""
-
-    cycles: dict[str, Cycle] = field(default_factory=dict)
-
-    def add(self, cycle: Cycle | None) -> None:
-        if cycle is None:
-            return
-        c = _contract(cycle)
-        t = _classify(c[1])
-        old = self.cycles.get(t)
-        if old is None or len(c[0]) < len(old[0]):
-            self.cycles[t] = c
-
-
-def _data_cycles(edges: dict[tuple[int, int], int], nodes: set[int]) -> tuple[_Found, bool]:
-    """Elle's cycle classes in one component of the data graph; (found, search complete)."""
-    found = _Found()
-    budget = _Budget()
-    g0 = _cycle_in(edges, WW, WW, budget)
-    found.add(g0)
-    b0 = _Budget()
-    if g0 is None:
-        found.add(_cycle_in(edges, WW | WR, WR, b0))
-    found.add(_one_rw_cycle(edges, nodes, WW | WR, b1 := _Budget()))
-    found.add(_multi_rw_cycle(edges, DATA, b2 := _Budget()))
-    complete = not (budget.ran_out or b0.ran_out or b1.ran_out or b2.ran_out)
-    if not found.cycles:  # a component always has a cycle: any one, classified by its edges
-        g = _project(edges, DATA)
-        cyc = nx.find_cycle(g)
-        found.add(([a for a, _ in cyc], [_pick(edges[(a, b)]) for a, b in cyc]))
-    return found, complete
-
-
-def _realtime_cycles(edges: dict[tuple[int, int], int], nodes: set[int],
-                     data_types: set[str]) -> tuple[_Found, bool]:  # fmt: skip
-    """The ``-realtime`` variants a component of the full graph still holds, each searched only
-    when no cycle found already implies it (Elle: a G-single implies a G-single-realtime)."""
-    found = _Found()
-    budgets: list[_Budget] = []
-
-    def implied() -> set[str]:
-        return implied_anomalies(data_types | set(found.cycles))
-
-    if "G0-realtime" not in implied():
-        found.add(_cycle_in(edges, WW | RT, RT, b := _Budget()))
-        budgets.append(b)
-    if "G1c-realtime" not in implied():
-        found.add(_cycle_in(edges, WW | WR | RT, RT, b := _Budget()))
-        budgets.append(b)
-    if "G-single-realtime" not in implied():
-        found.add(_one_rw_cycle(edges, nodes, WW | WR | RT, b := _Budget()))
-        budgets.append(b)
-    if not implied() & {"G2-item-realtime", "G-nonadjacent-realtime"}:
-        found.add(_multi_rw_cycle(edges, DATA | RT, b := _Budget()))
-        budgets.append(b)
-    return found, not any(b.ran_out for b in budgets)
 
 
 # --- one workload ---------------------------------------------------------------------------
@@ -751,75 +514,6 @@ class _Workload:
                    for t in self.txns):  # fmt: skip
             return "no committed transaction read a key"
         return None
-
-
-def _internal_case(mops: list[Mop]) -> tuple[int, list[Any]] | None:
-    """Elle's op-int-case: the first read that disagrees with the transaction's own earlier
-    reads and appends of the key: (its index, what it should have read; "..." when the prefix
-    is unknown)."""
-    state: dict[Any, tuple[list[int] | None, list[int]]] = {}
-    for i, (f, k, v) in enumerate(mops):
-        s = state.get(k)
-        if f == "append":
-            state[k] = (None, [v]) if s is None else (s[0], [*s[1], v])
-            continue
-        if v is None:
-            continue
-        if s is not None:
-            prefix, suffix = s
-            n = len(suffix)
-            if prefix is None:
-                bad = len(v) < n or v[len(v) - n:] != suffix
-            else:
-                p = len(prefix)
-                bad = len(v) != p + n or v[:p] != prefix or v[p:] != suffix
-            if bad:
-                return i, (["..."] + suffix if prefix is None else _short(prefix + suffix))
-        state[k] = (v, [])
-    return None
-
-
-def _future_read(mops: list[Mop]) -> tuple[Any, int, list[int]] | None:
-    """Elle's op-future-read-case: a read shows an element the transaction appends later."""
-    reads: dict[Any, list[list[int]]] = {}
-    for f, k, v in mops:
-        if f == "r":
-            if v:
-                reads.setdefault(k, []).append(v)
-        else:
-            for r in reads.get(k, ()):
-                if v in r:
-                    return k, v, r
-    return None
-
-
-def _last(v: list[int]) -> int | None:
-    return v[-1] if v else None
-
-
-def _counts(xs: list[int]) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for x in xs:
-        out[x] = out.get(x, 0) + 1
-    return out
-
-
-def _short(v: Any) -> Any:
-    """A list as shown in an example: its last ``MAX_LIST`` elements after "...+N" when longer."""
-    if isinstance(v, list) and len(v) > MAX_LIST:
-        return [f"...+{len(v) - MAX_LIST}", *v[-MAX_LIST:]]
-    return v
-
-
-def _text(v: Any) -> str:
-    s = _short(v)
-    if isinstance(s, list):
-        return "[" + ", ".join(str(x) for x in s) + "]"
-    return str(s)
-
-
-def _secs(s: float | None) -> str:
-    return "?" if s is None else f"{s:.3f} s"
 
 
 # --- the checker ----------------------------------------------------------------------------
