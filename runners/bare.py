@@ -46,10 +46,11 @@ from dsl.plan import PlannedNode
 from runners import cgroups, templates
 from runners.components import SPEC_BY_NAME, galera_provider, require
 from runners.errors import ComponentError
-from runners.mysql import Credentials, execute_all, wait_until
+from runners.mysql import Credentials, wait_until
 from runners.node import ProcessNode
-from runners.replication import change_master, synced
+from runners.replication import LOOPBACK, synced, wire_replica
 from runners.runtime import Run
+from runners.users import user_statements
 
 log = logging.getLogger(__name__)
 
@@ -224,27 +225,6 @@ def bootstrap_users(socket: Path, statements: Iterable[str]) -> None:
         cur.close()
     finally:
         conn.close()
-
-
-def user_statements(admin: Credentials, app: Credentials, repl: Credentials) -> list[str]:
-    """Users of every lab topology. The application user lacks SUPER and READ_ONLY ADMIN,
-    so ``read_only=1`` stops it (in 10.11 ALL PRIVILEGES includes READ_ONLY ADMIN)."""
-    out: list[str] = []
-    for host in ("127.0.0.1", "localhost"):
-        out += [
-            f"CREATE USER IF NOT EXISTS '{admin.user}'@'{host}' IDENTIFIED BY '{admin.password}'",
-            f"GRANT ALL PRIVILEGES ON *.* TO '{admin.user}'@'{host}' WITH GRANT OPTION",
-            f"CREATE USER IF NOT EXISTS '{app.user}'@'{host}' IDENTIFIED BY '{app.password}'",
-            f"GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, "
-            f"CREATE TEMPORARY TABLES, LOCK TABLES, EXECUTE, PROCESS, "
-            f"REPLICATION CLIENT ON *.* TO '{app.user}'@'{host}'",
-        ]
-    out += [
-        f"CREATE USER IF NOT EXISTS '{repl.user}'@'127.0.0.1' IDENTIFIED BY '{repl.password}'",
-        f"GRANT REPLICATION SLAVE ON *.* TO '{repl.user}'@'127.0.0.1'",
-        "CREATE USER IF NOT EXISTS 'hacheck'@'127.0.0.1'",
-    ]
-    return out
 
 
 def network_group_of(run_id: str, node: str, root: Path = cgroups.CGROUP_ROOT) -> Path | None:
@@ -467,6 +447,5 @@ class PrimaryPair:
         for node in self.nodes:
             other = self.nodes[1] if node is self.nodes[0] else self.nodes[0]
             port = self.replication_port.get(node.name, other.port)
-            execute_all(node.addr, self.admin, [
-                change_master(port, creds=self.repl, use_gtid="slave_pos"), "START SLAVE"])
+            wire_replica(node, other, (LOOPBACK, port), self.repl, read_only=False)
         return self.nodes

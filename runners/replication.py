@@ -2,10 +2,11 @@
 positions are read, when a replica has caught up, when a Galera node is synced, the lab's
 heartbeat and lag sampling, and how many transactions each node misses.
 
-The topology (wiring), the faults (promote, rejoin, waits) and the engine (settling, facts)
-all call these; nothing here knows about plans or the history. Servers are reached through
-``SqlNode`` (what ``runners.node.Node`` offers: ``sql``, ``scalar``, ``is_running``) or an
-address and credentials; tests pass fakes.
+The topologies of both back-ends wire their replicas with ``wire_replica`` (one set of
+statements, ``replica_statements``); the faults (promote, rejoin, waits) and the engine
+(settling, facts) call the rest; nothing here knows about plans or the history. Servers are
+reached through ``SqlNode`` (what ``runners.node.Node`` offers: ``sql``, ``scalar``,
+``is_running``) or an address and credentials; tests pass fakes.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from runners.gtid import (
     missing_replication,
     parse_gtid,
 )
-from runners.mysql import Address, Credentials, connect, query, wait_until
+from runners.mysql import Address, Credentials, connect, execute_all, query, wait_until
 from runners.workloads import SCHEMA
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ LOOPBACK = "127.0.0.1"
 GtidVar = Literal["gtid_binlog_pos", "gtid_current_pos", "gtid_slave_pos",
                   "gtid_binlog_state"]
 UseGtid = Literal["slave_pos", "current_pos", "no"]
+ReplicationMode = Literal["gtid", "file_position"]  # the plan's replication_mode
 WSREP_SYNCED = "4"  # wsrep_local_state of a Galera node that is Synced
 HEARTBEAT_SCHEMA = SCHEMA  # the lab's own schema
 # emit(series, subject, time_ns, values): how samples leave this module (as replication_watch)
@@ -109,6 +111,90 @@ def repoint(port: int, creds: Credentials, use_gtid: UseGtid = "slave_pos",
     return [*out, "STOP SLAVE", change_master(port, host=host, creds=creds, use_gtid=use_gtid,
                                               flavor=flavor),
             "START SLAVE"]
+
+
+def replica_statements(
+    source: tuple[str, int] | None,
+    creds: Credentials | None,
+    *,
+    mode: ReplicationMode = "gtid",
+    position: tuple[str, int] | None = None,
+    delay: float | None = None,
+    flavor: str = "mariadb",
+    read_only: bool = True,
+    dbdeployer: bool = False,
+) -> list[str]:
+    """The statements that wire a replica at deploy time, on every back-end: it replicates
+    from ``source`` (host, port: the source itself, or the toxiproxy link in between) as
+    ``creds``, by GTID (``slave_pos``; MySQL and Percona Server: auto-position) or from the
+    file ``position`` (``mode`` file_position), ``delay`` seconds behind; read-only unless
+    ``read_only`` is False (two primaries).
+
+    ``dbdeployer``: the replica was wired by dbdeployer (native replication): its user and
+    its GTID setting are dbdeployer's and are kept (``creds`` must be None); with ``source``
+    None its whole wiring is kept but for the retry interval (no link, no delay, no file
+    coordinates to set: dbdeployer's wiring is what the plan wants)."""
+    if dbdeployer and creds is not None:
+        raise ValueError("a replica wired by dbdeployer keeps dbdeployer's user")
+    if not dbdeployer and (source is None or creds is None):
+        raise ValueError("a replica needs a source and a user (dbdeployer's are kept only "
+                         "on a replica it wired)")
+    if (mode == "file_position") != (position is not None):
+        raise ValueError("file coordinates go with mode file_position, and it needs them")
+    if source is None and (position is not None or delay):
+        raise ValueError("keeping dbdeployer's wiring sets no coordinates and no delay")
+    use_gtid: UseGtid | None = "no" if mode == "file_position" else "slave_pos"
+    if dbdeployer and mode == "gtid":
+        use_gtid = None  # dbdeployer's own choice
+    host, port = source if source is not None else (LOOPBACK, None)
+    log_file, log_pos = position if position is not None else (None, None)
+    stmt = change_master(port, host=host, creds=creds, use_gtid=use_gtid, log_file=log_file,
+                         log_pos=log_pos, delay=delay, flavor=flavor)
+    return [*(["SET GLOBAL read_only=ON"] if read_only else []), "STOP SLAVE", stmt,
+            "START SLAVE"]
+
+
+class WiredNode(SqlNode, Protocol):
+    """A server ``wire_replica`` wires: ``runners.node.Node`` is one (native and containers)."""
+
+    admin: Credentials
+    error_log: Any
+
+    @property
+    def addr(self) -> Address: ...
+    @property
+    def component(self) -> str: ...
+
+
+def wire_replica(
+    replica: WiredNode,
+    source: SqlNode,
+    address: tuple[str, int] | None,
+    creds: Credentials | None,
+    *,
+    mode: ReplicationMode = "gtid",
+    delay: float | None = None,
+    flavor: str = "mariadb",
+    read_only: bool = True,
+    dbdeployer: bool = False,
+) -> None:
+    """Wire ``replica`` to replicate from ``source``, reached at ``address`` (host, port: the
+    source's, or its toxiproxy link's), with ``replica_statements`` run as the replica's admin.
+
+    File and position (``mode`` file_position): explicit coordinates, the source's binary
+    log position (after a restart with relay_log_recovery the replica may not know its file
+    name, and an empty one never advances). A replica that replicates already (dbdeployer's)
+    first applies everything it was sent (``wait_applied``), so that the source's position
+    is its own; one that replicates from nothing yet (a fresh container) has nothing to
+    apply."""
+    position = None
+    if mode == "file_position":
+        if slave_status(replica, timeout=5.0):
+            wait_applied(replica, source)
+        position = binlog_position(source, timeout=5.0)
+    execute_all(replica.addr, replica.admin, replica_statements(
+        address, creds, mode=mode, position=position, delay=delay, flavor=flavor,
+        read_only=read_only, dbdeployer=dbdeployer))
 
 
 PROMOTE_STATEMENTS = ("STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only=OFF")

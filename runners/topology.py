@@ -57,7 +57,6 @@ from runners.mysql import Address, Credentials, execute_all, wait_until
 from runners.node import Node, SandboxNode
 from runners.node_primitives import NodePrimitives, deploy_cell, password
 from runners.proxysql import ProxySQL
-from runners.replication import change_master
 from runners.router import Router
 from runners.runtime import Run
 from runners.sandbox import SandboxRequest, check_identity, split_config
@@ -330,7 +329,7 @@ class NativeTopology(NodePrimitives):
         # dbdeployer's admin user has no GRANT OPTION on MariaDB: grant as root on the socket.
         import MySQLdb
 
-        from runners.bare import user_statements
+        from runners.users import user_statements
 
         first = nodes[0]
         sock = next(first.datadir.glob("mysql_sandbox*.sock"))
@@ -341,9 +340,9 @@ class NativeTopology(NodePrimitives):
                                    password=self.admin.password, connect_timeout=5)
         try:
             cur = conn.cursor()
-            for stmt in user_statements(self.admin, self.app, self.repl):
-                if self.repl.user not in stmt:
-                    cur.execute(stmt)
+            # dbdeployer's replication user is the one the replicas use: no lab one
+            for stmt in user_statements(self.admin, self.app, None):
+                cur.execute(stmt)
             cur.close()
         finally:
             conn.close()
@@ -370,26 +369,15 @@ class NativeTopology(NodePrimitives):
                                           self.run.ports.replication_proxy(node.index),
                                           primary.port)
                 port = link.listen
-            if not self.toxi and self.plan.replication_mode != "file_position" and \
-                    not planned.delay:
-                # dbdeployer's wiring is what we want, but for the retry interval.
-                execute_all(node.addr, self.admin, [
-                    "SET GLOBAL read_only=ON", "STOP SLAVE", change_master(), "START SLAVE"])
-                continue
-            stmts = ["STOP SLAVE", "SET GLOBAL read_only=ON"]
-            if self.plan.replication_mode == "file_position":
-                # Explicit coordinates: after a restart with relay_log_recovery the replica
-                # may not know its file name, and an empty one never advances. The replica
-                # has applied everything first, so the primary's position is its own.
-                replication.wait_applied(node, primary)
-                log_file, log_pos = replication.binlog_position(primary, timeout=5.0)
-                stmts.append(change_master(port, use_gtid="no", log_file=log_file,
-                                           log_pos=log_pos, delay=planned.delay,
-                                           flavor=self.plan.engine.flavor))
-            else:
-                stmts.append(change_master(port, delay=planned.delay))
-            stmts.append("START SLAVE")
-            execute_all(node.addr, self.admin, stmts)
+            # dbdeployer wired these replicas (its user, its GTID setting: both kept). With no
+            # link, delay or file coordinates to set, its wiring is what the plan wants but
+            # for the retry interval: address None keeps it.
+            keep = not self.toxi and self.plan.replication_mode != "file_position" and \
+                not planned.delay
+            replication.wire_replica(
+                node, primary, None if keep else (replication.LOOPBACK, port), None,
+                mode=self.plan.replication_mode or "gtid", delay=planned.delay,
+                flavor=self.plan.engine.flavor, dbdeployer=True)
         self.wait_replication_running()
 
     def wait_replication_running(self, timeout: float = 30.0) -> None:

@@ -4,9 +4,9 @@
 network namespaces on a per-run bridge network where each is reachable by its name (the
 replicas replicate from ``db1:3306``); each node's port 3306 is published on 127.0.0.1 at the
 node's port of the run's block (the same ports ``lab plan`` shows), so workloads and the lab's
-own connections reach it as they reach a native node. Credentials are made for the run and
-given to the containers' entrypoint, which creates the users on each node without writing them
-to the binary log.
+own connections reach it as they reach a native node. Credentials are made for the run; the
+users are the native ones at '%' (``runners.users``), in a file each node's server runs at
+every start (``--init-file``) without writing them to the binary log.
 
 The process verbs go through the engine's API, so they work on a remote engine too:
 ``kill`` is SIGKILL to the container (its init and the server die at once: a crash; the
@@ -15,7 +15,8 @@ container stays exited until the experiment starts it, as a killed native server
 same data (``start ... with`` options are written to ``/etc/lab/start-options`` in the
 container first and apply to that start only), ``pause``/``resume`` the engine's freezer.
 
-Replication is wired as natively: GTID (``slave_pos``) or file and position, semi-sync from
+Replication is wired as natively, by the same function
+(``runners.replication.wire_replica``): GTID (``slave_pos``) or file and position, semi-sync from
 the plan's settings, ``delay``. Galera: the nodes find each other by name
 (``gcomm://g1,g2,g3`` on the default ports, each in its own namespace), the lab's provider
 options (evs timeouts, gcache) without the loopback addresses of the native back-end; the first
@@ -75,10 +76,10 @@ from runners.mongo import MongoNode
 from runners.mysql import Address, Credentials, execute_all, sql_ready, wait_until
 from runners.node import READY_TIMEOUT, Node
 from runners.node_primitives import NodePrimitives, deploy_cell, password
-from runners.replication import change_master
 from runners.router import Router
 from runners.runtime import Run, runtime_root
 from runners.toxiproxy import Toxiproxy
+from runners.users import init_file
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,7 @@ START_OPTIONS = "/etc/lab/start-options"
 DATADIR = "/var/lib/mysql"  # in every node's container
 FAKETIME_FILE = "/etc/lab/faketime"  # clock skew: the server's offset, in its container
 USER_ENTRYPOINT = "/lab-entrypoint"  # the lab's entrypoint, copied into an image of the file's
+USERS_FILE = "/lab-users.sql"  # the lab's users (runners.users.init_file), in every node
 # disk full: the lab's tmpfs (this machine's, bind-mounted) in the node's container
 MOUNTS = {"data": "/lab/data", "binlog": "/lab/binlog"}
 SEED_SIZE = 2 * 1024**3  # a data directory's tmpfs while the image's is copied in (then shrunk)
@@ -434,11 +436,6 @@ class ContainerTopology(NodePrimitives):
 
         r = self.plan.router
         assert r is not None and self.engine is not None
-        # the user of HAProxy's mysql-check, on every node (no binary log: no errant GTID;
-        # Galera may replicate it: it exists already, IF NOT EXISTS)
-        for node in self.nodes.values():
-            execute_all(node.addr, self.admin, ["SET SESSION sql_log_bin=0",
-                                                "CREATE USER IF NOT EXISTS 'hacheck'@'%'"])
         extra = list(self.nodes) if self.plan.topology == "replication" else sorted(
             {a.node.name for a in self.plan.actions() if isinstance(a, Promote)})
         writers = list(dict.fromkeys([*r.writers, *extra]))
@@ -595,9 +592,7 @@ class ContainerTopology(NodePrimitives):
         from testcontainers.core.container import DockerContainer
 
         assert self.engine is not None
-        env = {"LAB_ADMIN_USER": self.admin.user, "LAB_ADMIN_PASSWORD": self.admin.password,
-               "LAB_APP_USER": self.app.user, "LAB_APP_PASSWORD": self.app.password,
-               "LAB_REPL_USER": self.repl.user, "LAB_REPL_PASSWORD": self.repl.password}
+        env: dict[str, str] = {}
         if p.name in self.plan.faketime_nodes:
             env["LAB_FAKETIME_FILE"] = FAKETIME_FILE
         mounts = self._disk_mounts(p.name)
@@ -623,8 +618,12 @@ class ContainerTopology(NodePrimitives):
         if p.image is not None:
             tc.with_copy_into_container(images.ENTRYPOINT.read_bytes(), USER_ENTRYPOINT,
                                         mode=0o755)
+        # the lab's users (runners.users, as natively but at '%'): the server's init file,
+        # given after the entrypoint's own (the last --init-file is the one read)
+        tc.with_copy_into_container(init_file(self.admin, self.app, self.repl).encode(),
+                                    USERS_FILE, mode=0o644)
         tc.with_command([str(p.server_id), *server_args(
-            p, group, {k: MOUNTS[k] for k in mounts})])
+            p, group, {k: MOUNTS[k] for k in mounts}), f"--init-file={USERS_FILE}"])
         for kind, host_dir in mounts.items():
             tc.with_volume_mapping(str(host_dir), MOUNTS[kind], "rw")
         if bootstrap:  # the options of the first start only (the entrypoint reads them)
@@ -706,19 +705,10 @@ class ContainerTopology(NodePrimitives):
         for name, node in self.nodes.items():
             if name == self.primary:
                 continue
-            planned = self.planned[name]
-            host, port = self._replication_source(name, self.primary)
-            stmts = ["STOP SLAVE", "SET GLOBAL read_only=ON"]
-            if self.plan.replication_mode == "file_position":
-                log_file, log_pos = replication.binlog_position(primary, timeout=5.0)
-                stmts.append(change_master(port, host=host, creds=self.repl,
-                                           use_gtid="no", log_file=log_file, log_pos=log_pos,
-                                           delay=planned.delay))
-            else:
-                stmts.append(change_master(port, host=host, creds=self.repl,
-                                           use_gtid="slave_pos", delay=planned.delay))
-            stmts.append("START SLAVE")
-            execute_all(node.addr, self.admin, stmts)
+            replication.wire_replica(
+                node, primary, self._replication_source(name, self.primary), self.repl,
+                mode=self.plan.replication_mode or "gtid", delay=self.planned[name].delay,
+                flavor=self.plan.engine.flavor)
         self.wait_replication_running()
 
     def _wire_pair(self) -> None:
@@ -727,10 +717,9 @@ class ContainerTopology(NodePrimitives):
         names = [p.name for p in sorted(self.cell.nodes, key=lambda n: n.index)]
         for name in names:
             other = names[1] if name == names[0] else names[0]
-            host, port = self._replication_source(name, other)
-            execute_all(self.nodes[name].addr, self.admin, [
-                "STOP SLAVE", change_master(port, host=host, creds=self.repl,
-                                            use_gtid="slave_pos"), "START SLAVE"])
+            replication.wire_replica(
+                self.nodes[name], self.nodes[other], self._replication_source(name, other),
+                self.repl, flavor=self.plan.engine.flavor, read_only=False)
         self.wait_replication_running()
 
     def wait_replication_running(self, timeout: float = 30.0) -> None:
