@@ -5,11 +5,11 @@ One source of truth: each back-end's topology class declares its capabilities
 (``capabilities``: ``runners.capabilities``' Protocol classes: ``capabilities(backend)``)
 and each fault family declares what its actions need (``fault.NEEDS``). ``problems(experiment)``
 lists (span, message, hint) for what the experiment's back-end lacks, the first need of each
-action it lacks: ``io delay (lab-iofs under the node's data directory) runs natively only, not
-on containers yet``; and, on ``containers``, the topologies, engines and routers it does not run
-yet (the few actions that act on the engine's machine from this one, ``needs_local_engine``, are
-refused before any container starts when the engine is remote). ``lab run --backend
-containers`` checks the file again with the back-end it overrides.
+action it lacks: ``kill of several Galera nodes at once (the whole-cluster recovery: ...) runs
+natively only, not on containers yet``; and, on ``containers``, the topologies, engines and
+routers it does not run yet (the few actions that act on the engine's machine from this one,
+``needs_local_engine``, are refused before any container starts when the engine is remote).
+``lab run --backend containers`` checks the file again with the back-end it overrides.
 
 The native back-end declares every capability an action can need (a unit test holds it to
 that), so a native file is not compared: the comparison imports the fault families and the
@@ -25,8 +25,10 @@ from dsl.models import (
     DiskFault,
     DropCaches,
     Experiment,
+    IoFault,
     NetworkFault,
     NodeAction,
+    NodeGroupAction,
     Span,
 )
 
@@ -50,10 +52,12 @@ def uses_links(actions: Sequence[Action], backend: str) -> bool:
 
 def needs_local_engine(a: Action) -> bool:
     """Actions that act on the engine's machine from this one (``backend containers``): the
-    page cache (``drop caches``, ``cold restart``) and a tmpfs mounted for the node (``disk
-    full``). Everything else goes through the engine's API and works on a remote engine."""
-    return isinstance(a, (DropCaches, DiskFault)) or (
-        isinstance(a, NodeAction) and a.verb == "cold_restart")
+    page cache (``drop caches``, ``cold restart``), a tmpfs mounted for the node (``disk
+    full``) and lab-iofs mounted for it (``io delay``, ``io fail``, a kill ``losing unsynced
+    writes``). Everything else goes through the engine's API and works on a remote engine."""
+    return isinstance(a, (DropCaches, DiskFault, IoFault)) or (
+        isinstance(a, NodeAction) and a.verb == "cold_restart") or (
+        isinstance(a, (NodeAction, NodeGroupAction)) and a.lose_unsynced)
 
 
 def capabilities(backend: str) -> frozenset[type]:

@@ -34,6 +34,10 @@ starts after a kill or stop. Latency and bandwidth go on toxiproxy links
 (``runners.containers.toxiproxy``: toxiproxy in a container of its own), made when the file has
 such a fault or one on the clients link (``dsl.backends.uses_links``): the replicas replicate
 through it, the clients and the router reach the nodes through it, as natively.
+
+I/O faults (``io delay``, ``io fail``, ``kill ... losing unsynced writes``): the node's data
+directory is lab-iofs mounted on this machine and bind-mounted into its container
+(``runners.containers.iofs``): the same daemon and control file as natively.
 """
 
 from __future__ import annotations
@@ -51,8 +55,8 @@ from dsl.actions import describe
 from dsl.backends import CONTAINER_TOPOLOGIES, needs_local_engine, uses_links
 from dsl.models import Promote
 from dsl.owned import NODE_DIR_PATHS, RUNTIME
-from dsl.plan import Cell, Plan, PlannedNode
-from runners import components, disk, netcut, replication
+from dsl.plan import Cell, Plan, PlannedNode, unsynced_nodes
+from runners import components, disk, iofs, netcut, replication
 from runners.capabilities import (
     Capabilities,
     CgroupLimits,
@@ -60,6 +64,7 @@ from runners.capabilities import (
     ClockInNode,
     ContainerLimits,
     Disk,
+    IoFaults,
     Latency,
     LinkCut,
     NamedSources,
@@ -68,10 +73,13 @@ from runners.capabilities import (
     PeerCuts,
     Process,
     RouterProcess,
+    UnsyncedLoss,
 )
 from runners.containers import engine as engines
 from runners.containers import image as images
+from runners.containers import iofs as ctr_iofs
 from runners.errors import ComponentError
+from runners.iofs import IoFs
 from runners.mongo import MongoNode
 from runners.mysql import Address, Credentials, execute_all, sql_ready, wait_until
 from runners.node import READY_TIMEOUT, Node
@@ -89,7 +97,8 @@ DATADIR = "/var/lib/mysql"  # in every node's container
 FAKETIME_FILE = "/etc/lab/faketime"  # clock skew: the server's offset, in its container
 USER_ENTRYPOINT = "/lab-entrypoint"  # the lab's entrypoint, copied into an image of the file's
 USERS_FILE = "/lab-users.sql"  # the lab's users (runners.users.init_file), in every node
-# disk full: the lab's tmpfs (this machine's, bind-mounted) in the node's container
+# disk full: the lab's tmpfs (this machine's, bind-mounted) in the node's container; io faults:
+# the lab-iofs mount (this machine's, bind-mounted) at the same place
 MOUNTS = {"data": "/lab/data", "binlog": "/lab/binlog"}
 SEED_SIZE = 2 * 1024**3  # a data directory's tmpfs while the image's is copied in (then shrunk)
 STOP_TIMEOUT = 60
@@ -329,11 +338,12 @@ class ContainerTopology(NodePrimitives):
     """Servers as containers of the lab's node image on a container engine
     (``runners.containers.engine``)."""
 
-    # what it lacks yet (io faults, unsynced loss, a whole Galera cluster's recovery)
-    # ``lab check`` refuses there (``dsl.backends``)
+    # what it lacks yet (a whole Galera cluster's recovery) ``lab check`` refuses there
+    # (``dsl.backends``); io faults and unsynced loss: lab-iofs of this machine, bind-mounted
+    # (``runners.containers.iofs``)
     capabilities: ClassVar[Capabilities] = frozenset({
-        Process, Pause, Latency, LinkCut, Disk, CgroupLimits, Clock, PageCache,
-        RouterProcess, PeerCuts, NamedSources, ClockInNode, ContainerLimits})
+        Process, Pause, Latency, LinkCut, Disk, CgroupLimits, Clock, PageCache, IoFaults,
+        UnsyncedLoss, RouterProcess, PeerCuts, NamedSources, ClockInNode, ContainerLimits})
 
     run: Run
     plan: Plan
@@ -352,6 +362,7 @@ class ContainerTopology(NodePrimitives):
     timings: dict[str, float] = field(default_factory=dict)
     cuts: list[netcut.Cut] = field(default_factory=list)  # in force, node by node
     tmpfs: dict[str, int] = field(default_factory=dict)  # node -> its data dir's tmpfs size
+    iofs: dict[str, IoFs] = field(default_factory=dict)  # node -> its data dir's lab-iofs
     monitor: Credentials = field(default_factory=lambda: Credentials("lab_monitor", password()))
     user_images: dict[str, str] = field(default_factory=dict)  # the file's image -> the engine's
 
@@ -369,6 +380,9 @@ class ContainerTopology(NodePrimitives):
         self.engine = engines.connect(self.run)
         self.timings["engine"] = time.monotonic() - t0
         local_only = [describe(a) for a in self.plan.actions() if needs_local_engine(a)]
+        if self.plan.iofs_nodes and self.plan.topology == "mongodb_replset":
+            raise ComponentError("containers", "io faults and unsynced loss on containers: "
+                                 "MariaDB nodes only (backend native runs them on mongod)")
         if local_only and not self.engine.local:
             raise ComponentError("container engine", f"{', '.join(local_only)}: needs the "
                                  f"engine on this machine, and {self.engine.url} is another "
@@ -401,6 +415,11 @@ class ContainerTopology(NodePrimitives):
             assert isinstance(node, ContainerNode)
             node.locate_datadir()
         self._shrink_disks()
+        t = time.monotonic()
+        for name in unsynced_nodes(self.plan.actions()):  # the deploy's writes: synced
+            ctr_iofs.mark_synced(self.iofs[name])
+        if self.iofs:
+            self.timings["iofs_synced"] = time.monotonic() - t
         if self.plan.topology == "mongodb_replset":
             from runners.mongo import initiate, replset_name
 
@@ -596,6 +615,13 @@ class ContainerTopology(NodePrimitives):
         if p.name in self.plan.faketime_nodes:
             env["LAB_FAKETIME_FILE"] = FAKETIME_FILE
         mounts = self._disk_mounts(p.name)
+        if p.name in self.plan.iofs_nodes:  # io delay, io fail: lab-iofs, bind-mounted
+            if "data" in mounts:
+                raise ComponentError(f"node {p.name}", "disk full and io faults on one node's "
+                                     "data directory: lab-iofs cannot share it with the tmpfs")
+            self.iofs[p.name] = ctr_iofs.mount(self.run, p.name,
+                                               p.name in unsynced_nodes(self.plan.actions()))
+            mounts["data"] = self.iofs[p.name].mountpoint
         if "data" in mounts:
             env["LAB_DATADIR"] = MOUNTS["data"]
         if "binlog" in mounts:
@@ -661,7 +687,7 @@ class ContainerTopology(NodePrimitives):
     def _shrink_disks(self) -> None:
         for node in self.nodes.values():
             assert isinstance(node, ContainerNode)
-            if node.host_datadir is None:
+            if node.host_datadir is None or node.name in self.iofs:
                 continue
             size = disk.tmpfs_size(disk.dir_bytes(node.host_datadir))
             try:
@@ -901,4 +927,6 @@ class ContainerTopology(NodePrimitives):
                 self.run.forget(service)
             if eng.host_net:  # the lab's service, or an engine the user runs on this machine
                 engines.HostNetState.release(self.run.dir)
+        for fs in self.iofs.values():  # lab-iofs: unmounted once no container holds it
+            iofs.unmount(fs)
         return time.monotonic() - t0

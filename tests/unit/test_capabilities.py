@@ -68,22 +68,33 @@ def load_experiment_action() -> object:
     return load_experiment(path).timeline[0].action
 
 
-def test_an_io_fault_is_refused_on_containers_by_lab_run_too() -> None:
-    """``io delay`` needs ``IoFaults``, which only the native back-end declares: a native
+def test_io_faults_run_on_containers_a_group_recovery_is_refused_by_lab_run() -> None:
+    """``io delay`` and a kill losing unsynced writes need ``IoFaults`` and ``UnsyncedLoss``,
+    which both back-ends declare (containers: lab-iofs bind-mounted); a kill of several Galera
+    nodes at once needs ``GroupRecovery``, which only the native back-end declares: a native
     file run with --backend containers is refused before anything starts."""
     text = """experiment "r" {
   duration 10s
   topology replication { primary db1  replicas db2 }
   workload w: unique_writes { target db1  rate 50/s }
   at 2s io delay db2 1ms on reads
+  at 4s kill db2 losing unsynced writes
 }
 """
     assert check_text(text) == []
     path = Path(tempfile.mkdtemp()) / "r.exp"
     path.write_text(text)
+    assert backend_errors(path, "containers") == []
+    path.write_text("""experiment "g" {
+  duration 10s
+  topology galera { nodes g1, g2, g3 }
+  at 2s io delay g2 1ms on reads
+  at 4s kill g1, g2, g3 within 1s
+}
+""")
     assert [e.message for e in backend_errors(path, "containers")] == [
-        "io delay (lab-iofs under the node's data directory) runs natively only, not on "
-        "containers yet"]
+        "kill of several Galera nodes at once (the whole-cluster recovery: --wsrep-recover, "
+        "bootstrap, joins) runs natively only, not on containers yet"]
 
 
 def test_a_router_process_fault_runs_on_containers() -> None:

@@ -13,7 +13,15 @@ import pytest
 
 from dsl.api import check_text, plan_text
 from dsl.backends import needs_local_engine, uses_links
-from dsl.models import DiskFault, DropCaches, NetworkFault, NodeAction, NodeRef
+from dsl.models import (
+    DiskFault,
+    DropCaches,
+    IoFault,
+    NetworkFault,
+    NodeAction,
+    NodeGroupAction,
+    NodeRef,
+)
 from fault.context import Context
 from fault.network import NetworkState, heal, network
 from fault.resources import OomWatcher
@@ -43,11 +51,14 @@ def test_a_run_gets_links_natively_with_any_network_fault_on_containers_only_for
         assert uses_links([cut, a], "containers")
 
 
-def test_only_the_page_cache_and_a_tmpfs_need_the_engine_on_this_machine() -> None:
+def test_only_the_page_cache_a_tmpfs_and_lab_iofs_need_the_engine_on_this_machine() -> None:
     assert needs_local_engine(DropCaches())
     assert needs_local_engine(DropCaches(node=DB1))
     assert needs_local_engine(NodeAction(verb="cold_restart", node=DB1))
     assert needs_local_engine(DiskFault(verb="full", node=DB1))
+    assert needs_local_engine(IoFault(verb="delay", node=DB1, delay=0.05))
+    assert needs_local_engine(NodeAction(verb="kill", node=DB1, lose_unsynced=True))
+    assert needs_local_engine(NodeGroupAction(verb="kill", nodes=[DB1], lose_unsynced=True))
     assert not needs_local_engine(NodeAction(verb="kill", node=DB1))
     assert not needs_local_engine(NetworkFault(verb="latency", node=DB1, latency=0.1))
 
@@ -74,8 +85,8 @@ def test_every_fault_family_runs_on_containers() -> None:
 
 
 def test_what_needs_the_native_back_end_is_refused_on_containers() -> None:
-    """lab-iofs faults and a Galera cluster's whole-cluster recovery run natively only: lab
-    check says so where the action stands (they failed at run time before)."""
+    """A Galera cluster's whole-cluster recovery runs natively only: lab check says so where
+    the action stands (it failed at run time before); lab-iofs faults run on both."""
     text = """experiment "n" {
   backend containers
   duration 20s
@@ -88,8 +99,6 @@ def test_what_needs_the_native_back_end_is_refused_on_containers() -> None:
 """
     got = [(e.span.line, e.message.split(" runs natively")[0]) for e in check_text(text)]
     assert got == [
-        (5, "io delay (lab-iofs under the node's data directory)"),
-        (6, "io heal (lab-iofs under the node's data directory)"),
         (7, "kill of several Galera nodes at once (the whole-cluster recovery: --wsrep-recover,"
             " bootstrap, joins)"),
         (8, "start of several Galera nodes at once (the whole-cluster recovery: "
