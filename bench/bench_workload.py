@@ -36,9 +36,10 @@ from dsl.plan import Cell, Plan, PlannedNode, PlannedWorkload  # noqa: E402
 from lab.run.recorder import Recorder  # noqa: E402
 from runners.components import require  # noqa: E402
 from runners.mysql import execute_all  # noqa: E402
+from runners.probe_workloads import UniqueWritesWorkload  # noqa: E402
 from runners.runtime import Run  # noqa: E402
 from runners.topology import Topology  # noqa: E402
-from runners.workloads import ClientEnv, UniqueWritesWorkload, table_ddl  # noqa: E402
+from runners.workloads import ClientEnv, table_ddl  # noqa: E402
 
 CLIENT_COUNTS = [int(c) for c in os.environ.get("BENCH_CLIENTS", "4,16").split(",") if c.strip()]
 SECONDS = float(os.environ.get("BENCH_SECONDS", "10"))

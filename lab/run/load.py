@@ -33,6 +33,7 @@ from runners import replication
 from runners.galera_watch import GaleraWatcher
 from runners.mysql import Address
 from runners.ops import Op, Sample
+from runners.read_your_writes import ReadYourWritesWorkload
 from runners.replication import HeartbeatWriter, LagSampler
 from runners.replication_watch import ReplicationWatcher
 from runners.router_watch import RouterWatcher
@@ -40,14 +41,8 @@ from runners.sysbench import SysbenchWorkload
 from runners.tables import count_rows, make_tables
 from runners.topology import Topology
 from runners.txn_workloads import TXN_KINDS
-from runners.workloads import (
-    KINDS,
-    SCHEMA,
-    ClientEnv,
-    ReadYourWritesWorkload,
-    Workload,
-    table_ddl,
-)
+from runners.workload_kinds import KINDS
+from runners.workloads import SCHEMA, ClientEnv, Workload, table_ddl
 
 # (action, what the view shows) -> the op's value (``resolved``: router.writer's node)
 ApplyAction = Callable[[Action, str], dict[str, Any] | None]

@@ -1,4 +1,5 @@
-"""The lab's own workloads (runners/workloads.py) against an in-memory fake database.
+"""The lab's own workloads (runners/workloads.py, probe_workloads.py, read_your_writes.py)
+against an in-memory fake database.
 
 ``runners.workloads.connect_within`` and ``runners.workloads.run_within`` are replaced by fakes
 over ``FakeCluster``: a primary holding {key: version} and replicas that apply every write a
@@ -25,6 +26,8 @@ import MySQLdb
 import pytest
 
 import runners.mysql as rmysql
+import runners.probe_workloads as probe
+import runners.read_your_writes as rywmod
 import runners.workloads as wl
 from dsl.plan import PlannedWorkload
 from lab.history import CONNECT_TIMEOUT, NOT_SENT_PREFIX, Op, never_sent
@@ -189,7 +192,7 @@ TIMEOUT = 0.1  # the workload's statement timeout: below D on purpose
 RATE = 20.0
 DURATION = 1.5
 READS = ["db2", "db3", "db1"]  # two delayed replicas, and the primary
-POLL = wl.ReadYourWritesWorkload.POLL  # 0.01 s
+POLL = rywmod.ReadYourWritesWorkload.POLL  # 0.01 s
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +200,7 @@ def ryw() -> tuple[History, FakeCluster]:
     cluster = FakeCluster({"db1": 0.0, "db2": D, "db3": D})
     spec = PlannedWorkload(name="w", kind="read_your_writes", targets=["db1"], reads=READS,
                            clients=1, rate=RATE, duration=DURATION, timeout=TIMEOUT)
-    hist = run_workload(wl.ReadYourWritesWorkload, spec, cluster)
+    hist = run_workload(rywmod.ReadYourWritesWorkload, spec, cluster)
     return hist, cluster
 
 
@@ -294,7 +297,7 @@ def test_failed_write_uses_up_its_version() -> None:
     k0 = 7 * 1000
     cluster.fail_writes.add((k0, 1))
     spec = PlannedWorkload(name="w", kind="read_your_writes", targets=["db1"], clients=1, ops=17)
-    hist = run_workload(wl.ReadYourWritesWorkload, spec, cluster, first_process=7)
+    hist = run_workload(rywmod.ReadYourWritesWorkload, spec, cluster, first_process=7)
     done = [o for o in hist.completions("write") if o.key == k0]
     assert [(o.type, o.value, o.error) for o in done] == [("fail", 1, 1290), ("ok", 2, None)]
     assert not never_sent(done[0].error, done[0].error_msg)  # it reached the server
@@ -571,7 +574,7 @@ def test_auto_increment_inserts_carry_unique_values() -> None:
     cluster = FakeCluster({"db1": 0.0})
     spec = PlannedWorkload(name="u", kind="unique_insert", targets=["db1"], clients=2, ops=20,
                            keys="auto_increment")
-    hist = run_workload(wl.UniqueInsertWorkload, spec, cluster)
+    hist = run_workload(probe.UniqueInsertWorkload, spec, cluster)
     ok = hist.completions("insert", "ok")
     assert len(ok) == 20
     values = [o.value for o in ok]
@@ -608,14 +611,14 @@ def test_a_paced_workload_makes_its_rate_times_its_duration() -> None:
     client began (here 30 ms late); two clients at ``rate 10/s`` take turns, 100 ms apart."""
     spec = PlannedWorkload(name="p", kind="probe", targets=["db1"], clients=1, rate=50.0,
                            duration=1.0)
-    w = wl.ProbeWorkload(spec, make_env(History()), 0, 1.0)
+    w = probe.ProbeWorkload(spec, make_env(History()), 0, 1.0)
     w.started_at = time.monotonic() - 0.03
     pace, n = w._pace(0), 0
     while not w._should_stop():
         n += 1
         pace()
     assert n == 50
-    two = wl.ProbeWorkload(spec.model_copy(update={"clients": 2, "rate": 10.0}),
+    two = probe.ProbeWorkload(spec.model_copy(update={"clients": 2, "rate": 10.0}),
                            make_env(History()), 0, 1.0)
     two.started_at = time.monotonic()
     two._pace(1)  # waits for client 1's first slot
@@ -635,7 +638,8 @@ def test_the_live_view_counts_operations_as_throughput_does() -> None:
            Op("ok", "poll", 2, 3, "ryw"), Op("fail", "read", 3, 4, "ryw", error=2003),
            Op("ok", "read", 4, 5, "p"), Op("invoke", "read", 4, 6, "p")]
     fake = SimpleNamespace(recorder=SimpleNamespace(_ops=ops, _samples=[]), workloads={
-        "ryw": object.__new__(wl.ReadYourWritesWorkload), "p": object.__new__(wl.ProbeWorkload)})
+        "ryw": object.__new__(rywmod.ReadYourWritesWorkload),
+        "p": object.__new__(probe.ProbeWorkload)})
     out = Load._stats(fake, {}, 1.0)  # type: ignore[arg-type]
     assert out == {"ryw": {"ops": 1.0, "errors": 1.0}, "p": {"ops": 1.0, "errors": 0.0}}
 
@@ -732,7 +736,7 @@ class _ReplicaBehind:
 
 
 def _reader_after_the_load(endpoint: _ReplicaBehind) -> Any:
-    from runners.workloads import _Reader
+    from runners.read_your_writes import _Reader
 
     stop = threading.Event()
     r = _Reader(endpoint, "t", stop, 0.001, 5.0)  # type: ignore[arg-type]
@@ -775,7 +779,7 @@ def test_a_replica_behind_shows_its_last_writes_after_the_load() -> None:
     stop = threading.Event()
     with pytest.MonkeyPatch.context() as mp:
         patch_cluster(mp, cluster)
-        w = wl.ReadYourWritesWorkload(spec, make_env(hist, stop), 0, 60.0)
+        w = rywmod.ReadYourWritesWorkload(spec, make_env(hist, stop), 0, 60.0)
         w.start()
         time.sleep(1.2)
         stop.set()  # as lab.run.load does when the load ends
