@@ -215,9 +215,13 @@ def iofs_line(plan: Plan) -> str | None:
     and what that does to O_DIRECT."""
     if not plan.iofs_nodes:
         return None
-    return (f"On lab-iofs (io delay, io fail): {', '.join(plan.iofs_nodes)}. Once the topology "
-            "is up, the lab stops each, mounts lab-iofs (FUSE) over its data directory and "
-            "starts it again. innodb_flush_method is unchanged: files opened with O_DIRECT "
+    how = ("Before each node's container is made, the lab mounts lab-iofs (FUSE, on this "
+           "machine) under the run's directory and bind-mounts it into the container as the "
+           "node's data directory." if plan.backend == "containers" else
+           "Once the topology is up, the lab stops each, mounts lab-iofs (FUSE) over its data "
+           "directory and starts it again.")
+    return (f"On lab-iofs (io delay, io fail): {', '.join(plan.iofs_nodes)}. {how} "
+            "innodb_flush_method is unchanged: files opened with O_DIRECT "
             "bypass the kernel's page cache on the mount (FUSE direct_io) and lab-iofs writes "
             "them to the files underneath without O_DIRECT (through their page cache; fsync is "
             "passed on). InnoDB writes its redo log buffered there (innodb_log_file_buffering "
