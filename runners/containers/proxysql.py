@@ -34,7 +34,8 @@ from runners.containers.part import ContainerPart
 from runners.errors import ComponentError
 from runners.haproxy import Backend
 from runners.mysql import Credentials
-from runners.proxysql import Mode, ProxySQL, Server, config_text
+from runners.proxysql import ProxySQL
+from runners.proxysql_config import Mode, Server, config_text
 from runners.runtime import Run
 
 DEFAULT_IMAGE = "proxysql/proxysql"

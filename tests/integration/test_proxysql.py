@@ -19,7 +19,8 @@ import pytest
 
 from dsl.plan import PlannedRouter
 from runners.mysql import execute_all, scalar
-from runners.proxysql import BACKUP_WRITER_HG, OFFLINE_HG, STANDBY_HG, WRITER_HG, ProxySQL
+from runners.proxysql import ProxySQL
+from runners.proxysql_config import BACKUP_WRITER_HG, OFFLINE_HG, STANDBY_HG, WRITER_HG
 from runners.runtime import Run
 from runners.topology import Topology
 

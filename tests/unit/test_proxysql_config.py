@@ -13,21 +13,18 @@ import pytest
 from runners.components import find
 from runners.haproxy import Backend
 from runners.mysql import Credentials
-from runners.proxysql import (
+from runners.proxysql import ProxySQL, mode_for, monitor_user_setup, monitor_user_statements
+from runners.proxysql_config import (
     BACKUP_WRITER_HG,
     OFFLINE_HG,
     READER_HG,
     STANDBY_HG,
     WRITER_HG,
-    ProxySQL,
     Routing,
     Server,
     admin_statements,
     config_text,
     interval_ms,
-    mode_for,
-    monitor_user_setup,
-    monitor_user_statements,
     move_writer_statements,
     states_from_rows,
 )
