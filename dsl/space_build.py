@@ -1,6 +1,6 @@
 """The builder's part for fault spaces: ``faults { ... }`` -> ``dsl.models.FaultSpace``.
 
-A mixin of ``dsl.build.Builder`` (its methods are lark transformer callbacks, each wrapped with
+A part of ``dsl.build.Builder`` (its methods are lark transformer callbacks, each wrapped with
 ``v_args(meta=True)`` here because the Builder's class-level ``v_args`` skips inherited ones).
 A range ``1s..5s`` arrives as one QUANTITY token and is split here, each end checked for its
 unit like any other number.
@@ -85,7 +85,7 @@ class SpaceBuilder:
 
     @v_args(meta=True)
     def fault_space(self, meta: Meta, children: list[Any]) -> Any:
-        from dsl.build import Stmt
+        from dsl.build_base import Stmt
 
         windows = [c for c in children if isinstance(c, tuple) and c[0] == "window"]
         faults = [c for c in children if isinstance(c, SpaceFault)]
