@@ -42,7 +42,7 @@ from dsl.models import (
     Workload,
 )
 from dsl.space_build import SpaceBuilder
-from dsl.validate import is_safe_name
+from dsl.validate_safety import is_safe_name
 
 
 @v_args(meta=True)

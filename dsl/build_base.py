@@ -21,7 +21,8 @@ from dsl.models import (
     Span,
 )
 from dsl.units import QuantityError, kind_problem, parse_quantity
-from dsl.validate import PARAM_LIMITS, setting_problems
+from dsl.validate_base import PARAM_LIMITS
+from dsl.validate_safety import setting_problems
 
 ReplicationMode = Literal["gtid", "file_position"]
 

@@ -45,7 +45,7 @@ from dsl.models import (
     Trigger,
     WaitUntil,
 )
-from dsl.validate import setting_problems
+from dsl.validate_safety import setting_problems
 
 
 @v_args(meta=True)

@@ -39,7 +39,7 @@ from dsl.models import (
     Sweep,
     Variant,
 )
-from dsl.validate import setting_problems
+from dsl.validate_safety import setting_problems
 
 
 @v_args(meta=True)

@@ -76,7 +76,8 @@ from dsl.ports import (  # the port layout of a run's block
     ROUTER_READER_OFFSET,
     ROUTER_WRITER_OFFSET,
 )
-from dsl.validate import NodeInfo, topology_nodes, validate
+from dsl.validate import validate
+from dsl.validate_base import NodeInfo, topology_nodes
 
 NODE_PORT_STRIDE = 1
 

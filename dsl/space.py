@@ -140,7 +140,7 @@ def space_errors(exp: Experiment, path: str) -> list[LanguageError]:
     space = exp.faults
     if space is None:
         return []
-    from dsl.validate import did_you_mean, listing
+    from dsl.validate_base import did_you_mean, listing
 
     out: list[LanguageError] = []
     known = all_nodes(exp)

@@ -12,7 +12,7 @@ import pytest
 from dsl.api import check_text, format_errors, plan_text
 from dsl.metrics import METRICS
 from dsl.parser import grammar_keywords
-from dsl.validate import SYSBENCH_SCRIPTS
+from dsl.validate_base import SYSBENCH_SCRIPTS
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "language.md"
 DOC = DOC_PATH.read_text(encoding="utf-8")

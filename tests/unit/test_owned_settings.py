@@ -7,7 +7,7 @@ import pytest
 
 from dsl.api import check_text, format_errors, plan_text
 from dsl.owned import FILE_NAMES, OUTSIDE_RUN, SET_BY_LAB
-from dsl.validate import setting_problems
+from dsl.validate_safety import setting_problems
 
 PATH = "example.exp"
 MYSQL_OWNED = sorted(k for k in {**SET_BY_LAB, **OUTSIDE_RUN} if "." not in k)
