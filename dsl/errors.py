@@ -3,9 +3,10 @@
 A ``LanguageError`` is a value (path, span, message, hint, severity); ``LanguageErrors`` is
 the one exception the language raises for bad input, holding all errors found, sorted by
 position. A warning is a ``LanguageError`` with ``severity="warning"``: the file is valid but
-probably does not measure what it means to (``dsl.compile.plan_warnings``); it never makes a
-command fail. A note (``severity="note"``) tells something the reader must know, such as an
-action that needs root (``dsl.compile.root_notes``); it never makes a command fail either.
+probably does not measure what it means to (``dsl.compile_warnings.plan_warnings``); it never
+makes a command fail. A note (``severity="note"``) tells something the reader must know, such
+as an action that needs root (``dsl.compile_warnings.root_notes``); it never makes a command
+fail either.
 ``format_error`` renders one error the way compilers do::
 
     experiments/failover.exp:12:5: error: unknown node 'db4' (known: db1, db2, db3)

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Protocol
 
 from dsl import router_settings
 from dsl.actions import describe
-from dsl.compile import root_needs
+from dsl.compile_warnings import root_needs
 from dsl.models import NetworkFault, Promote
 from dsl.owned import normal_key
 from dsl.plan import Cell, Plan, PlannedNode, iofs_nodes, unsynced_nodes

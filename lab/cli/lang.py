@@ -19,7 +19,7 @@ from rich.text import Text
 
 from dsl.actions import describe, is_left, seconds, spread, undo
 from dsl.api import check_file, format_errors, load_plan
-from dsl.compile import plan_warnings, root_notes
+from dsl.compile_warnings import plan_warnings, root_notes
 from dsl.errors import LanguageError, LanguageErrors
 from dsl.models import Action, NodeGroupAction
 from dsl.owned import RUNTIME

@@ -176,7 +176,8 @@ class ExpFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         from dsl.api import format_errors, load_experiment
-        from dsl.compile import compile_experiment, plan_warnings
+        from dsl.compile import compile_experiment
+        from dsl.compile_warnings import plan_warnings
         from dsl.errors import LanguageErrors
 
         shown = self.shown

@@ -206,7 +206,7 @@ def test_promote_repoints_replicas_by_name_on_a_topology_with_its_own_network() 
 
 
 def test_a_group_partition_on_containers_needs_no_root_here() -> None:
-    from dsl.compile import root_needs
+    from dsl.compile_warnings import root_needs
 
     text = GALERA.replace("}\n}", "}\n  at 2s network partition g3 on group\n}")
     assert root_needs(plan_text(text)) == []

@@ -14,7 +14,7 @@ from histories import ctx, history, op
 
 from dsl.actions import needs_root, resolved_action, undo
 from dsl.api import check_text, parse_text, plan_text
-from dsl.compile import plan_warnings, root_notes
+from dsl.compile_warnings import plan_warnings, root_notes
 from dsl.models import NetworkFault, NodeAction, TimedAction
 from lab.cli.lang import schedule_rows
 from lab.judge.checkers import lost_writes

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dsl.api import format_errors, plan_text
-from dsl.compile import plan_warnings, root_notes
+from dsl.compile_warnings import plan_warnings, root_notes
 from dsl.errors import LanguageError
 from lab.cli import main
 from lab.cli.lang import cmd_check, cmd_plan
