@@ -1,5 +1,7 @@
-"""Showing runs: the end-of-run tables (``measurements``) and the compact summary matrix
-(``summary_matrix``) fitted to the terminal (``term_fit``); the HTML report (``html_report``,
-``html_page``) over the numbers read from a stored run (``data``); ``lab compare`` (``compare``,
-``compare_render``, with the repeats' statistics in ``stats``); and the figures of a cell that
-was never checked (``unchecked``)."""
+"""Showing runs. One table says how each checker's figures are shown and in which order
+(``metrics``); every presenter reads it: the end-of-run tables of ``lab show --all``
+(``measurements``, with each checker's rows in ``rows``) and the compact summary — the faults
+``timeline``, the matrix (``summary_matrix``) and its ``findings`` — fitted to the terminal
+(``term_fit``); the HTML report (``html_report``, ``html_page``) over the numbers read from a
+stored run (``data``); ``lab compare`` (``compare``, ``compare_render``, with the repeats'
+statistics in ``stats``); and the figures of a cell that was never checked (``unchecked``)."""

@@ -41,7 +41,8 @@ from lab.judge.checkers.base import CheckContext, CheckResult, WorkloadInfo
 from lab.judge.checkers.base import summary as stat_summary
 from lab.judge.claims import claim_lines
 from lab.judge.expectations import Unmeasurable, measure, metric_text
-from lab.report.measurements import COLLIDING_INSERTS, RYW, cell_info
+from lab.report.metrics import compared, last_from_operations, workload_sources
+from lab.report.rows import cell_info
 from lab.report.stats import CI_METHOD, Ratio, Spread, ratio, spread
 from lab.run.context import run_warnings, summary_identity
 from lab.store.db import Store, StoreError
@@ -184,49 +185,45 @@ def _subjects(data: CellData, checker: str) -> dict[str, dict[str, Any]]:
 
 def _workloads(data: CellData) -> list[str]:
     names: list[str] = []
-    for checker in ("throughput", "errors", "latency", "downtime", "lost_writes"):
+    for checker in workload_sources():
         names += [s for s in _subjects(data, checker) if " on " not in s and s not in names]
     return names
 
 
 def headline_metrics(data: CellData, last: float | None = None) -> list[Metric]:
-    """The figures of a cell worth comparing (the matrix's), and with ``last`` the per-second
-    series over the last N seconds."""
+    """The figures of a cell worth comparing (the matrix's: ``lab.report.metrics``'s
+    ``compare``), and with ``last`` the per-second series over the last N seconds."""
     info = cell_info(data.summary, data.cell)
     out: list[Metric] = []
     workloads = _workloads(data)
-    down = _subjects(data, "downtime")
-    stale = _subjects(data, "stale_reads")
-    lost = _subjects(data, "lost_writes")
+    per_workload = compared("workload")
     for w in workloads:
         kind = info.kind(w)
-        if w in down:
-            out += [_metric("downtime", w, "max"), _metric("downtime", w, "total")]
-        if w in stale and (kind == RYW or (kind is None and stale[w].get("eligible_reads"))):
-            out += [_metric("stale_reads", w, s) for s in ("ratio", "p50", "p99")]
-            nodes = sorted(k.split(" on ", 1)[1] for k in stale if k.startswith(f"{w} on "))
-            for n in nodes:
-                out += [_metric("stale_reads", w, s, on=n) for s in ("ratio", "p99")]
-        if w in lost:
-            out.append(_metric("lost_writes", w, "count"))
-        if kind in COLLIDING_INSERTS and w in _subjects(data, "duplicate_keys"):
-            out.append(_metric("duplicate_keys", w, "count"))
-        out += [_metric("errors", w, "count"), _metric("errors", w, "ratio"),
-                _metric("throughput", w, "mean"),
-                _metric("latency", w, "p50"), _metric("latency", w, "p99")]  # fmt: skip
-    if _dict(data.results.get("failover", CheckResult("failover", None)).metrics).get("count"):
-        out.append(_metric("failover", None, "outage"))
-    nodes = sorted(_subjects(data, "replication_lag"))
-    for n in nodes:
-        out += [_metric("replication_lag", n, "max"), _metric("replication_lag", n, "mean")]
+        for name, c in per_workload:
+            subjects = _subjects(data, name)
+            if not c.always and w not in subjects:
+                continue
+            if c.kinds is not None and kind not in c.kinds and not (
+                    kind is None and c.guess is not None and subjects[w].get(c.guess)):
+                continue
+            out += [_metric(name, w, s) for s in c.stats]
+            nodes = sorted(k.split(" on ", 1)[1] for k in subjects if k.startswith(f"{w} on "))
+            for n in nodes if c.on_nodes else []:
+                out += [_metric(name, w, s, on=n) for s in c.on_nodes]
+    for name, c in compared("run"):
+        if _dict(data.results.get(name, CheckResult(name, None)).metrics).get("count"):
+            out += [_metric(name, None, s) for s in c.stats]
+    per_node = [(name, c, sorted(_subjects(data, name))) for name, c in compared("node")]
+    for name, c, nodes in per_node:
+        for n in nodes:
+            out += [_metric(name, n, s) for s in c.stats]
     if last is not None:
         for w in workloads:
-            out += [_metric("throughput", w, "mean", last=last),
-                    _metric("latency", w, "p50", last=last),
-                    _metric("latency", w, "p99", last=last)]  # fmt: skip
-        for n in nodes:
-            out += [_metric("replication_lag", n, "mean", last=last),
-                    _metric("replication_lag", n, "max", last=last)]  # fmt: skip
+            for name, c in per_workload:
+                out += [_metric(name, w, s, last=last) for s in c.last]
+        for name, c, nodes in per_node:
+            for n in nodes:
+                out += [_metric(name, n, s, last=last) for s in c.last]
     return out
 
 
@@ -271,7 +268,7 @@ def measure_metric(data: CellData, m: Metric) -> Value:
         if got is not None:
             return got
     history = None
-    if m.last is not None and m.name in ("latency", "errors", "stalls"):
+    if m.last is not None and last_from_operations(m.name):
         history = data.history()
         if history is None:
             return Value(None, why="'last' needs the operations, and no store was given")

@@ -40,7 +40,8 @@ from lab.judge.checkers.downtime import error_label
 from lab.judge.checkers.series import per_second
 from lab.judge.checkers.stale_reads import KeyWrites, Look, _visibility, version
 from lab.judge.claims import claim_lines
-from lab.report.summary_matrix import fault_words, transaction_findings
+from lab.report.summary_matrix import transaction_findings
+from lab.report.timeline import fault_words
 from lab.store.db import Store
 
 RYW = "read_your_writes"

@@ -31,6 +31,7 @@ from plotly.offline import get_plotlyjs
 from lab.figures_format import format_value
 from lab.report.data import CellReport, FaultPeriod, RunReport, throughput_points
 from lab.report.html_page import CSS, PAGE, SCRIPT, context_block
+from lab.report.metrics import charts
 
 # trace colours: workloads, nodes (replicas, visibility), error codes, failover phases
 WORKLOAD_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
@@ -68,29 +69,10 @@ ERROR_NAMES = {  # the legend of the errors chart: what a code means
     "timeout": "no answer within the timeout", "fail": "failed", "incomplete": "never completed",
 }  # fmt: skip
 
-SECTIONS = (  # (id, title, how to read it)
-    ("expectations", "Expectations",
-     "Each expect line of the experiment and its verdict; report lines give a figure only."),
-    ("throughput", "Throughput per second",
-     "ok operations completed in each second, per workload (own dash and marker); a second "
-     "covered in part as a rate over that part; shaded: fault periods."),
-    ("latency", "Latency percentiles per second",
-     "p50 (wide), p95 (dashed), p99 (thin, dotted) per second; ▲ the slowest operation of "
-     "the second (a stall p99 hides); log scale."),
-    ("downtime", "Downtime windows",
-     "Stretches with no successful completion, per workload: red after a failure, orange a "
-     "stall (an operation slower than 200 ms); ≥ still down at the end."),
-    ("errors", "Errors by code per second",
-     "Operations that did not complete ok, by error code, stacked, per second."),
-    ("lag", "Replication lag per replica",
-     "Seconds behind the primary read from the heartbeat; x: the replica could not be read."),
-    ("failover", "Failover phases",
-     "From the fault to the clients' recovery, as the clients saw it; each endpoint's outage; "
-     "the lab's own promote call for reference."),
-    ("visibility", "Visibility: ack → visible",
-     "Share of acknowledged writes visible on each node within a time (cumulative); a curve "
-     "that stops below 100% has writes never seen there."),
-)
+# (id, title, how to read it): the expectations, then a chart a checker (lab.report.metrics)
+SECTIONS = (("expectations", "Expectations", "Each expect line of the experiment and its "
+             "verdict; report lines give a figure only."),
+            *((c.id, c.title, c.hint) for _, c in charts()))
 
 
 @dataclass
@@ -296,6 +278,16 @@ def shared_axes(report: RunReport) -> Axes:
 # --- the charts -------------------------------------------------------------------------------
 
 Built = tuple[Any, list[str]] | str  # (figure, trace colours) or why there is no chart
+Builder = Callable[["CellReport", "Axes", "Palette"], Built]
+BUILDERS: dict[str, Builder] = {}  # section id (lab.report.metrics' charts) -> its chart
+
+
+def draws(section: str) -> Callable[[Builder], Builder]:
+    """Registers the function that draws a section's chart of one cell."""
+    def put(build: Builder) -> Builder:
+        BUILDERS[section] = build
+        return build
+    return put
 
 
 def _figure(axes: Axes, *, time_axis: bool = True, **layout: Any) -> Any:
@@ -328,6 +320,7 @@ def shade_faults(fig: Any, faults: Sequence[FaultPeriod], *, labels: bool = True
                       line_width=0, layer="below", **label)
 
 
+@draws("throughput")
 def throughput_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     if not c.throughput:
         return "no operations completed in this cell"
@@ -350,6 +343,7 @@ def throughput_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     return fig, colors
 
 
+@draws("latency")
 def latency_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     if not c.latency:
         return "no successful operation to time in this cell"
@@ -385,6 +379,7 @@ def latency_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     return fig, colors
 
 
+@draws("downtime")
 def downtime_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     if not c.outages:
         return "no downtime figures in this cell"
@@ -429,6 +424,7 @@ def downtime_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     return fig, colors
 
 
+@draws("errors")
 def errors_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     if not any(any(sum(row) for row in codes.values()) for codes in c.errors.values()):
         return "no errors: every operation completed ok"
@@ -455,6 +451,7 @@ def errors_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     return fig, colors
 
 
+@draws("lag")
 def lag_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     if not c.lag:
         return "no replication lag samples (no replica, or lag is not sampled here)"
@@ -481,6 +478,7 @@ def lag_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     return fig, colors
 
 
+@draws("failover")
 def failover_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     if not c.failovers:
         return "no failover: no promote in this cell"
@@ -525,6 +523,7 @@ def failover_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     return fig, colors
 
 
+@draws("visibility")
 def visibility_chart(c: CellReport, axes: Axes, pal: Palette) -> Built:
     if not c.visibility:
         return "no visibility times: no read_your_writes workload in this cell"
@@ -591,14 +590,3 @@ def ecdf(times: Sequence[float], total: int, max_points: int = MAX_ECDF_POINTS
     xs = [max(t, ZERO_VISIBLE) * 1000 for t in ts]
     ys = [100.0 * (i + 1) / total for i in idx]
     return xs, ys, ts
-
-
-BUILDERS: dict[str, Callable[[CellReport, Axes, Palette], Built]] = {
-    "throughput": throughput_chart,
-    "latency": latency_chart,
-    "downtime": downtime_chart,
-    "errors": errors_chart,
-    "lag": lag_chart,
-    "failover": failover_chart,
-    "visibility": visibility_chart,
-}

@@ -19,8 +19,9 @@ repeats): one matrix still, each workload or node row followed by one line per c
 the cells sit next to each other and the matrix fits an 80- or 120-column terminal whatever the
 number of cells. No figure is broken across lines at any width (``lab.report.term_fit``).
 
-One module over 600 lines: the rows, the findings and their drawing read the same cell figures
-with the same helpers; the width fitting lives in ``lab.report.term_fit``.
+The columns, which checkers name the workloads and nodes, and the findings' order come from
+``lab.report.metrics``; the faults timeline is ``lab.report.timeline``, the findings' texts
+``lab.report.findings``, the width fitting ``lab.report.term_fit``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ from rich.table import Table
 
 from lab.figures_format import format_count
 from lab.report.measurements import (
+    render_claims,
+    render_expectations,
+    render_notes,
+    render_reports,
+)
+from lab.report.metrics import findings, matrix_columns, node_sources, workload_sources
+from lab.report.rows import (
     RYW,
     STILL_DOWN,
     CellInfo,
@@ -46,31 +54,17 @@ from lab.report.measurements import (
     fmt_duration,
     fmt_percent,
     fmt_rate,
-    heal_changed,
-    missing_before_heal,
-    render_claims,
-    render_expectations,
-    render_notes,
-    render_reports,
     visibility_value,
 )
 from lab.report.term_fit import block_lines, fitted_table, wrap
+from lab.report.timeline import render_timeline
 from lab.run.context import context_line
 
 NA = "–"  # the figure does not apply to this row
 UNKNOWN = "unknown"
 WRITE_KINDS = frozenset({"probe", "unique_writes", "read_your_writes", "unique_insert"})
 
-COLUMNS: tuple[str, ...] = (
-    "downtime",
-    "stale reads",
-    "visible p50 / p99",
-    "lost writes",
-    "errors",
-    "lag max",
-    "throughput",
-    "latency p50 / p99",
-)
+COLUMNS: tuple[str, ...] = matrix_columns()  # lab.report.metrics
 SYSBENCH_MARK = "†"
 LEGEND_SYSBENCH = f"{SYSBENCH_MARK} sysbench: over its per-second p95 latency"
 LEGEND_NODES = (
@@ -151,7 +145,7 @@ def workloads_of(cell: dict[str, Any], info: CellInfo) -> list[str]:
     names = list(info.kinds) if isinstance(cell.get("workloads"), dict) else []
     if names:
         return names
-    for checker in ("throughput", "latency", "errors", "downtime", "lost_writes", "stale_reads"):
+    for checker in workload_sources():
         for s in _subjects(cell, checker):
             if " on " not in s and s not in names:
                 names.append(s)
@@ -161,9 +155,9 @@ def workloads_of(cell: dict[str, Any], info: CellInfo) -> list[str]:
 def nodes_of(cell: dict[str, Any]) -> list[str]:
     """Nodes named by the figures (replication lag, facts, ``w on node``), in natural order."""
     found: set[str] = set()
-    for checker in ("replication_lag", "facts", "replication_errors"):
+    for checker in node_sources("own"):
         found.update(_subjects(cell, checker))
-    for checker in ("downtime", "stale_reads", "lost_writes", "errors", "throughput", "latency"):
+    for checker in node_sources("on"):
         for s in _subjects(cell, checker):
             _, sep, n = s.partition(" on ")
             if sep:
@@ -421,274 +415,25 @@ def build_matrix(summary: dict[str, Any]) -> Matrix:
     return Matrix(columns, rows, [_label(c) for c in cells], legend)
 
 
-# --- the faults timeline ----------------------------------------------------------------------
-
-TOOK_SHOWN = 0.1  # seconds: an action shorter than this is shown without its duration
-
-
-NETWORK_VERBS = frozenset({"latency", "bandwidth", "partition", "link_down", "heal"})
-WORD_NAMES = {"sleep": "wait", "sql": "execute", "drop_caches": "drop caches",
-              "convert_standalone": "convert to standalone"}
-
-
-def fault_words(name: str, node: str | None) -> str:
-    """An action of the history in the language's words (``dsl.actions``'s ``words``):
-    ``wait_caught_up`` on db2 -> ``wait until db2 caught_up``, ``sleep`` -> ``wait``,
-    ``stop_replication`` -> ``stop replication db2``, ``partition`` -> ``network partition``,
-    ``drop_caches`` on db1 -> ``drop caches on db1``."""
-    where = f" {node}" if node else ""
-    if name.startswith("wait_"):
-        return f"wait until{where} {name.removeprefix('wait_')}"
-    if name in NETWORK_VERBS:
-        return f"network {name}{where}"
-    if name in ("drop_caches", "sql") and node:
-        return f"{WORD_NAMES[name]} on {node}"
-    verb, sep, family = name.partition("_")
-    if sep and family in ("replication", "nodes"):  # stop_replication, kill_nodes
-        return f"{verb} replication{where}" if family == "replication" else f"{verb}{where}"
-    return WORD_NAMES.get(name, name.replace("_", " ")) + where
-
-
-def fault_at(at: Any) -> str:
-    """When an action began, seconds since the load started; an action of a ``before load``
-    step began before the load: ``before load`` (not ``−1.0 ms``)."""
-    if not _num(at):
-        return "?"
-    return "before load" if at < 0 else fmt_duration(at)
-
-
-def fault_text(f: dict[str, Any]) -> str:
-    """``kill db2``, ``wait until db2 caught_up (took 10.4 s)``, ``network partition … (failed:
-    why)``: the language's words."""
-    text = fault_words(str(f.get("name")), f.get("node") if isinstance(f.get("node"), str)
-                       else None)
-    detail = _dict(f.get("detail"))
-    stmt = detail.get("statement")
-    if f.get("name") == "set_global" and isinstance(stmt, str):  # which setting, to what
-        text += " " + stmt.removeprefix("SET GLOBAL ")
-        if isinstance(detail.get("nodes"), list):
-            text += " on " + ", ".join(str(n) for n in detail["nodes"])
-    if _num(detail.get("affected_rows")):  # what an execute did
-        text += f" ({format_count(detail['affected_rows'])} rows changed)"
-    elif _num(detail.get("row_count")):
-        text += f" ({format_count(detail['row_count'])} rows returned)"
-    if isinstance(detail.get("note"), str):  # a Galera recovery's phases: seqno, IST/SST ...
-        text += f" ({detail['note']})"
-    at, end = f.get("at"), f.get("end")
-    if f.get("ok") is False:
-        text += f" (failed: {f.get('error') or 'no reason recorded'})"
-    elif end is None and f.get("ok") is None:
-        text += " (still active at the end)"
-    elif _num(at) and _num(end) and float(end) - float(at) >= TOOK_SHOWN:
-        text += f" (took {fmt_duration(float(end) - float(at))})"
-    return text
-
-
-def fault_lines(cell: dict[str, Any]) -> list[tuple[str, str]]:
-    """``(at, what)`` per fault of the cell, times since the start of the load."""
-    out = []
-    for f in cell.get("faults") or []:
-        if isinstance(f, dict):
-            out.append((fault_at(f.get("at")), fault_text(f)))
-    heal = heal_line(cell)
-    if heal is not None:
-        out.append(heal)
-    return out
-
-
-def heal_line(cell: dict[str, Any]) -> tuple[str, str] | None:
-    """The end-of-run heal, after the timeline: ``(at, "heal at the end: start m; rejoin m
-    as a replica (took 1.20 s)")``; None when nothing was healed."""
-    done = [str(h) for h in cell.get("healed") or []]
-    if not done:
-        return None
-    heal = _dict(cell.get("heal"))
-    at, end = heal.get("at"), heal.get("end")
-    text = "heal at the end: " + "; ".join(done)
-    if _num(at) and _num(end) and float(end) - float(at) >= TOOK_SHOWN:
-        text += f" (took {fmt_duration(float(end) - float(at))})"
-    return (fault_at(at) if _num(at) else "end", text)
-
-
-def failover_lines(cell: dict[str, Any]) -> list[str]:
-    """One line per promote the clients saw (the ``failover`` checker)."""
-    out = []
-    for rec in _dict(_checker(cell, "failover")).get("failovers") or []:
-        if not isinstance(rec, dict):
-            continue
-        if rec.get("open_at_end") and _num(rec.get("outage_lower_bound")):
-            outage = f"≥ {fmt_duration(rec['outage_lower_bound'])} ({STILL_DOWN})"
-        else:
-            outage = fmt_duration(rec.get("outage"))
-        acc = rec.get("new_writer_accepts")
-        accepts = f"+{fmt_duration(acc)}" if _num(acc) else "never"
-        out.append(f"failover {rec.get('old_primary')} → {rec.get('new_primary')}: writers' "
-                   f"outage {outage}; first write accepted by {rec.get('new_primary')}: "
-                   f"{accepts} after the fault" + "".join(
-                       f"; {why}" for why in outage_vs_downtime(cell, rec)))
-    return out
-
-
-def _span(a: Any, b: Any) -> str:
-    """``10.028 s → 10.084 s``: to the millisecond (these spans differ by milliseconds)."""
-    return f"{float(a):.3f} s → {float(b):.3f} s"
-
-
-def outage_vs_downtime(cell: dict[str, Any], rec: dict[str, Any]) -> list[str]:
-    """Why a writing workload's downtime around a failover is not the failover's outage, when
-    the two differ: both spans, in seconds since the load started. The failover's outage runs
-    from the last write acknowledged before the first failure to the first acknowledged write
-    *invoked after* that failure, and ends there; ``downtime`` closes a window at the first
-    success of any write (one in flight through the outage too) and opens another at the next
-    failure, so failures after the failover's end, a hang before the first failure, or an
-    in-flight success make them differ (docs/results.md, "failover")."""
-    out: list[str] = []
-    fault_at = rec.get("fault_at")
-    if not _num(fault_at) or rec.get("open_at_end"):
-        return out
-    down = _subjects(cell, "downtime")
-    for w, agg in _dict(rec.get("workloads")).items():
-        eps = [e for ep, e in _dict(rec.get("endpoints")).items()
-               if isinstance(e, dict) and ep in (agg.get("endpoints") or [])
-               and _num(e.get("outage"))]
-        if not eps:
-            continue
-        worst = max(eps, key=lambda e: float(e["outage"]))
-        start, end = worst.get("last_ok_at"), worst.get("recovered_at")
-        if not _num(start) or not _num(end):
-            continue
-        wins = [x for x in _dict(down.get(w)).get("windows") or [] if isinstance(x, dict)
-                and _num(x.get("start")) and _num(x.get("end"))
-                and x["end"] >= start and x["start"] <= end + 1.0]  # this failover's
-        if not wins:
-            continue
-        longest = max(wins, key=lambda x: float(x["end"]) - float(x["start"]))
-        length = float(longest["end"]) - float(longest["start"])
-        if fmt_duration(length) == fmt_duration(worst["outage"]):
-            continue
-        n = len(wins)
-        out.append(f"downtime({w}) {fmt_duration(length)} "
-                   f"({_span(longest['start'], longest['end'])}"
-                   + (f", {n} windows here" if n > 1 else "")
-                   + f") vs the failover's {_span(start, end)}: a window ends at any write's "
-                   "success and reopens at the next failure; the failover's ends at the first "
-                   "write invoked after the first failure")
-    return out
-
-
-def findings_lines(cell: dict[str, Any]) -> list[str]:
+def findings_lines(cell: dict[str, Any], info: CellInfo | None = None) -> list[str]:
     """The findings DBAs check by hand, when there is something to say: a split brain, errant
-    GTIDs, rows that differ between nodes (``lab show --all`` has every figure)."""
-    out: list[str] = []
-    sb = _dict(_checker(cell, "split_brain"))
-    n = sb.get("count")
-    if _num(n) and n > 0:
-        bound = "≥ " if sb.get("lower_bound") else ""
-        res = " ± 200 ms" if sb.get("resolution") else " (from the writes alone)"
-        out.append(f"split brain: {bound}{fmt_duration(sb.get('longest'))}{res} "
-                   f"({format_count(n)} window{'s' if n != 1 else ''}, "
-                   f"{format_count(sb.get('writes') or 0)} acknowledged writes inside)")
-    errant = []
-    for node, figs in _subjects(cell, "errant_gtids").items():
-        c = figs.get("count")
-        if _num(c) and c > 0:
-            errant.append(f"{node} {format_count(c)}")
-        elif c is None and figs.get("at_least"):
-            errant.append(f"{node} ≥ {format_count(figs.get('at_least'))} (binlogs unread)")
-    if errant:
-        authority = _dict(_checker(cell, "errant_gtids")).get("authority")
-        out.append(f"errant GTIDs (not on {authority}): " + ", ".join(errant))
-    dv = _dict(_checker(cell, "divergence"))
-    differ = [f"{t} {format_count(f.get('rows'))} rows"
-              for t, f in _subjects(cell, "divergence").items()
-              if "." in t and " on " not in t and _num(f.get("rows")) and f["rows"] > 0]
-    if differ:
-        out.append(f"rows that differ from {dv.get('reference')}: " + ", ".join(differ))
-    return out + transaction_findings(cell)
-
-
-ANOMALY_WORDS = {"g0": "G0", "g1a": "G1a", "g1b": "G1b", "g1c": "G1c", "g_single": "G-single",
-                 "g2_item": "G2-item", "lost_update": "lost update", "internal": "internal",
-                 "future_read": "future read", "duplicate": "duplicate",
-                 "garbage": "garbage", "incompatible_order": "incompatible order",
-                 "stale_read": "stale read"}
-
-
-def _txn_text(t: dict[str, Any]) -> str:
-    when = t.get("time") if _num(t.get("time")) else t.get("start")
-    at = f" at {when:.3f} s" if _num(when) else ""
-    return (f"{t.get('name', 'T')} ({t.get('outcome') or t.get('type')}, process "
-            f"{t.get('process')} on {t.get('node') or '?'}{at}): {t.get('ops', t.get('value'))}")
+    GTIDs, rows that differ between nodes, the transactional findings with their transactions,
+    missing transactions (``lab.report.findings``, in ``lab.report.metrics``'s order; ``lab show
+    --all`` has every figure). ``info``: the cell's (its topology), from the cell alone when
+    not given."""
+    return findings(cell, info if info is not None else cell_info({}, cell))
 
 
 def transaction_findings(cell: dict[str, Any]) -> list[str]:
     """Transactional anomalies, lost updates and wrong bank totals, each with the transactions
     of its smallest example (``lab show RUN --all`` and the JSON have every figure)."""
-    out: list[str] = []
-    for w, figs in _subjects(cell, "anomalies").items():
-        n = figs.get("count")
-        if not _num(n) or n <= 0:
-            continue
-        kinds = [f"{ANOMALY_WORDS[k]} {format_count(figs[k])}" for k in ANOMALY_WORDS
-                 if _num(figs.get(k)) and figs[k] > 0]
-        nots = ", ".join(figs.get("weakest_not") or figs.get("not_models") or [])
-        out.append(f"{w}: {format_count(n)} anomalies in {format_count(figs.get('transactions'))}"
-                   f" committed transactions ({', '.join(kinds)}); not {nots or '?'}")
-        examples = figs.get("examples") if isinstance(figs.get("examples"), dict) else {}
-        for k in ANOMALY_WORDS:
-            ex = (examples or {}).get(k) or []
-            if ex and isinstance(ex[0], dict):
-                out.append(f"  {ANOMALY_WORDS[k]}: {ex[0].get('explanation', '')}")
-                out.extend(f"    {_txn_text(t)}" for t in ex[0].get("txns") or []
-                           if isinstance(t, dict))
-    for w, figs in _subjects(cell, "lost_updates").items():
-        lo, n = figs.get("at_least"), figs.get("count")
-        if not _num(lo) or lo <= 0:
-            continue
-        amount = format_count(n) if _num(n) else f"≥ {format_count(lo)}"
-        out.append(f"{w}: {amount} of {format_count(figs.get('acknowledged'))} acknowledged "
-                   f"increments lost (counters grew by {format_count(figs.get('growth'))})")
-        for pair in (figs.get("examples") or [])[:1]:
-            out.append("  two increments read the same value: " + "; ".join(
-                f"process {t.get('process')} on {t.get('node') or '?'} at "
-                f"{t.get('start')} s read {t.get('value')}" for t in pair))
-    for w, figs in _subjects(cell, "bank").items():
-        n = figs.get("count")
-        if not _num(n) or (n <= 0 and not figs.get("created") and not figs.get("negative")):
-            continue
-        out.append(f"{w}: {format_count(n)} of {format_count(figs.get('reads'))} reads saw a "
-                   f"total other than {format_count(figs.get('expected_total'))}; final total "
-                   f"{format_count(figs.get('final_total'))}")
-        for ex in (figs.get("examples") or [])[:1]:
-            out.append(f"  process {ex.get('process')} on {ex.get('node') or '?'} at "
-                       f"{ex.get('start')} s read {ex.get('value')} "
-                       f"(total {ex.get('total')})")
-    return out
-
-
-def missing_lines(cell: dict[str, Any], info: CellInfo) -> list[str]:
-    """Missing transactions when a node lacked any, before the heal or after settling, with
-    both figures: the heal at the end may have changed the answer (a primary restarted lets a
-    replica catch up), and an expectation may be on either (``missing_transactions(n)`` or
-    ``.before_heal``). Not on Galera (no replica behind a primary)."""
-    if info.topology == "galera":
-        return []
-    pairs = missing_before_heal(_dict(_checker(cell, "facts")))
-    parts = []
-    for node, (before, settled) in pairs.items():
-        if not any(_num(v) and v > 0 for v in (before, settled)):
-            continue
-        text = f"{node} {fmt_count(before)} before the heal, {fmt_count(settled)} settled"
-        if heal_changed(before, settled):
-            text += " (the heal changed it)"
-        parts.append(text)
-    return ["missing transactions: " + "; ".join(parts)] if parts else []
+    return findings(cell, cell_info({}, cell), transactions=True)
 
 
 def render_findings(summary: dict[str, Any], console: Console) -> None:
     cells = [c for c in summary.get("cells", []) if isinstance(c, dict)]
     for c in cells:
-        for line in findings_lines(c) + missing_lines(c, cell_info(summary, c)):
+        for line in findings_lines(c, cell_info(summary, c)):
             prefix = f"{_label(c)}: " if len(cells) > 1 else ""
             console.print(escape(prefix + line))
 
@@ -707,39 +452,6 @@ def render_context(summary: dict[str, Any], console: Console) -> None:
                         topology=summary.get("topology"))
     for line in wrap(text, console.width):
         console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)
-
-
-TIMELINE_HEADING = "faults [dim](seconds since the load started)[/]"
-
-
-def render_timeline(summary: dict[str, Any], console: Console) -> None:
-    """The faults (and promotes) above the matrix: one line per fault for a single cell, one
-    line per cell otherwise."""
-    cells = [c for c in summary.get("cells", []) if isinstance(c, dict)]
-    rows: list[list[str]] = []
-    if len(cells) == 1:
-        rows = [[at, what] for at, what in fault_lines(cells[0])]
-        promotes = failover_lines(cells[0])
-    else:
-        promotes = []
-        for c in cells:
-            text = " · ".join(f"{at} {what}" for at, what in fault_lines(c))
-            if text or failover_lines(c):
-                rows.append([str(c.get("label") or f"cell {c['index']}"),
-                             "; ".join([text or "no fault", *failover_lines(c)])])
-    if rows:
-        console.print(TIMELINE_HEADING)
-        justify = ["right" if len(cells) == 1 else "left", "left"]
-        t = fitted_table(["", ""], rows, console, justify, box=None, show_header=False,
-                         padding=(0, 1), pad_edge=False)
-        if t is not None:
-            console.print(t)
-        else:
-            for at, what in rows:
-                for line in block_lines(at, [("", what)], console.width, indent="    "):
-                    console.print(escape(line), soft_wrap=True)
-    for line in promotes:
-        console.print(escape(line))
 
 
 # the two halves of a matrix too wide for the terminal: what clients lost, what they got

@@ -286,7 +286,7 @@ def test_the_failover_line_says_why_the_probe_saw_more_downtime() -> None:
 
     from lab.history import NEMESIS, Op
     from lab.judge.checkers import downtime, failover
-    from lab.report.summary_matrix import failover_lines
+    from lab.report.timeline import failover_lines
 
     kw: dict[str, Any] = {"workload": "probe", "endpoint": "router.writer"}
     ops = [*op(1, "write", 9.98, 9.99, node="db1", key=1, value=1, **kw),

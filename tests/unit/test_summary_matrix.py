@@ -21,12 +21,10 @@ from lab.report.summary_matrix import (
     NA,
     UNKNOWN,
     build_matrix,
-    fault_at,
-    fault_lines,
-    fault_text,
     lag_text,
     render_matrix_summary,
 )
+from lab.report.timeline import fault_at, fault_lines, fault_text
 from lab.run.summary import fault_timeline
 from lab.store.db import Store
 
@@ -411,7 +409,7 @@ def test_the_engine_puts_the_cell_faults_in_the_summary(tmp_path: Path) -> None:
 def test_a_visibility_figure_with_writes_never_seen_shows_what_is_known() -> None:
     """Between its two ends when it has both, one figure when they show the same, ``≥`` when
     its rank falls among the unseen writes (no upper end)."""
-    from lab.report.measurements import visibility_value
+    from lab.report.rows import visibility_value
 
     vis = {"p50": 0.506, "p90": 0.52, "p99": 0.9, "unseen": 9, "unseen_min_bound": 0.001,
            "upper": {"p50": 0.5061, "p90": 0.61, "p99": None}}
