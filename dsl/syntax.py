@@ -11,405 +11,45 @@ When the parser rejects a file this module says why, in the words of the languag
 
 Then the offending line is blanked out and the file parsed again, so that one run reports
 several independent mistakes (at most ``MAX_SYNTAX_ERRORS``).
+
+The words (``dsl.syntax_words``), the brace scan (``dsl.syntax_braces``) and the table of
+common mistakes (``dsl.syntax_mistakes``) are modules of their own.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 
-from lark import Token, Tree
+from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.parsers.lalr_parser_state import ParserState
 
 from dsl.errors import LanguageError
 from dsl.models import Span
 from dsl.parser import get_parser, grammar_keywords
-
-MAX_SYNTAX_ERRORS = 10
-LIST_LIMIT = 8
-
-TERMINAL_WORDS = {
-    "NAME": "a name",
-    "QUANTITY": "a number with its unit (like 10s)",
-    "VERSION": "a version number",
-    "PARAM": "a $parameter",
-    "TAG": "a tag",
-    "KEY": "a setting name",
-    "VALUE": "a value",
-    "STRING": 'a "quoted string"',
-    "COMPARISON": "a comparison (<, <=, ==, !=, >=, >)",
-    "_NL": "the end of the line",
-    "$END": "the end of the file",
-}
-_TOPOLOGY_WORDS = (
-    "engine",
-    "primary",
-    "replicas",
-    "node",
-    "nodes",
-    "members",
-    "semi_sync",
-    "crash_safe",
-    "delay",
-    "auto_increment_offsets",
+from dsl.syntax_braces import (
+    Brace,
+    _block_name,
+    brace_error,
+    scan_braces,
 )
-_WORKLOAD_WORDS = (
-    "target",
-    "write",
-    "read",
-    "clients",
-    "threads",
-    "tables",
-    "table_size",
-    "rate",
-    "every",
-    "operation",
-    "keys",
-    "rows",
-    "operations",
-    "timeout",
+from dsl.syntax_mistakes import (
+    _WORDS,
+    MISTAKES,
+    _raise_example,
 )
-_ACTION_WORDS = (
-    "kill",
-    "pause",
-    "resume",
-    "stop",
-    "start",
-    "restart",
-    "cold",
-    "drop",
-    "promote",
-    "network",
-    "disk",
-    "cpu",
-    "memory",
-    "clock",
-    "io",
-    "set",
-    "convert",
-    "wait",
-    "execute",
+from dsl.syntax_words import (
+    KEYWORD_HOME,
+    LIST_LIMIT,
+    MAX_SYNTAX_ERRORS,
+    TERMINAL_WORDS,
+    UNIT_WORDS,
+    UNITS_HINT,
 )
-_EXPERIMENT_WORDS = (
-    "title",
-    "description",
-    "tags",
-    "seed",
-    "duration",
-    "repeat",
-    "leave",
-    "topology",
-    "router",
-    "variant",
-    "vary",
-    "workload",
-    "before",
-    "after",
-    "at",
-    "expect",
-    "report",
-)
-KEYWORD_HOME: dict[str, str] = {
-    **{w: "belongs in the topology block" for w in _TOPOLOGY_WORDS},
-    **{w: "belongs in a router block" for w in ("writer", "writers", "reader", "readers", "check")},
-    **{w: "belongs in a workload block" for w in _WORKLOAD_WORDS},
-    **{
-        w: "starts an action: at 10s ... or inside before load { } / after w { }"
-        for w in _ACTION_WORDS
-    },
-    **{w: "is a statement of the experiment block" for w in _EXPERIMENT_WORDS},
-    "when": "starts a trigger, a statement of the experiment block: "
-    "when replication_lag(db2) > 5s kill db1",
-}
-UNIT_WORDS = frozenset({"s", "ms", "us", "m", "h", "K", "M", "G", "T", "B", "KB", "MB", "GB"})
-UNITS_HINT = "us ms s m h (durations), B K M G T (sizes), /s (rates), % (ratios)"
-
-
-# --- braces ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Brace:
-    char: str
-    line: int  # 1-based
-    column: int  # 1-based
-    offset: int
-    indent: int  # indentation of its line
-    head: str  # first word of its line: the block's keyword
-
-
-def _code_of_line(line: str) -> list[tuple[int, str]]:
-    """``(index, char)`` of the characters outside strings and comments."""
-    out: list[tuple[int, str]] = []
-    in_string = escaped = False
-    for i, ch in enumerate(line):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == "#":
-            break
-        if ch == '"':
-            in_string = True
-            continue
-        out.append((i, ch))
-    return out
-
-
-def scan_braces(text: str) -> list[Brace]:
-    braces: list[Brace] = []
-    offset = 0
-    for number, line in enumerate(text.split("\n"), start=1):
-        code = _code_of_line(line)
-        indent = len(line) - len(line.lstrip(" \t"))
-        words = "".join(ch for _, ch in code).split()
-        head = words[0] if words else ""
-        for i, ch in code:
-            if ch in "{}":
-                braces.append(Brace(ch, number, i + 1, offset + i, indent, head))
-        offset += len(line) + 1
-    return braces
-
-
-def _block_name(brace: Brace) -> str:
-    return brace.head if brace.head and brace.head not in "{}" else "block"
-
-
-def brace_error(text: str, path: str) -> LanguageError | None:
-    """An error for unbalanced braces, pointing at the block that is not closed (found by
-    indentation when the file is indented) or at the '}' that closes nothing."""
-    braces = scan_braces(text)
-    if sum(1 if b.char == "{" else -1 for b in braces) == 0:
-        return None
-    lines = text.split("\n")
-    stack: list[tuple[Brace, int | None]] = []  # opener, indentation of its first inner line
-    by_line: dict[int, list[Brace]] = {}
-    for b in braces:
-        by_line.setdefault(b.line, []).append(b)
-    for number, line in enumerate(lines, start=1):
-        code = "".join(ch for _, ch in _code_of_line(line)).strip()
-        if code:
-            indent = len(line) - len(line.lstrip(" \t"))
-            if stack and stack[-1][1] is None and stack[-1][0].line != number:
-                stack[-1] = (stack[-1][0], indent)
-            if not code.startswith("}"):
-                for opener, inner in reversed(stack):
-                    if (opener.line != number and inner is not None and inner <= opener.indent
-                            and _inline_block(lines, opener)):
-                        # ``workload w: probe { target db1`` and the next line not indented
-                        # under it: a one-line block that lost its '}'
-                        return LanguageError(
-                            path,
-                            _brace_span(opener),
-                            f"missing '}}': the {_block_name(opener)} block opened here is "
-                            f"not closed on its line",
-                            f"add '}}' at the end of line {opener.line}",
-                        )
-                    if opener.line == number or inner is None or inner <= opener.indent:
-                        break
-                    if indent <= opener.indent:
-                        return LanguageError(
-                            path,
-                            _brace_span(opener),
-                            f"missing '}}': the {_block_name(opener)} block opened here is "
-                            f"not closed before line {number}",
-                            f"add '}}' on its own line before line {number}",
-                        )
-        for b in by_line.get(number, []):
-            if b.char == "{":
-                stack.append((b, None))
-            elif stack:
-                stack.pop()
-            else:
-                return LanguageError(
-                    path,
-                    _brace_span(b),
-                    "unexpected '}': no block is open here",
-                    "remove it, or look for a '}' that closes a block too early",
-                )
-    if stack:
-        opener = stack[-1][0]
-        return LanguageError(
-            path,
-            _brace_span(opener),
-            f"missing '}}': the {_block_name(opener)} block opened here is never closed",
-            "add '}' at the end of the block",
-        )
-    return None
-
-
-def _inline_block(lines: list[str], opener: Brace) -> bool:
-    """The block's first content is on the opener's own line (``probe { target db1``)."""
-    rest = lines[opener.line - 1][opener.column:]
-    return bool("".join(ch for _, ch in _code_of_line(rest)).strip())
-
-
-def _brace_span(b: Brace) -> Span:
-    return Span(line=b.line, column=b.column, end_line=b.line, end_column=b.column + 1)
-
 
 # --- describing one parse error -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Mistake:
-    """A common mistake, recognised by lark's ``match_examples`` (same parser state)."""
-
-    examples: tuple[str, ...]
-    tokens: frozenset[str]  # token types it explains
-    message: str  # {tok} stands for the token's text, {prev} for the word before it
-    hint: str | None = None
-    accept: Callable[[str], bool] | None = None  # a further test on the token's text
-
-
-def _not_close_to_experiment(word: str) -> bool:
-    return not difflib.get_close_matches(word.lower(), ["experiment"], cutoff=0.6)
-
-
-def _at_top(*statements: str) -> tuple[str, ...]:
-    return tuple(f'experiment "x" {{\n  {st}\n}}' for st in statements)
-
-
-def _in_block(head: str, *statements: str) -> tuple[str, ...]:
-    """Each statement as the first item of a one-line block and as a later item of a
-    multi-line block: lark compares parser states *and* stack depths, which differ."""
-    out: list[str] = []
-    for st in statements:
-        out.append(f'experiment "x" {{\n  {head} {{ {st} }}\n}}')
-        out.append(f'experiment "x" {{\n  {head} {{\n    {st}\n  }}\n}}')
-    return tuple(out)
-
-
-def _in_actions(*actions: str) -> tuple[str, ...]:
-    return (
-        _at_top(*(f"at 1s {a}" for a in actions))
-        + _in_block("before load", *actions)
-        + _in_block("after w", *actions)
-    )
-
-
-# The lexer's fallback may type a stray word as any of the overlapping word terminals.
-_WORDS = frozenset({"NAME", "QUANTITY", "TAG", "KEY", "VALUE", "VERSION", "PARAM"})
-_METRIC_ENDS = ("lost_writes", "downtime(w)", "latency(w).p99", "throughput(w) last 10s")
-
-MISTAKES: dict[str, Mistake] = {
-    "equals_in_expect": Mistake(
-        _at_top(*(f"expect {m} = 0" for m in _METRIC_ENDS)),
-        frozenset({"EQUAL"}),
-        "use '==' to compare; a single '=' sets a value",
-        "expect ... == 0  (or <, <=, >, >=, !=)",
-    ),
-    "missing_comparison": Mistake(
-        _at_top(*(f"expect {m} 0" for m in _METRIC_ENDS)),
-        _WORDS,
-        "missing comparison before '{tok}'",
-        "expect ... < {tok}  (or <=, ==, !=, >=, >)",
-        accept=lambda word: word[:1].isdigit(),
-    ),
-    "comma_in_value": Mistake(
-        _in_block("config", "a = b,c")
-        + _in_block("variant v", "a = b,c")
-        + _in_block("config db1", "a = b,c")
-        + _in_block("topology single", "config { a = b,c }"),
-        frozenset({"COMMA"}),
-        "a value that contains commas must be in double quotes",
-        'e.g. sql_mode = "STRICT_TRANS_TABLES,NO_ZERO_DATE"',
-    ),
-    "missing_value": Mistake(
-        _in_block("config", "a =")
-        + _in_block("variant v", "a =")
-        + _in_block("config db1", "a =")
-        + _in_block("topology single", "config {\n a =\n}")
-        + _in_actions("start a with b =", "set global b ="),
-        frozenset({"_NL", "RBRACE", "$END"}),
-        "missing value after '='",
-        "write name = value; put a value with spaces in double quotes",
-    ),
-    "missing_colon": Mistake(
-        _at_top("workload w probe {\n}"),
-        _WORDS,
-        "missing ':' between the workload's name and its kind",
-        "workload {prev}: {tok} { ... }",
-    ),
-    "missing_comma": Mistake(
-        _in_block("topology replication", "replicas a b", "replicas a, b c")
-        + _in_block("topology galera", "nodes a b")
-        + _in_block("router haproxy", "readers a b", "writers a b")
-        + _in_block("workload w: probe", "target a b", "target a, b c")
-        + _in_block("workload w: read_your_writes", "read a b")
-        + _in_actions("set global a = 1 on b c"),
-        _WORDS,
-        "missing ',' between '{prev}' and '{tok}'",
-        "separate names with commas: {prev}, {tok}",
-    ),
-    "no_experiment": Mistake(
-        ("topology single { node a }",),
-        _WORDS,
-        'a file starts with the experiment\'s name: experiment "name" {',
-        'wrap the file in: experiment "my-experiment" { ... }',
-        accept=_not_close_to_experiment,
-    ),
-    "experiment_name": Mistake(
-        ("experiment {\n}", "experiment\n"),
-        frozenset({"LBRACE", "_NL"}),
-        "the experiment needs a name",
-        'experiment "replica-kill" {',
-    ),
-    "after_experiment": Mistake(
-        (
-            'experiment "x" {\n}\nexperiment "y" {\n}',
-            'experiment "x" {\n}\n}',
-            'experiment "x" {\n}\nduration 1s',
-            'experiment "x" {\n}\n}\n',
-        ),
-        _WORDS | {"LBRACE", "RBRACE", "STRING", "EXPERIMENT"},
-        "unexpected '{tok}' after the end of the experiment",
-        "a file holds one experiment; look for a '}' that closes it too early",
-    ),
-    "missing_action": Mistake(
-        _at_top("at 10s"),
-        frozenset({"_NL", "RBRACE"}),
-        "missing action after 'at {prev}'",
-        "e.g. at {prev} kill db2 (actions: kill, pause, resume, stop, start, restart, cold "
-        "restart, drop caches, promote, network, disk, set global, convert, wait, execute)",
-    ),
-    "at_without_time": Mistake(
-        _at_top("at kill a"),
-        _WORDS,
-        "'at' needs a time before the action",
-        "at 10s {tok} ...",
-    ),
-}
-
-
-@cache
-def _example_errors() -> dict[str, UnexpectedInput]:
-    """Each example's error, computed once: ``match_examples`` re-raises them."""
-    parser = get_parser()
-    out: dict[str, UnexpectedInput] = {}
-    for mistake in MISTAKES.values():
-        for example in mistake.examples:
-            try:
-                parser.parse(example)
-            except UnexpectedInput as exc:
-                out[example] = exc
-    return out
-
-
-def _raise_example(example: str) -> Tree[Token]:
-    """A ``parse_fn`` for ``match_examples`` that replays each example's cached error."""
-    exc = _example_errors().get(example)
-    if exc is not None:
-        raise exc
-    return Tree("file", [])
 
 
 def _terminal_words() -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Keyword hints (dsl/syntax.py, issue 24 item 9): a keyword written where it does not belong
+"""Keyword hints (dsl/syntax_words.py, issue 24 item 9): a keyword written where it does not belong
 says where it belongs, and a typo of it gets a did-you-mean, for every action's first word and
 for ``when`` (cpu, memory, clock and io had no hint)."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsl.api import check_text
-from dsl.syntax import KEYWORD_HOME
+from dsl.syntax_words import KEYWORD_HOME
 
 GRAMMAR = Path(__file__).resolve().parents[2] / "dsl" / "grammar.lark"
 TOP = """experiment "t" {{
