@@ -6,7 +6,7 @@ engine's version as the tag when the file gives one (``engine psmdb 7.0`` ->
 
 A member is ``ContainerMongoNode``: the native ``runners.mongo.MongoNode`` (pymongo, the
 replica set commands and the replica set -> standalone procedure of ``fault.mongo`` are
-unchanged) whose process verbs are its container's (``runners.containers.topology
+unchanged) whose process verbs are its container's (``runners.containers.node
 .ContainerNode``). The members find each other by name (``m1:27017``); the lab reaches each
 through its published port with a direct connection. ``mongod``'s arguments are a file in the
 container (``/etc/lab/mongod-args``, written through the API before each start) read by a
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runners.containers import engine as engines
-from runners.containers.topology import ContainerNode
+from runners.containers.node import ContainerNode
 from runners.errors import ComponentError
 from runners.mongo import NO_SQL_USER, MongoNode, setting_args
 from runners.mysql import wait_until

@@ -97,7 +97,7 @@ class ContainerLimit:
 
     def __init__(self, client: Any, node: Any, controller: str, local: bool) -> None:
         self.client = client
-        self.node = node  # a runners.containers.topology.ContainerNode
+        self.node = node  # a runners.containers.node.ContainerNode
         self.controller = controller
         self.local = local
         self.pid: int | None = node.pid()

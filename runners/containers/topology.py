@@ -38,6 +38,9 @@ through it, the clients and the router reach the nodes through it, as natively.
 I/O faults (``io delay``, ``io fail``, ``kill ... losing unsynced writes``): the node's data
 directory is lab-iofs mounted on this machine and bind-mounted into its container
 (``runners.containers.iofs``): the same daemon and control file as natively.
+
+A node (``ContainerNode``: its container, the process verbs, files and commands in it) and the
+server's command line (``server_args``) are in ``runners.containers.node``.
 """
 
 from __future__ import annotations
@@ -54,7 +57,6 @@ from dsl import router_settings
 from dsl.actions import describe
 from dsl.backends import CONTAINER_TOPOLOGIES, needs_local_engine, uses_links
 from dsl.models import Promote
-from dsl.owned import NODE_DIR_PATHS, RUNTIME
 from dsl.plan import Cell, Plan, PlannedNode, unsynced_nodes
 from runners import components, disk, iofs, netcut, replication
 from runners.capabilities import (
@@ -78,11 +80,24 @@ from runners.capabilities import (
 from runners.containers import engine as engines
 from runners.containers import image as images
 from runners.containers import iofs as ctr_iofs
+from runners.containers.node import (
+    FAKETIME_FILE,
+    MOUNTS,
+    SEED_SIZE,
+    SERVER_PORT,
+    START_OPTIONS,
+    USER_ENTRYPOINT,
+    USERS_FILE,
+    ContainerNode,
+    container_name,
+    network_name,
+    server_args,
+)
 from runners.errors import ComponentError
 from runners.iofs import IoFs
 from runners.mongo import MongoNode
-from runners.mysql import Address, Credentials, execute_all, sql_ready, wait_until
-from runners.node import READY_TIMEOUT, Node
+from runners.mysql import Address, Credentials, execute_all, wait_until
+from runners.node import Node
 from runners.node_primitives import NodePrimitives, deploy_cell, password
 from runners.router import Router
 from runners.runtime import Run, runtime_root
@@ -90,247 +105,6 @@ from runners.toxiproxy import Toxiproxy
 from runners.users import init_file
 
 log = logging.getLogger(__name__)
-
-SERVER_PORT = 3306  # inside every container
-START_OPTIONS = "/etc/lab/start-options"
-DATADIR = "/var/lib/mysql"  # in every node's container
-FAKETIME_FILE = "/etc/lab/faketime"  # clock skew: the server's offset, in its container
-USER_ENTRYPOINT = "/lab-entrypoint"  # the lab's entrypoint, copied into an image of the file's
-USERS_FILE = "/lab-users.sql"  # the lab's users (runners.users.init_file), in every node
-# disk full: the lab's tmpfs (this machine's, bind-mounted) in the node's container; io faults:
-# the lab-iofs mount (this machine's, bind-mounted) at the same place
-MOUNTS = {"data": "/lab/data", "binlog": "/lab/binlog"}
-SEED_SIZE = 2 * 1024**3  # a data directory's tmpfs while the image's is copied in (then shrunk)
-STOP_TIMEOUT = 60
-# Settings the container decides (where the server listens and keeps its files): replaced.
-CONTAINER_SETTINGS = {
-    "port": str(SERVER_PORT),
-    "bind_address": "0.0.0.0",
-    "datadir": DATADIR,
-    "tmpdir": "/tmp",
-    "socket": "/run/mysqld/mysqld.sock",
-    "pid_file": "/run/mysqld/mysqld.pid",
-}
-DROPPED = frozenset({"server_id", "log_error", "report_port", *RUNTIME}) | NODE_DIR_PATHS
-GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"  # galera-4 in the image
-# The native back-end's loopback addresses and ports: in a container the defaults apply
-# (4567 group, 4568 IST, 4444 state transfer on the node's own address).
-GALERA_DROPPED = frozenset({"wsrep_node_address", "wsrep_sst_receive_address",
-                            "wsrep_node_incoming_address"})
-PROVIDER_DROPPED = ("gmcast.listen_addr", "ist.recv_addr")
-
-
-def provider_options(value: str) -> str:
-    """The plan's ``wsrep_provider_options`` without the native back-end's addresses."""
-    kept = [o.strip() for o in value.split(";")
-            if o.strip() and o.split("=", 1)[0].strip() not in PROVIDER_DROPPED]
-    return "; ".join(kept)
-
-
-def server_args(planned: PlannedNode, group: list[str] | None = None,
-                mounts: dict[str, str] | None = None) -> list[str]:
-    """``mariadbd`` arguments of a node in its container: the plan's effective config, with
-    where it listens and keeps its files set for the container; its error log goes to the
-    container's output (``ContainerNode.error_log`` keeps a copy in the run directory).
-    ``group``: the Galera nodes, by name (their addresses on the run's network)."""
-    cfg = {k: v for k, v in planned.config.items() if k not in DROPPED}
-    cfg.update(CONTAINER_SETTINGS)
-    mounts = mounts or {}
-    if "data" in mounts:  # disk full NODE: the data directory on the lab's tmpfs
-        cfg["datadir"] = mounts["data"]
-    if "binlog" in mounts:  # disk full NODE binlog: the binary logs on the lab's tmpfs
-        base = next((v for k, v in planned.config.items()
-                     if k.replace("-", "_") == "log_bin"), None)
-        if base is None:
-            raise ComponentError(f"node {planned.name}", "disk full ... binlog: the server "
-                                 "writes no binary logs (config { log_bin = mysql-bin })")
-        cfg.update(disk.binlog_settings(Path(mounts["binlog"]), Path(base).name))
-    cfg["report_host"] = planned.name
-    cfg["report_port"] = str(SERVER_PORT)
-    cfg.setdefault("skip_name_resolve", "ON")  # no reverse lookups of the clients' addresses
-    if group is not None:
-        cfg = {k: v for k, v in cfg.items() if k not in GALERA_DROPPED}
-        cfg["wsrep_provider"] = GALERA_PROVIDER
-        cfg["wsrep_cluster_address"] = "gcomm://" + ",".join(group)
-        cfg["wsrep_node_name"] = planned.name
-        # the client address each member lists (wsrep_incoming_addresses: the split-brain
-        # checker's memberships), by name on the run's network
-        cfg["wsrep_node_incoming_address"] = f"{planned.name}:{SERVER_PORT}"
-        if "wsrep_provider_options" in cfg:
-            cfg["wsrep_provider_options"] = provider_options(cfg["wsrep_provider_options"])
-    return [f"--{k}={v}" for k, v in cfg.items()]
-
-
-def container_name(run_id: str, node: str) -> str:
-    return f"lab-{run_id}-{node}"
-
-
-def network_name(run_id: str) -> str:
-    return f"lab-{run_id}"
-
-
-class ContainerNode(Node):
-    """A node in a container. ``port`` is its published port on 127.0.0.1; ``datadir`` is the
-    container's data directory seen from this machine when the engine is local (its merged
-    file system), else a path that does not exist here."""
-
-    def __init__(self, run: Run, planned: PlannedNode, admin: Credentials, container: Any,
-                 eng: engines.Engine) -> None:
-        datadir = run.dir / planned.name / "data"  # replaced by the merged dir when local
-        super().__init__(run, planned.name, planned.role, planned.index, planned.port, datadir,
-                         run.dir / f"{planned.name}.log", admin)
-        self.container = container
-        self.engine = eng
-        self.server_id = planned.server_id
-        self.data_path = DATADIR  # its data directory in the container
-        self.host_datadir: Path | None = None  # disk full: the tmpfs on this machine
-        self.host_binlog_dir: Path | None = None  # disk full ... binlog: the same
-
-    @property
-    def addr(self) -> Address:
-        """The server's published port, on the engine's address."""
-        return Address(self.engine.address, self.port)
-
-    # --- state, through inspect -------------------------------------------------------------
-    def inspect(self) -> dict[str, Any]:
-        return engines.inspect(self.engine.client, self.container.id)
-
-    def pid(self) -> int | None:
-        """The container's init process on the engine's machine (None when not running)."""
-        doc = self.inspect()
-        return engines.container_pid(doc) if doc.get("State", {}).get("Running") else None
-
-    def ip(self, network: str) -> str | None:
-        """The node's address on the run's network (None when it is not running)."""
-        nets = self.inspect().get("NetworkSettings", {}).get("Networks") or {}
-        addr = (nets.get(network) or {}).get("IPAddress")
-        return str(addr) if addr else None
-
-    def is_running(self) -> bool:
-        with contextlib.suppress(Exception):
-            return bool(self.inspect().get("State", {}).get("Running"))
-        return False
-
-    @property
-    def component(self) -> str:
-        return f"node {self.name} (container {self.container.name}, port {self.port})"
-
-    def save_log(self) -> Path:
-        """The container's output (the server's error log) copied to ``error_log``."""
-        with contextlib.suppress(Exception):
-            self.error_log.write_bytes(self.container.logs(stdout=True, stderr=True))
-        return self.error_log
-
-    def locate_datadir(self) -> None:
-        if self.host_datadir is not None:
-            self.datadir = self.host_datadir
-            return
-        if not self.engine.local:
-            return
-        with contextlib.suppress(Exception):
-            merged = self.inspect().get("GraphDriver", {}).get("Data", {}).get("MergedDir")
-            if merged:
-                self.datadir = Path(merged) / self.data_path.lstrip("/")
-
-    def tmpfs_dir(self, target: str) -> Path:
-        if target == "binlog" and self.host_binlog_dir is not None:
-            return self.host_binlog_dir
-        return super().tmpfs_dir(target)
-
-    def cache_dirs(self) -> list[Path]:
-        """The node's data directory in the layers of its container's file system on this
-        machine: the container's own (upper) layer and the image's (lower) layers — the real
-        files whose pages the kernel caches, there whether the container runs or not. Only on
-        a local engine: a remote engine's page cache is not this machine's."""
-        if not self.engine.local:
-            raise ComponentError(self.component, "its files are on the engine's machine "
-                                 f"({self.engine.url}), not this one: their page cache cannot "
-                                 "be dropped from here")
-        if self.host_datadir is not None:
-            return [self.host_datadir]
-        doc = self.inspect()
-        # an image that declares its data directory a volume keeps it there, not in a layer
-        volumes = [Path(m["Source"]) for m in doc.get("Mounts") or []
-                   if m.get("Destination") == self.data_path and m.get("Source")]
-        data = doc.get("GraphDriver", {}).get("Data", {})
-        layers = [data.get("UpperDir") or "", *(data.get("LowerDir") or "").split(":")]
-        dirs = volumes + [Path(d) / self.data_path.lstrip("/") for d in layers if d]
-        return [d for d in dirs if d.is_dir()]
-
-    def wait_ready(self, timeout: float = READY_TIMEOUT) -> float:
-        try:
-            return wait_until(sql_ready(self.addr, self.admin), timeout, "answering SQL",
-                              self.component, None, alive=self.is_running)
-        except ComponentError as e:
-            raise ComponentError(self.component, e.message, self.save_log()) from None
-
-    # --- verbs, through the API ---------------------------------------------------------------
-    def _supervisor_pid(self) -> int | None:
-        return None
-
-    def kill(self) -> None:
-        """SIGKILL to the container: the server dies at once and stays down."""
-        if self.paused:
-            # a frozen container takes SIGKILL too, but unfreezing first is what every engine
-            # does the same way
-            with contextlib.suppress(Exception):
-                self.container.unpause()
-        with contextlib.suppress(Exception):
-            self.container.kill(signal="SIGKILL")
-        self.container.wait(timeout=10)
-        self.paused = False
-
-    def pause(self) -> None:
-        if not self.is_running():
-            raise ComponentError(self.component, "cannot pause: not running", self.save_log())
-        self.container.pause()
-        self.paused = True
-
-    def resume(self) -> None:
-        if self.paused or self.inspect().get("State", {}).get("Paused"):
-            self.container.unpause()
-        self.paused = False
-
-    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
-        if not self.is_running():
-            return
-        if self.paused:
-            self.resume()
-        self.container.stop(timeout=int(timeout))
-        self.save_log()
-
-    def start(self, options: dict[str, str] | None = None, wait: bool = True) -> None:
-        if self.is_running():
-            return
-        self._write_start_options(options or {})
-        self.container.start()
-        self.locate_datadir()
-        if wait:
-            self.wait_ready()
-
-    def _write_start_options(self, options: dict[str, str]) -> None:
-        """``start ... with k = v``: the options of this start, in the container."""
-        self.put_file(START_OPTIONS, "".join(f"--{k}={v}\n" for k, v in options.items())
-                      .encode())
-
-    def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        """A file in the container, through the API's archive upload (works on a stopped
-        container and on a remote engine)."""
-        import io
-        import tarfile
-
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:  # from /: missing directories made
-            info = tarfile.TarInfo(path.lstrip("/"))
-            info.size = len(data)
-            info.mode = mode
-            tar.addfile(info, io.BytesIO(data))
-        self.container.put_archive("/", buf.getvalue())
-
-    def exec(self, cmd: list[str]) -> tuple[int, str]:
-        """Run a command in the node's container (as root): (exit code, output)."""
-        code, out = self.container.exec_run(cmd, stdout=True, stderr=True)
-        return int(code), out.decode("utf-8", "replace")
 
 
 @dataclass

@@ -79,7 +79,8 @@ experiment "ctr-topology" {
 def test_replication_on_containers_kill_start_pause_and_nothing_left() -> None:
     _require_podman()
     from dsl.api import plan_text
-    from runners.containers.topology import ContainerNode, ContainerTopology
+    from runners.containers.node import ContainerNode
+    from runners.containers.topology import ContainerTopology
     from runners.mysql import connect, execute_all, scalar
     from runners.runtime import Run
 

@@ -14,8 +14,9 @@ from fault.context import ActionFailed, Context
 from fault.nemesis import leave_in_place
 from fault.network import NetworkState, heal, network
 from runners import netcut
+from runners.containers.node import provider_options, server_args
 from runners.containers.router import ContainerHAProxy, agent_command, backends
-from runners.containers.topology import ContainerTopology, provider_options, server_args
+from runners.containers.topology import ContainerTopology
 
 
 def test_a_partition_drops_both_directions_per_peer() -> None:

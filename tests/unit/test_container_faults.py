@@ -28,9 +28,10 @@ from fault.resources import OomWatcher
 from lab.cli.lang import links_rows
 from runners import netcut
 from runners.containers import resources
+from runners.containers.node import server_args
 from runners.containers.resources import ContainerLimit
 from runners.containers.router import ContainerHAProxy
-from runners.containers.topology import ContainerTopology, server_args
+from runners.containers.topology import ContainerTopology
 from runners.containers.toxiproxy import ContainerToxiproxy
 from runners.errors import ComponentError
 from runners.toxiproxy import Link
@@ -418,7 +419,7 @@ def test_the_monitor_user_on_a_container_network_is_anyones_address() -> None:
 
 def test_a_binlog_disk_on_a_container_is_the_labs_mount_not_one_beside_the_merged_dir(
         tmp_path: Any) -> None:
-    from runners.containers.topology import ContainerNode
+    from runners.containers.node import ContainerNode
 
     node = ContainerNode.__new__(ContainerNode)
     node.datadir = tmp_path / "merged" / "var/lib/mysql"

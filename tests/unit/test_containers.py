@@ -14,7 +14,7 @@ from dsl.api import backend_errors, check_text, plan_text
 from dsl.backends import uses_links
 from lab.cli import main
 from runners.containers import engine, image, status
-from runners.containers.topology import server_args
+from runners.containers.node import server_args
 from runners.topology import needed_components
 
 REPL = """
