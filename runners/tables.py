@@ -5,8 +5,11 @@ rows the checkers judge). ``lab/`` decides when and on which node; the statement
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
+
+import MySQLdb
 
 from dsl.plan import PlannedWorkload
 from runners import replication
@@ -32,10 +35,32 @@ def make_tables(addr: Address, creds: Credentials, workloads: Sequence[PlannedWo
         if gtid_domains:  # MySQL, Percona: no GTID domains
             cur.execute(replication.HEARTBEAT_SESSION)
         for s in stmts:
-            cur.execute(s)
+            _execute_retrying(cur, s)
         cur.close()
     finally:
         conn.close()
+
+
+# A lock wait timeout or a deadlock (a Galera certification conflict is reported as one) while
+# the tables are made: every statement here is idempotent (IF NOT EXISTS, REPLACE), so it is run
+# again, a few times, before the cell fails with the server's error (seen once on a busy
+# machine: galera-conflicts' preparation ended in 1205 beside two other runs and a CPU-bound
+# process).
+RETRIED_ERRORS = (1205, 1213)
+ATTEMPTS = 4
+
+
+def _execute_retrying(cur: Any, statement: str, pause: float = 0.5) -> None:
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            cur.execute(statement)
+            return
+        except MySQLdb.OperationalError as e:
+            if e.args[0] not in RETRIED_ERRORS or attempt == ATTEMPTS:
+                raise MySQLdb.OperationalError(
+                    e.args[0], f"{e.args[1]} (making the lab's tables, attempt {attempt} of "
+                    f"{ATTEMPTS}: {statement[:80]})") from e
+            time.sleep(pause * attempt)
 
 
 def rows_statement(workloads: Sequence[str]) -> str | None:
