@@ -58,7 +58,8 @@ def _run(exp: Path, tmp_path: Path) -> tuple[dict[str, Any], Any]:
     out = subprocess.run([*LAB, "run", str(exp), "--backend", "containers", "--json",
                           "--db", str(db)], capture_output=True, text=True, cwd=ROOT,
                          timeout=400)
-    assert out.returncode in (0, 1), out.stdout[-3000:] + out.stderr[-3000:]
+    assert out.returncode in (0, 1) and out.stdout.startswith("{"), \
+        out.stdout[-3000:] + out.stderr[-3000:]
     summary = json.loads(out.stdout)
     for cell in summary["cells"]:
         print(cell.get("variant"), cell["status"], cell.get("error"),
