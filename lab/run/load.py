@@ -10,7 +10,6 @@ at any time (teardown calls it).
 
 from __future__ import annotations
 
-import bisect
 import math
 import threading
 import time
@@ -80,6 +79,18 @@ def undo_of(ta: TimedAction, in_force: float, detail: dict[str, Any] | None
     if back is None:
         return None
     return TimedAction(at=in_force + ta.lasts, action=back, span=ta.span)
+
+
+def place_undo(timeline: list[TimedAction], ends: TimedAction, planned: float) -> None:
+    """Put the end of a ``for D`` fault (``undo_of``) into the pending ``timeline`` where the
+    plan lists it: after the entries planned at or before ``planned`` (the fault's ``at`` plus
+    D), before the others. When the fault started late, its end is due later than planned
+    (``ends.at``), and the actions the plan lists after it wait for it rather than run first:
+    ``at 30s network partition g3 on group for 8s`` then ``at 39s wait until g3 synced``,
+    with the partition in force only at 34.5 s, heals at 42.5 s and only then waits (run
+    before the heal, the wait could only time out: measured, a 60 s timeout and an error)."""
+    i = next((k for k, t in enumerate(timeline) if t.at > planned), len(timeline))
+    timeline.insert(i, ends)
 
 
 class Load:
@@ -252,7 +263,7 @@ class Load:
                 ends = undo_of(ta, in_force - paused, detail)
                 if ends is not None:  # `for D`: undone D after it took effect
                     undos.add(id(ends))
-                    bisect.insort(timeline, ends, key=lambda t: t.at)
+                    place_undo(timeline, ends, ta.at + (ta.lasts or 0.0))
             for name, wl in self.workloads.items():
                 if name in self.started and wl.finished.is_set() and name not in self.steps_done:
                     self.steps_done.add(name)
