@@ -36,23 +36,7 @@ QUICKSTART = str(ROOT / "experiments" / "quickstart.exp")
 FULL = "database or disk is full"
 
 
-@pytest.fixture(autouse=True)
-def lab_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LAB_RUNTIME", str(tmp_path / "rt"))
-    monkeypatch.setenv("LAB_HOME", str(tmp_path / "home"))
-
-
-@pytest.fixture
-def no_servers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Fails the test if `lab run` gets as far as checking components or deploying."""
-    reached: list[str] = []
-
-    def components(plan: Any) -> None:
-        reached.append("check_components")
-        raise AssertionError("the results database must be checked before anything else")
-
-    monkeypatch.setattr("runners.topology.check_components", components)
-    return reached
+pytestmark = pytest.mark.usefixtures("lab_dirs")  # tests/unit/conftest.py
 
 
 def garbage(path: Path) -> Path:

@@ -24,22 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = str(ROOT / "experiments" / "quickstart.exp")
 
 
-@pytest.fixture(autouse=True)
-def lab_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LAB_RUNTIME", str(tmp_path / "rt"))
-    monkeypatch.setenv("LAB_HOME", str(tmp_path / "home"))
-
-
-@pytest.fixture
-def no_servers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    reached: list[str] = []
-
-    def components(plan: Any) -> None:
-        reached.append("check_components")
-        raise AssertionError("the results database must be checked before anything else")
-
-    monkeypatch.setattr("runners.topology.check_components", components)
-    return reached
+pytestmark = pytest.mark.usefixtures("lab_dirs")  # tests/unit/conftest.py
 
 
 def error_lines(err: str) -> list[str]:
