@@ -659,6 +659,24 @@ def test_lab_run_backend_containers_measures_a_pause_as_native_does(tmp_path: Pa
     assert _podman_services() == []
 
 
+def run_up(proc: subprocess.Popen[bytes], known: set[str], timeout: float) -> str:
+    """The id of the run `lab up` (``proc``) started, once that run says it is up (a run not in
+    ``known``); the test fails with lab's output, lab killed, when it is not up in ``timeout``
+    seconds or lab ends first."""
+    from runners.runtime import list_runs
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        for info in list_runs():
+            if info.id not in known and info.meta.get("state") == "up":
+                return info.id
+        time.sleep(0.2)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    pytest.fail(f"lab up did not come up:\n{out[-3000:]}")
+
+
 UP = """
 experiment "ctr-up" {
   backend containers
@@ -678,20 +696,7 @@ def test_kill_9_of_lab_then_lab_gc_leaves_nothing(tmp_path: Path) -> None:
     proc = subprocess.Popen([*LAB, "up", str(exp)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
-        run_id = None
-        while time.monotonic() < deadline and proc.poll() is None:
-            for info in list_runs():
-                if info.id not in known and info.meta.get("state") == "up":
-                    run_id = info.id
-            if run_id:
-                break
-            time.sleep(0.2)
-        if not run_id:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            pytest.fail(f"lab up did not come up:\n{out[-3000:]}")
+        run_id = run_up(proc, known, timeout=120)
         assert len(_left_by(run_id)) == 3  # two containers, one network
     finally:
         if proc.poll() is None:

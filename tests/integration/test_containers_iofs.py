@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,14 @@ import pytest
 from runners.components import find
 
 from .conftest import ROOT
-from .test_containers import LAB, _left_by, _podman, _podman_services, _require_podman
+from .test_containers import (
+    LAB,
+    _left_by,
+    _podman,
+    _podman_services,
+    _require_podman,
+    run_up,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -133,19 +139,7 @@ def test_kill_9_of_lab_then_lab_gc_leaves_no_iofs_mount(tmp_path: Path) -> None:
                             stderr=subprocess.STDOUT, start_new_session=True)
     run_id = None
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and proc.poll() is None:
-            for info in list_runs():
-                if info.id not in known and info.meta.get("state") == "up":
-                    run_id = info.id
-            if run_id:
-                break
-            time.sleep(0.2)
-        if not run_id:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            pytest.fail(f"lab up did not come up:\n{out[-3000:]}")
+        run_id = run_up(proc, known, timeout=180)
         mounts = [m for m in Path("/proc/self/mounts").read_text().splitlines()
                   if run_id in m and "lab-iofs" in m]
         assert len(mounts) == 1 and "/db1/data " in mounts[0], mounts
