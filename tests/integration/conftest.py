@@ -139,3 +139,14 @@ def replication_nodes(replicas: int = 2, **per_node: dict[str, str]) -> list[Pla
         out.append(node(f"db{i}", "replica", i, replicates_from=["db1"],
                         config=per_node.get(f"db{i}", {})))
     return out
+
+
+def lab_iofs_left() -> list[str]:
+    """lab-iofs mounts and daemons of this test session still there."""
+    session = os.environ["LAB_RUNTIME"]
+    mounts = [line for line in Path("/proc/self/mounts").read_text().splitlines()
+              if "lab-iofs" in line and session in line]
+    out = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True)
+    daemons = [line for line in out.stdout.splitlines()
+               if "lab-iofs" in line and session in line and " Z" not in line]
+    return mounts + daemons

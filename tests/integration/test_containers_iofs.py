@@ -21,7 +21,7 @@ import pytest
 
 from runners.components import find
 
-from .conftest import ROOT
+from .conftest import ROOT, lab_iofs_left
 from .test_containers import (
     LAB,
     _left_by,
@@ -40,17 +40,6 @@ def _require_iofs() -> None:
         pytest.skip("lab-iofs mounts a FUSE filesystem: /dev/fuse is missing")
     if not find("lab-iofs").ok:
         pytest.skip("lab-iofs is not built here (make bootstrap)")
-
-
-def _iofs_left() -> list[str]:
-    """lab-iofs mounts and daemons of this test session still there."""
-    session = os.environ["LAB_RUNTIME"]
-    mounts = [line for line in Path("/proc/self/mounts").read_text().splitlines()
-              if "lab-iofs" in line and session in line]
-    out = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True)
-    daemons = [line for line in out.stdout.splitlines()
-               if "lab-iofs" in line and session in line and " Z" not in line]
-    return mounts + daemons
 
 
 def _lab_containers() -> set[str]:
@@ -92,7 +81,7 @@ def test_io_stall_on_a_container_stalls_fsyncs_fails_writes_and_leaves_nothing(
     assert heal.value["since_previous"]["fsyncs"]["delayed"] >= 10, heal.value
     fail = next(o for o in ops if o.f == "io_fail" and o.type == "ok")
     assert fail.value["faults"]["fail"] == ["writes"]
-    assert _iofs_left() == []
+    assert lab_iofs_left() == []
     assert _lab_containers() <= before
     assert _podman_services() == []
 
@@ -112,7 +101,7 @@ def test_unsynced_loss_calibration_on_containers(tmp_path: Path) -> None:
     kill = next(o for o in ops if o.f == "kill" and o.type == "ok")
     # what lab-iofs put back: the server's unsynced redo log writes, at least
     assert kill.value["unsynced"]["restored_files"] >= 1, kill.value
-    assert _iofs_left() == []
+    assert lab_iofs_left() == []
     assert _lab_containers() <= before
 
 
@@ -147,11 +136,11 @@ def test_kill_9_of_lab_then_lab_gc_leaves_no_iofs_mount(tmp_path: Path) -> None:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)  # the lab, as `kill -9` would
         proc.wait(10)
-    assert _left_by(run_id) and any(run_id in line for line in _iofs_left()), \
+    assert _left_by(run_id) and any(run_id in line for line in lab_iofs_left()), \
         "kill -9 of the lab should leave its container and mount to lab gc"
     gc = subprocess.run([*LAB, "gc", "--db", str(tmp_path / "r.db")], capture_output=True,
                         text=True, cwd=ROOT, timeout=120)
     assert gc.returncode == 0, gc.stderr
     assert _left_by(run_id) == []
-    assert not [line for line in _iofs_left() if run_id in line]
+    assert not [line for line in lab_iofs_left() if run_id in line]
     assert _podman_services() == []

@@ -18,7 +18,7 @@ import pytest
 from lab.store.db import Store
 from runners import cgroups
 
-from .conftest import ROOT, our_processes, require
+from .conftest import ROOT, lab_iofs_left, our_processes, require
 
 LAB = [sys.executable, "-m", "lab.cli"]
 pytestmark = pytest.mark.integration
@@ -106,17 +106,6 @@ def test_when_fires_at_the_state_it_names(tmp_path: Path) -> None:
     assert kill.time >= fired[0].time
     assert any("rows(db1) >= 100000 did not happen within 5 s" in n for n in cell["notes"]), \
         cell["notes"]
-
-
-def lab_iofs_left() -> list[str]:
-    """lab-iofs mounts and daemons of this test session still there."""
-    session = os.environ["LAB_RUNTIME"]
-    mounts = [line for line in Path("/proc/self/mounts").read_text().splitlines()
-              if "lab-iofs" in line and session in line]
-    out = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True)
-    daemons = [line for line in out.stdout.splitlines()
-               if "lab-iofs" in line and session in line and " Z" not in line]
-    return mounts + daemons
 
 
 def test_an_fsync_delay_slows_a_commit_and_heal_and_teardown_leave_nothing(

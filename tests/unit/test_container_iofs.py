@@ -8,20 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
+from test_iofs import _Run  # what iofs.start needs of a Run
 
 from runners import components, iofs
 from runners.containers import iofs as ctr_iofs
-
-
-class _Run:
-    """What ``iofs.start`` needs of a Run: its directory and a record of the daemon's pid."""
-
-    def __init__(self, d: Path) -> None:
-        self.dir = d
-        self.recorded: list[tuple[int, str]] = []
-
-    def record(self, pid: int, name: str) -> None:
-        self.recorded.append((pid, name))
 
 
 @pytest.fixture
