@@ -8,28 +8,11 @@ which checker has one and in which order they come; ``lab show RUN --all`` has e
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from typing import Any
 
 from lab.figures_format import format_count
+from lab.report.cell_fields import _checker, _dict, _num, _subjects
 from lab.report.rows import CellInfo, fmt_count, fmt_duration, heal_changed, missing_before_heal
-
-
-def _num(v: Any) -> TypeGuard[int | float]:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _dict(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _checker(cell: dict[str, Any], name: str) -> dict[str, Any] | None:
-    m = (cell.get("measurements") or {}).get(name)
-    return m if isinstance(m, dict) else None
-
-
-def _subjects(cell: dict[str, Any], checker: str) -> dict[str, dict[str, Any]]:
-    s = _dict(_dict(_checker(cell, checker)).get("subjects"))
-    return {k: v for k, v in s.items() if isinstance(v, dict)}
 
 
 def split_brain_finding(cell: dict[str, Any], info: CellInfo) -> list[str]:

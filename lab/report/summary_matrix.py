@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeGuard
+from typing import Any, Literal
 
 from rich import box
 from rich.console import Console
@@ -38,6 +38,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from lab.figures_format import format_count
+from lab.report.cell_fields import _checker, _dict, _num, _subjects
 from lab.report.measurements import (
     render_claims,
     render_expectations,
@@ -103,22 +104,6 @@ class Matrix:
 # --- helpers over a cell's figures -----------------------------------------------------------
 
 
-def _num(v: Any) -> TypeGuard[int | float]:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _dict(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _checker(cell: dict[str, Any], name: str) -> dict[str, Any] | None:
-    m = (cell.get("measurements") or {}).get(name)
-    return m if isinstance(m, dict) else None
-
-
-def _subjects(cell: dict[str, Any], checker: str) -> dict[str, dict[str, Any]]:
-    s = _dict(_dict(_checker(cell, checker)).get("subjects"))
-    return {k: v for k, v in s.items() if isinstance(v, dict)}
 
 
 def _on(subjects: dict[str, dict[str, Any]], node: str) -> dict[str, dict[str, Any]]:

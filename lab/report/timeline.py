@@ -7,33 +7,15 @@ failover's outage when the two differ (``outage_vs_downtime``).
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from lab.figures_format import format_count
+from lab.report.cell_fields import _checker, _dict, _num, _subjects
 from lab.report.rows import STILL_DOWN, fmt_duration
 from lab.report.term_fit import block_lines, fitted_table
-
-
-def _num(v: Any) -> TypeGuard[int | float]:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _dict(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _checker(cell: dict[str, Any], name: str) -> dict[str, Any] | None:
-    m = (cell.get("measurements") or {}).get(name)
-    return m if isinstance(m, dict) else None
-
-
-def _subjects(cell: dict[str, Any], checker: str) -> dict[str, dict[str, Any]]:
-    s = _dict(_dict(_checker(cell, checker)).get("subjects"))
-    return {k: v for k, v in s.items() if isinstance(v, dict)}
-
 
 TOOK_SHOWN = 0.1  # seconds: an action shorter than this is shown without its duration
 
