@@ -1,9 +1,11 @@
 """Integration tests: real servers on this machine. Each test session runs with its own
-LAB_RUNTIME and LAB_HOME, and ends with a leak check: no server of ours may be left running."""
+LAB_RUNTIME and LAB_HOME in a directory of its own, and ends with a leak check: no server of ours
+may be left running; the directory goes when every test passed (pytest_sessionfinish)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -86,6 +88,27 @@ def leak_check() -> Iterator[None]:
     yield
     left = our_processes()
     assert not left, "servers left running after the tests:\n" + "\n".join(left)
+
+
+def _mounted_under(root: str) -> list[str]:
+    """Mount points at or below ``root`` (/proc/self/mounts; octal escapes as the kernel
+    writes them)."""
+    prefix = root.rstrip("/") + "/"
+    with open("/proc/self/mounts") as f:
+        points = [line.split()[1].encode().decode("unicode_escape") for line in f]
+    return [p for p in points if p == root or p.startswith(prefix)]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The session's directory (runs, results, logs) goes when every test passed and nothing
+    of it is left running or mounted; after a failure it stays, for its logs, and its path is
+    printed. Every process that imports this file (each xdist worker, the controller) has a
+    directory of its own."""
+    left = our_processes() or _mounted_under(_session_dir)
+    if exitstatus == 0 and not left:
+        shutil.rmtree(_session_dir, ignore_errors=True)
+    elif os.path.isdir(_session_dir) and any(os.scandir(_session_dir)):
+        print(f"\nthe integration session's runs and logs are kept in {_session_dir}")
 
 
 def node(name: str, role: str, i: int, **kw: object) -> PlannedNode:
