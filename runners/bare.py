@@ -11,7 +11,9 @@ data directory (node 1's, or the template's). Node 1 bootstraps a new cluster fr
 with that UUID at the cluster's position just before it starts (``wsrep_last_committed``: so far
 only configuration changes, no data), so it joins with no transfer at all — neither SST nor IST
 (its log says ``state transfer needed: no``). One joiner at a time: two joining at once sat in a
-non-primary view for 6–7 s (EVS). The lab's users are made on node 1 once every node is synced
+non-primary view for 6–7 s (EVS). While they join, EVS join messages go every 0.1 s instead of
+Galera's 1 s (``BRINGUP_PROVIDER``), set back once every node is synced: an experiment runs with
+the plan's options only. The lab's users are made on node 1 once every node is synced
 and reach the others as ordinary write sets. A later fault that needs a state transfer (a node
 behind the cluster's gcache, a wiped data directory) still gets a real one: the SST settings
 are the plan's.
@@ -41,7 +43,7 @@ from pathlib import Path
 
 import MySQLdb
 
-from dsl.owned import NODE_DIR_PATHS, RUNTIME, normal_key
+from dsl.owned import NODE_DIR_PATHS, PROVIDER_KEY, RUNTIME, normal_key, parse_provider_options
 from dsl.plan import PlannedNode
 from runners import cgroups, templates
 from runners.components import SPEC_BY_NAME, galera_provider, require
@@ -269,7 +271,7 @@ class GaleraCluster:
             node_dir.mkdir()
             cfg = self._cnf(p, node_dir)
             self.configs[p.name] = cfg
-            (node_dir / "my.cnf").write_text(cnf_text({"mysqld": cfg}))
+            (node_dir / "my.cnf").write_text(cnf_text({"mysqld": bringup_config(cfg)[0]}))
             node = ProcessNode(self.run, p.name, "galera", p.index, p.port, node_dir,
                                self.admin, self.mariadbd, datadir=Path(cfg["datadir"]),
                                error_log=Path(cfg["log_error"]))
@@ -319,8 +321,27 @@ class GaleraCluster:
                               "applying the lab's users")
         for node in self.nodes:
             self.wait_synced(node, 60)
+        self._end_bringup()
         log.info("galera: every node synced at %.2fs", time.monotonic() - t0)
         return self.nodes
+
+    def _end_bringup(self) -> None:
+        """Every node runs the plan's provider options from here on: the bring-up ones set
+        back (``SET GLOBAL``, read back) and the plan's my.cnf written for later starts."""
+        for node in self.nodes:
+            cfg = self.configs[node.name]
+            _, restore = bringup_config(cfg)
+            sock = Path(cfg["socket"])
+            if restore:
+                bootstrap_users(sock, [f"SET GLOBAL wsrep_provider_options = '{restore}'"])
+                running = {k.strip(): v.strip() for k, _, v in (
+                    item.partition("=") for item in _variable(sock, PROVIDER_KEY).split(";"))}
+                for key, value in parse_provider_options(restore):
+                    if running.get(key) != value:
+                        raise ComponentError(node.component, f"{key} is {running.get(key)} "
+                                             f"after setting it back to {value}",
+                                             node.error_log)
+            node.cnf.write_text(cnf_text({"mysqld": cfg}))
 
     def _wait_socket(self, node: ProcessNode, sock: Path, ready: Callable[[Path], bool],
                      what: str, timeout: float = 60.0) -> None:
@@ -369,6 +390,41 @@ def write_grastate(datadir: Path, cluster: str, seqno: int, safe_to_bootstrap: b
     st = datadir.stat()
     if os.getuid() == 0:
         os.chown(path, st.st_uid, st.st_gid)
+
+
+# Bring-up only: EVS join messages every 0.1 s instead of Galera's 1 s, so that a joiner is
+# declared a member in a tenth of the time (measured: 3 nodes ready in 3.45 s median instead of
+# 4.68 s); set back to Galera's default, or to the plan's value, once every node is synced, and
+# never in force while an experiment runs. An option the plan sets is the plan's from the start.
+BRINGUP_PROVIDER = {"evs.join_retrans_period": "PT0.1S"}
+GALERA_DEFAULTS = {"evs.join_retrans_period": "PT1S"}
+
+
+def bringup_config(cfg: dict[str, str]) -> tuple[dict[str, str], str]:
+    """A Galera node's config for bring-up (the plan's, with ``BRINGUP_PROVIDER``'s options
+    the plan does not set) and the provider options that set them back afterwards ("" when
+    nothing was added: not a Galera node, or the plan sets them all)."""
+    value = cfg.get(PROVIDER_KEY)
+    if value is None:
+        return cfg, ""
+    plan_keys = {k for k, _ in parse_provider_options(value)}
+    added = {k: v for k, v in BRINGUP_PROVIDER.items() if k not in plan_keys}
+    if not added:
+        return cfg, ""
+    extra = "; ".join(f"{k}={v}" for k, v in added.items())
+    restore = "; ".join(f"{k}={GALERA_DEFAULTS[k]}" for k in added)
+    return {**cfg, PROVIDER_KEY: f"{value.rstrip().rstrip(';')}; {extra}"}, restore
+
+
+def _variable(sock: Path, name: str) -> str:
+    conn = MySQLdb.connect(unix_socket=str(sock), user="root", connect_timeout=5)
+    try:
+        cur = conn.cursor()
+        cur.execute("SHOW GLOBAL VARIABLES LIKE %s", (name,))
+        row = cur.fetchone()
+        return "" if row is None else str(row[1])
+    finally:
+        conn.close()
 
 
 def _status(sock: Path, name: str) -> str:
@@ -425,7 +481,7 @@ class PrimaryPair:
             node_dir.mkdir()
             cfg = node_config(p, node_dir, server_runtime())
             self.configs[p.name] = cfg
-            (node_dir / "my.cnf").write_text(cnf_text({"mysqld": cfg}))
+            (node_dir / "my.cnf").write_text(cnf_text({"mysqld": bringup_config(cfg)[0]}))
             node = ProcessNode(self.run, p.name, "primary_primary", p.index, p.port, node_dir,
                                self.admin, self.mariadbd, datadir=Path(cfg["datadir"]),
                                error_log=Path(cfg["log_error"]))
