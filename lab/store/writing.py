@@ -6,7 +6,7 @@ batches, samples, faults) and its results (measurements, checks, expectations).
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lab.history import FaultWindow, Op, Sample
@@ -159,17 +159,23 @@ class StoreWriting(StoreQueries):
                 "load_end_ns": load_end_ns, "error": error,
             })  # fmt: skip
 
-    def insert_operations(self, run_id: str, cell: int, ops: Sequence[Op]) -> int:
-        """Store operations, ``OPS_PER_BATCH`` per ``operation_batches`` row (writing the same
-        batch again replaces it). Query them through the ``operations`` view."""
+    def insert_operations(
+        self, run_id: str, cell: int, ops: Sequence[Op], *, pause: Callable[[], None] | None = None
+    ) -> int:
+        """Store operations in one transaction, ``OPS_PER_BATCH`` per ``operation_batches`` row
+        (writing the same batch again replaces it). Query them through the ``operations``
+        view. ``pause``: called between pieces of the encoding (``encode_ops``), so that a long
+        batch never holds the GIL for long (the recorder's writer, while clients run)."""
         n = len(ops)
         if not n:
             return 0
         rows = []
         for k in range(0, n, OPS_PER_BATCH):
+            if k and pause is not None:
+                pause()
             chunk = ops[k : k + OPS_PER_BATCH]
             rows.append((run_id, cell, chunk[0].index, chunk[-1].index, len(chunk),
-                         encode_ops(chunk)))  # fmt: skip
+                         encode_ops(chunk, pause)))  # fmt: skip
         with self.conn:
             self.conn.executemany(
                 "insert or replace into operation_batches (run_id, cell, first_idx, last_idx, "

@@ -130,3 +130,41 @@ def test_streaming_failure_is_reported_and_history_kept(tmp_path: Path) -> None:
         rec.close()
     assert len(rec.history) == 1
     assert rec.error is not None
+
+
+def test_op_fast_init_matches_the_dataclass() -> None:
+    """runners/ops.py replaces Op's frozen __init__ by plain slot stores (cheaper on the
+    clients' hot path): same parameters, same defaults, same records."""
+    import dataclasses
+    import inspect
+
+    params = list(inspect.signature(Op.__init__).parameters.values())[1:]
+    fields = dataclasses.fields(Op)
+    assert [p.name for p in params] == [f.name for f in fields]
+    assert [p.default for p in params] == [
+        inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default for f in fields
+    ]
+    a = Op("ok", "read", 3, 7, "w", "db1", "db2", 4, [1, 2], 1062, "dup", 9)
+    assert [getattr(a, f.name) for f in fields] == [
+        "ok", "read", 3, 7, "w", "db1", "db2", 4, [1, 2], 1062, "dup", 9
+    ]
+    b = Op(type="ok", f="read", process=3, time=7, workload="w", endpoint="db1", node="db2",
+           key=4, value=[1, 2], error=1062, error_msg="dup", index=9)  # fmt: skip
+    assert a == b and a != dataclasses.replace(b, index=8)
+    assert hash(Op("ok", "read", 3, 7)) == hash(Op("ok", "read", 3, 7))
+
+
+def test_streamed_batches_equal_the_history(tmp_path: Path) -> None:
+    """The writer takes slices of the history, one transaction a wake, encoded in pieces:
+    the database holds exactly the history, in order, values included."""
+    p, rid = make_run(tmp_path)
+    rec = Recorder(p, rid, 1, batch_interval=0.005, batch_size=700)
+    vals: list[object] = [None, 1, "x", [1, "a"], {"k": [2]}, 2.5, "é\n\"q\""]
+    for i in range(4321):
+        rec.record(Op("invoke", "write", i % 7, i, "w", "db1", None, i, vals[i % len(vals)]))
+        if i % 997 == 0:
+            time.sleep(0.01)
+    rec.close()
+    with Store(p) as s:
+        stored = s.operations(rid, 1)
+    assert stored == rec.history and [o.index for o in stored] == list(range(4321))
