@@ -3,10 +3,14 @@ shared by the checkers (``CheckContext.columns``).
 
 A history of a million operations is two million ``Op`` objects; a checker that walks one
 ``Completed`` object per operation spends most of its time creating and reading them. Here the
-history is read field by field (one pass per field the checkers need, in C), the invokes are
-paired with their completions by sorting on the process instead of a loop, and every checker
-then selects, groups and counts with array operations. Fields only a few checkers need for a
-few operations (key, value, error) are read for those operations only.
+history is read once, in blocks of ``BLOCK`` records: every field of a block (in C) while its
+objects are still in the CPU's cache (a pass per field over the whole history fetched every
+record from memory again, which cost most of the time). The invokes are paired with their
+completions by sorting on the process instead of a loop, and every checker then selects,
+groups and counts with array operations. Keys and values are kept as ints, with the code of
+their class (``int_field``: which are None, ints or something else is known without looking at
+each object again); the objects themselves are read back from the history for the few
+operations that need them (examples, keys that are no ints).
 
 Position ``i`` of every array is the ``i``-th operation of ``pair_ops(history).ops``: the same
 pairing, the same order (completion-time order, stable; the operations that never completed
@@ -31,10 +35,14 @@ I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 Bools = npt.NDArray[np.bool_]
 
+# the fields with few values: one code per distinct combination
 _FEW = attrgetter("process", "type", "f", "workload", "endpoint", "node", "error")
 _TIME = attrgetter("time")
 _KEY = attrgetter("key")
 _VALUE = attrgetter("value")
+# records read per block: every field of a block is read while its objects are still in the
+# CPU's cache (one pass over the history per field would fetch each record from memory again)
+BLOCK = 1024
 
 
 class _Codes(dict[Any, int]):
@@ -57,12 +65,13 @@ class Columns:
         self.history = history
         enc = self._codes = _Codes()
         size = len(history)
-        # one pass over the records (in C) for the fields with few values: each distinct
-        # (process, type, f, workload, endpoint, node, error) gets a code, then each field its
-        # own
+        # one pass over the records, block by block (``_read``): each distinct (process, type,
+        # f, workload, endpoint, node, error) gets a code, then each field its own; the time,
+        # and the key and value (their classes, as ``classes``' codes, and the ints) of each
         combos = _Codes()
-        combo = np.fromiter(map(combos.__getitem__, map(_FEW, history)), np.int32, size)
-        self._time = time = np.fromiter(map(_TIME, history), np.int64, size)
+        self.classes: _Codes = _Codes({int: 0, type(None): 1})
+        combo, time = self._read(history, combos)
+        self._time = time
         table = list(combos)
         get = enc.__getitem__
         # per field, combination -> the field's code (taken at the records that need it)
@@ -73,24 +82,24 @@ class Columns:
         self.client_nodes: set[Any] = {t[5] for t in table if t[0] != NEMESIS}
         invoke = self.code("invoke")
 
-        nem = (lp == self.code(NEMESIS))[combo]
+        # the process of each record (a radix sort below when the codes fit in 16 bits)
+        cp = (lp.astype(np.uint16) if len(self.names) < 65536 else lp)[combo]
+        nem = lp[combo] == self.code(NEMESIS) if NEMESIS in enc else np.zeros(size, np.bool_)
         self.fault_index: I64 = np.flatnonzero(nem)
-        client = np.flatnonzero(~nem) if len(self.fault_index) else np.arange(size)
-        cp = lp[combo[client]]
-        ct = time[client]
+        n_client = size - len(self.fault_index)
         # (first, last) time of the client records, as ``time_bounds`` over them
         self.time_bounds: tuple[int, int] | None = (
-            (int(ct.min()), int(ct.max())) if len(ct) else None)
+            (int(time.min(where=~nem, initial=2**63 - 1)),
+             int(time.max(where=~nem, initial=-(2**63)))) if n_client else None)
         # each process's records together, in history order: a stable sort on the process
-        order = np.argsort(cp.astype(np.uint16) if len(self.names) < 65536 else cp,
-                           kind="stable")  # fmt: skip
-        pos = client[order]
-        pp = cp[order]
-        is_inv = (lt == invoke)[combo[pos]]
+        pos = np.argsort(cp, kind="stable")
+        pp = cp[pos]
+        # the faults' records are no invokes here: they pair with nothing
+        is_inv = (lt == invoke)[combo[pos]] & ~nem[pos]
         same = pp[1:] == pp[:-1]
         # a completion pairs with the record before it when that is its process's invoke
         pair = np.flatnonzero(is_inv[:-1] & ~is_inv[1:] & same)
-        self.orphans = int(len(pos) - np.count_nonzero(is_inv) - len(pair))
+        self.orphans = int(n_client - np.count_nonzero(is_inv) - len(pair))
         inv_done = pos[pair]
         comp_done = pos[pair + 1]
         # the completion records in history order (a scatter, not a sort)
@@ -136,6 +145,58 @@ class Columns:
                                                              np.int32)])
 
     # --- construction helpers ------------------------------------------------------------
+
+    def _read(self, history: Sequence[Op], combos: _Codes) -> tuple[I32, I64]:
+        """Every record's combination code (``_FEW``) and time; the class of its key and
+        value (codes into ``classes``) and, where they are ints within 64 bits, the ints
+        (``_key_int``, ``_value_int``; ints beyond are listed in ``_big``). The objects
+        themselves are read again from the history when asked for."""
+        size = len(history)
+        get = combos.__getitem__
+        combo = np.empty(size, np.int32)
+        time = np.empty(size, np.int64)
+        self._key_cls: I32 = np.empty(size, np.int32)
+        self._value_cls: I32 = np.empty(size, np.int32)
+        self._key_int: I64 = np.zeros(size, np.int64)
+        self._value_int: I64 = np.zeros(size, np.int64)
+        self._big: dict[str, list[int]] = {"key": [], "value": []}
+        for a in range(0, size, BLOCK):
+            part = history[a : a + BLOCK]
+            m = len(part)
+            b = a + m
+            combo[a:b] = np.fromiter(map(get, map(_FEW, part)), np.int32, m)
+            time[a:b] = np.fromiter(map(_TIME, part), np.int64, m)
+            objs = np.fromiter(map(_KEY, part), object, m)
+            self._key_cls[a:b] = self._ints(objs, self._key_int[a:b], a, self._big["key"])
+            objs = np.fromiter(map(_VALUE, part), object, m)
+            self._value_cls[a:b] = self._ints(objs, self._value_int[a:b], a, self._big["value"])
+        return combo, time
+
+    def _ints(self, objs: npt.NDArray[np.object_], out: I64, at: int, big: list[int]) -> I32:
+        """The class codes of the objects (records ``at``, ``at + 1`` ...); ``out``: those that
+        are ints as int64, the records of those beyond 64 bits listed in ``big`` instead."""
+        kinds = set(map(type, objs))
+        if kinds <= _INT_NONE:  # the usual case: ints (code 0) and None (code 1)
+            none = objs == None  # noqa: E711 - elementwise, on an object array
+            cls: I32 = none.astype(np.int32)
+            is_int = ~none
+        else:
+            cls = np.fromiter(map(self.classes.__getitem__, map(type, objs)), np.int32,
+                              len(objs))  # fmt: skip
+            is_int = cls == 0
+        if int not in kinds:
+            return cls
+        src = objs if len(kinds) == 1 else np.where(is_int, objs, 0)
+        try:
+            out[:] = src.astype(np.int64)
+        except OverflowError:
+            for j in np.flatnonzero(is_int).tolist():
+                x = objs[j]
+                if -(2**63) <= x < 2**63:
+                    out[j] = x
+                else:
+                    big.append(at + j)
+        return cls
 
     def _code_of(self, name: Any) -> int:
         """The code of ``name``, added to ``names`` when no record has it."""
@@ -211,26 +272,37 @@ class Columns:
         return [Completed(get(i), get(c) if c >= 0 else None)
                 for i, c in zip(inv, comp, strict=True)]
 
-    @cached_property
-    def _keys(self) -> npt.NDArray[np.object_]:
-        """Every record's key (one pass in C, on first use)."""
-        return np.fromiter(map(_KEY, self.history), object, len(self.history))
-
-    @cached_property
-    def _values(self) -> npt.NDArray[np.object_]:
-        """Every record's value (one pass in C, on first use)."""
-        return np.fromiter(map(_VALUE, self.history), object, len(self.history))
-
-    def _pick(self, every: npt.NDArray[np.object_], sel: I64) -> npt.NDArray[np.object_]:
-        """A field of ``Completed`` at the positions: the completion's, else (None) the
-        invoke's."""
+    def _source(self, cls: I32, sel: I64) -> I64:
+        """The records a field of ``Completed`` comes from at the positions: the
+        completion's, else (None there, or never completed) the invoke's."""
         comp = self.comp[sel]
         inv = self.inv[sel]
-        got = every[np.where(comp >= 0, comp, inv)]
-        none = np.flatnonzero(got == None)  # noqa: E711 - elementwise, on an object array
-        if len(none):
-            got[none] = every[inv[none]]
-        return got
+        none = self.classes.get(type(None), -1)
+        if none < 0:
+            return np.where(comp >= 0, comp, inv)
+        return np.where((comp >= 0) & (cls[comp] != none), comp, inv)
+
+    def int_field(self, name: str, sel: I64) -> IntField:
+        """``Completed.key`` (``name`` "key") or ``.value`` at the positions, typed."""
+        cls = self._key_cls if name == "key" else self._value_cls
+        rec = self._source(cls, sel)
+        c = cls[rec]
+        present = np.flatnonzero(np.bincount(c, minlength=len(self.classes))).tolist()
+        table = list(self.classes)
+        ints = self._key_int if name == "key" else self._value_int
+        big = self._big[name]
+        at_big = np.isin(rec, big) if big else np.zeros(len(rec), np.bool_)
+        return IntField(rec, c, ints[rec], at_big, {table[i] for i in present},
+                        self.classes.get(int, -1), self.classes.get(type(None), -1))
+
+    def objects(self, name: str, rec: I64) -> npt.NDArray[np.object_]:
+        """The keys (``name`` "key") or values of the records, read from the history."""
+        get = self.history.__getitem__
+        return np.fromiter(map(attrgetter(name), map(get, rec.tolist())), object, len(rec))
+
+    def object_at(self, name: str, rec: int) -> Any:
+        """The key (``name`` "key") or value of one record."""
+        return getattr(self.history[rec], name)
 
     def keys_values(self, sel: I64) -> tuple[list[Any], list[Any]]:
         """``keys(sel)`` and ``values(sel)``."""
@@ -240,15 +312,16 @@ class Columns:
     def key_value_arrays(self, sel: I64) -> tuple[npt.NDArray[np.object_],
                                                   npt.NDArray[np.object_]]:
         """``keys(sel)`` and ``values(sel)`` as object arrays."""
-        return self._pick(self._keys, sel), self._pick(self._values, sel)
+        return (self.objects("key", self._source(self._key_cls, sel)),
+                self.objects("value", self._source(self._value_cls, sel)))
 
     def keys(self, sel: I64) -> list[Any]:
         """``Completed.key`` at the positions: the completion's, else the invoke's."""
-        return self._pick(self._keys, sel).tolist()  # type: ignore[no-any-return]
+        return self.objects("key", self._source(self._key_cls, sel)).tolist()  # type: ignore[no-any-return]
 
     def values(self, sel: I64) -> list[Any]:
         """``Completed.value`` at the positions: the completion's, else the invoke's."""
-        return self._pick(self._values, sel).tolist()  # type: ignore[no-any-return]
+        return self.objects("value", self._source(self._value_cls, sel)).tolist()  # type: ignore[no-any-return]
 
     def errors(self, sel: I64) -> list[int | None]:
         """``Completed.error`` at the positions (None: never completed)."""
@@ -306,6 +379,35 @@ class Columns:
         within each."""
         idx = np.arange(self.n) if sel is None else sel
         return [(codes, idx[rows]) for codes, rows in group_rows(*(c[idx] for c in cols))]
+
+
+_INT_NONE = frozenset({int, type(None)})
+
+
+class IntField:
+    """A field (key or value) of ``Completed`` at some positions, typed: ``rec`` the records
+    it comes from, ``cls`` the code of its class (``Columns.classes``), ``ints`` its value
+    where it is an int within 64 bits (else 0), ``big`` where it is an int beyond, ``types``
+    the classes present."""
+
+    __slots__ = ("big", "cls", "int_code", "ints", "none_code", "rec", "types")
+
+    def __init__(self, rec: I64, cls: I32, ints: I64, big: Bools, types: set[type],
+                 int_code: int, none_code: int) -> None:  # fmt: skip
+        self.rec, self.cls, self.ints, self.big, self.types = rec, cls, ints, big, types
+        self.int_code, self.none_code = int_code, none_code
+
+    @property
+    def none(self) -> Bools:
+        """Where the field is None."""
+        out: Bools = self.cls == self.none_code
+        return out
+
+    @property
+    def is_int(self) -> Bools:
+        """Where the field's class is ``int`` (within 64 bits or not)."""
+        out: Bools = self.cls == self.int_code
+        return out
 
 
 def group_rows(*cols: I32) -> list[tuple[tuple[int, ...], I64]]:

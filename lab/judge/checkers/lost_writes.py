@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from lab.history import DUPLICATE_KEY_CODES, NS, WRITE_FS, Completed, Op, never_sent
 from lab.judge.checkers.base import CheckContext, CheckResult
@@ -125,11 +126,19 @@ class _Writes:
     def __init__(self, col: Columns, pos: I64) -> None:
         self.col = col
         self.pos = pos
-        self.keys, self.values = col.key_value_arrays(pos)
+        self.kf, self.vf = col.int_field("key", pos), col.int_field("value", pos)
+        self._keys: npt.NDArray[np.object_] | None = None
         self.failed = (col.type[pos] == col.code("fail")).tolist()
         self._made: dict[int, Completed] = {}
         self.key_array: I64 | None = None  # every key an int: the keys as an array
         self._by_key: tuple[I64, I64] | None = None
+
+    @property
+    def keys(self) -> npt.NDArray[np.object_]:
+        """The keys as objects (made on first use: the array path does without)."""
+        if self._keys is None:
+            self._keys = self.col.objects("key", self.kf.rec)
+        return self._keys
 
     def by_key(self) -> tuple[I64, I64]:
         """The writes in key order (stable) and their keys, sorted."""
@@ -149,30 +158,43 @@ class _Writes:
         """The acknowledged writes whose key is an int and whose value an int found as such on
         every node: nothing to look at (the common case, found with arrays)."""
         ok = self.col.ok[self.pos]
-        m = len(self.keys)
-        try:
-            if set(map(type, self.keys)) <= {int} and set(map(type, self.values)) <= {int}:
-                good = ok.copy()
-                sel = np.flatnonzero(good)
-                self.key_array = self.keys.astype(np.int64)
-                k = self.key_array[sel]
-                v = self.values.astype(np.int64)[sel]
-            else:
-                kis = np.fromiter((type(x) is int for x in self.keys), np.bool_, m)
-                vis = np.fromiter((type(x) is int for x in self.values), np.bool_, m)
-                good = ok & kis & vis
-                sel = np.flatnonzero(good)
-                k = self.keys[sel].astype(np.int64)
-                v = self.values[sel].astype(np.int64)
-        except OverflowError:
-            return np.zeros(m, np.bool_)
+        kf, vf = self.kf, self.vf
+        m = len(self.pos)
+        if kf.types <= {int} and vf.types <= {int}:
+            if kf.big.any():  # a key beyond 64 bits: nothing is fine
+                return np.zeros(m, np.bool_)
+            self.key_array = kf.ints
+            if vf.big.any():
+                return np.zeros(m, np.bool_)
+            good = ok.copy()
+            sel = np.flatnonzero(good)
+            k = kf.ints[sel]
+            v = vf.ints[sel]
+        else:
+            good = ok & kf.is_int & vf.is_int
+            sel = np.flatnonzero(good)
+            if kf.big[sel].any() or vf.big[sel].any():
+                return np.zeros(m, np.bool_)
+            k = kf.ints[sel]
+            v = vf.ints[sel]
         if not len(sel):
             return good
         same = np.ones(len(sel), np.bool_)
+        found: dict[int, Bools] = {}  # per state (by identity: nodes may share one), once
+        # the keys searched in order (a binary search per key, each starting where the last
+        # ended: several times faster than in the writes' order), the answers put back
+        order = np.argsort(k)
+        ks, vs = k[order], v[order]
         for n in nodes:
-            fk, fv = _int_state(final[n], cache)
-            i = np.minimum(np.searchsorted(fk, k), max(len(fk) - 1, 0))
-            same &= (fk[i] == k) & (fv[i] == v) if len(fk) else False
+            got = found.get(id(final[n]))
+            if got is None:
+                fk, fv = _int_state(final[n], cache)
+                got = np.zeros(len(sel), np.bool_)
+                if len(fk):
+                    i = np.minimum(np.searchsorted(fk, ks), len(fk) - 1)
+                    got[order] = (fk[i] == ks) & (fv[i] == vs)
+                found[id(final[n])] = got
+            same &= got
         good[sel[~same]] = False
         return good
 

@@ -60,9 +60,30 @@ class NodeLooks:
         per-object path."""
         rs = [col.completed(int(g.pos[j])) for j in self.first_rows.tolist()]
         start, end = col.start[g.pos], col.end[g.pos]
-        looks = [(g.keys[j], int(start[j]), int(end[j]), g.values[j])
+        keys, values = g.keys.all, g.values.all
+        looks = [(keys[j], int(start[j]), int(end[j]), values[j])
                  for j in self.plain_rows.tolist()]  # fmt: skip
         return rs, looks + self.poll_looks
+
+
+class Lazy:
+    """A field (key or value) of some records as objects: ``[j]`` one, ``all`` every one (an
+    object array, made on first use: the array path needs only the few in its examples)."""
+
+    def __init__(self, col: Columns, name: str, rec: I64) -> None:
+        self.col, self.name, self.rec = col, name, rec
+        self._all: npt.NDArray[np.object_] | None = None
+
+    def __getitem__(self, j: int) -> Any:
+        if self._all is not None:
+            return self._all[j]
+        return self.col.object_at(self.name, int(self.rec[j]))
+
+    @property
+    def all(self) -> npt.NDArray[np.object_]:
+        if self._all is None:
+            self._all = self.col.objects(self.name, self.rec)
+        return self._all
 
 
 @dataclass(slots=True)
@@ -70,8 +91,8 @@ class Gathered:
     """The ok reads and polls of the history (rows, in ``by_f``'s order)."""
 
     pos: I64  # their positions in the columns
-    keys: npt.NDArray[np.object_]
-    values: npt.NDArray[np.object_]
+    keys: Lazy
+    values: Lazy
     nodes: dict[str, dict[str, NodeLooks]]
     order: list[str]  # the workloads, as stale_reads lists them
 
@@ -84,22 +105,25 @@ def gather(col: Columns, version: Any) -> Gathered | None:
     pos = col.f_positions(READ_FS | REREAD_FS)
     pos = pos[col.ok[pos]]
     n = len(pos)
-    keys, values = col.key_value_arrays(pos)
-    tk, tv = set(map(type, keys)), set(map(type, values))
-    if not tk <= {int, type(None)}:
-        return None
+    kf, vf = col.int_field("key", pos), col.int_field("value", pos)
+    tk, tv = kf.types, vf.types
+    if not tk <= {int, type(None)} or kf.big.any():
+        return None  # a key that is no int, or beyond 64 bits
+    keys, values = Lazy(col, "key", kf.rec), Lazy(col, "value", vf.rec)
     try:
-        has_key = keys != None  # noqa: E711 - elementwise
-        key = np.where(has_key, keys, 0).astype(np.int64)
-        poll = (np.fromiter((isinstance(v, list) for v in values), np.bool_, n)
+        has_key = ~kf.none
+        key = kf.ints
+        poll = (np.fromiter((isinstance(v, list) for v in values.all), np.bool_, n)
                 if tv - {int, type(None)} else np.zeros(n, np.bool_))  # fmt: skip
-        vnone = values == None  # noqa: E711 - elementwise
+        vnone = vf.none
         if tv <= {int, type(None)}:
-            seen = np.where(vnone, NOTHING_SEEN, values).astype(np.int64)
+            if vf.big.any():
+                return None
+            seen = np.where(vnone, NOTHING_SEEN, vf.ints)
             has_seen = np.ones(n, np.bool_)
         else:
             raw = [None if p else seen_of(v, version)
-                   for p, v in zip(poll.tolist(), values.tolist(), strict=True)]  # fmt: skip
+                   for p, v in zip(poll.tolist(), values.all.tolist(), strict=True)]  # fmt: skip
             has_seen = np.fromiter((x is not None for x in raw), np.bool_, n)
             seen = np.fromiter((0 if x is None else x for x in raw), np.int64, n)
     except OverflowError:
@@ -181,17 +205,14 @@ def write_arrays(col: Columns, workloads: set[str]
     key and value (of the writes with both) is an int within 64 bits (then ``write_pairs``)."""
     pos = col.f_positions(WRITE_FS)
     pos = pos[col.ok[pos] & np.isin(col.workload[pos], col.codes(workloads))]
-    keys, values = col.key_value_arrays(pos)
+    kf, vf = col.int_field("key", pos), col.int_field("value", pos)
     # a write without a key, or without a value (no version), is left out
-    keep = (keys != None) & (values != None)  # noqa: E711 - elementwise
-    keys, values = keys[keep], values[keep]
-    if not set(map(type, keys)) <= {int} or not set(map(type, values)) <= {int}:
-        return None
-    try:
-        k = keys.astype(np.int64)
-        v = values.astype(np.int64)
-    except OverflowError:
-        return None
+    keep = ~kf.none & ~vf.none
+    if not (kf.is_int[keep].all() and vf.is_int[keep].all()):
+        return None  # a key or value that is no int
+    if kf.big[keep].any() or vf.big[keep].any():
+        return None  # beyond 64 bits
+    k, v = kf.ints[keep], vf.ints[keep]
     wl = col.workload[pos][keep]
     ack = col.end[pos][keep]
     arrays: dict[str, dict[int, KeyArrays]] = {}

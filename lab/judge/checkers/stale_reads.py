@@ -32,7 +32,7 @@ import numpy as np
 from lab.history import NS, READ_FS, REREAD_FS, WRITE_FS, Completed, Op
 from lab.judge.checkers import stale_columns as sc
 from lab.judge.checkers.base import CheckContext, CheckResult, summary
-from lab.judge.checkers.columns import I64, group_rows
+from lab.judge.checkers.columns import I64, group_rows, summary_ints
 
 NAME = "stale_reads"
 MAX_EXAMPLES = 50
@@ -416,12 +416,22 @@ class Visibility:
     gaps: list[int]
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = summary(self.times + self.bounds, scale=1 / NS)
+        try:  # the figures of int64 arrays (``summary_ints``: the same to the bit), sorted once
+            times = np.array(self.times, np.int64)
+            pooled = np.concatenate([times, np.array(self.bounds, np.int64)])
+            gaps = np.array(self.gaps, np.int64)
+        except OverflowError:
+            out: dict[str, Any] = summary(self.times + self.bounds, scale=1 / NS)
+            res = summary(self.gaps, scale=1 / NS)
+            sorted_times = sorted(self.times)
+        else:
+            out = summary_ints(pooled, scale=1 / NS)
+            res = summary_ints(gaps, scale=1 / NS)
+            sorted_times = np.sort(times).tolist()
         out["seen"] = len(self.times)
         out["unseen"] = out["never_seen"] = len(self.bounds)
         out["unseen_min_bound"] = min(self.bounds) / NS if self.bounds else None
-        out["upper"] = percentile_uppers(self.times, len(self.bounds), scale=1 / NS)
-        res = summary(self.gaps, scale=1 / NS)
+        out["upper"] = percentile_uppers(sorted_times, len(self.bounds), scale=1 / NS)
         out["resolution"] = res["p50"]
         out["resolution_max"] = res["max"]
         return out
