@@ -19,12 +19,13 @@ demo: bootstrap
 	$(LAB) doctor || true
 	$(LAB) run experiments/quickstart.exp
 
+# the unit tests two at a time (pytest-xdist): 36 s instead of 55 s on this 2-core machine
 test: bootstrap
-	$(PYTEST) tests/unit -q
+	$(PYTEST) tests/unit -q -n 2
 	$(MAKE) --no-print-directory integration
 
 test-fast: bootstrap
-	$(PYTEST) tests/unit -q
+	$(PYTEST) tests/unit -q -n 2
 
 # the unit tests in a random order (pytest-randomly), to find tests that depend on the order
 # they run in; the normal targets keep the files' order (pyproject's addopts: -p no:randomly).
