@@ -78,9 +78,10 @@ class Builder(TopologyRules, WorkloadRules, StepRules, MeasurementRules, SpaceBu
              "report"}
         )
         one = self.singles(stmts, "this experiment", repeatable)
-        many = {
-            k: [s.value for s in stmts if s.kind == k and s.value is not None] for k in repeatable
-        }
+        many: dict[str, list[Any]] = {k: [] for k in repeatable}
+        for s in stmts:
+            if s.kind in many and s.value is not None:
+                many[s.kind].append(s.value)
         if "topology" not in one:
             self.error(
                 header,

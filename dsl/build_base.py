@@ -81,22 +81,26 @@ def _disk_target(word: str | None) -> Literal["datadir", "binlog"]:
     return "binlog" if word == "binlog" else "datadir"
 
 
+# Span's own validator, called with a dict: the same validated Span as Span(...), a quarter
+# faster (the builder makes two thousand of them for a 500-line file)
+_span = Span.__pydantic_validator__.validate_python
+
+
 def token_span(tok: Token) -> Span:
     line = tok.line or 0
     column = tok.column or 0
-    return Span(
-        line=line,
-        column=column,
-        end_line=tok.end_line or line,
-        end_column=tok.end_column or column,
+    return _span(  # type: ignore[no-any-return]
+        {"line": line, "column": column, "end_line": tok.end_line or line,
+         "end_column": tok.end_column or column}
     )
 
 
 def meta_span(meta: Meta) -> Span:
     if meta.empty:
         return NO_SPAN
-    return Span(
-        line=meta.line, column=meta.column, end_line=meta.end_line, end_column=meta.end_column
+    return _span(  # type: ignore[no-any-return]
+        {"line": meta.line, "column": meta.column, "end_line": meta.end_line,
+         "end_column": meta.end_column}
     )
 
 

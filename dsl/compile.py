@@ -238,7 +238,8 @@ def provider_needed(plan: Plan, node: PlannedNode) -> dict[str, str]:
 def _find(config: Mapping[str, str], key: str, mysql: bool) -> str | None:
     if not mysql:
         return key if key in config else None
-    return next((k for k in config if normal_key(k) == normal_key(key)), None)
+    wanted = normal_key(key)
+    return next((k for k in config if normal_key(k) == wanted), None)
 
 
 def _with_lab_settings(plan: Plan, node: PlannedNode, nodes: list[PlannedNode]) -> PlannedNode:
@@ -328,11 +329,7 @@ def _merge(config: dict[str, str], settings: Mapping[str, str], mysql: bool) -> 
     """Apply ``settings`` over ``config``; for MySQL-family servers ``a-b`` and ``a_b`` are
     one option, so the later spelling replaces the earlier one."""
     for key, value in settings.items():
-        old = (
-            next((k for k in config if normal_key(k) == normal_key(key)), None)
-            if mysql
-            else (key if key in config else None)
-        )
+        old = _find(config, key, mysql)
         if old is None or old == key:
             config[key] = value
         else:  # same option, another spelling: take the new one, keep the position

@@ -30,6 +30,7 @@ turns that off on every node (``getopt_prefix_matching``), so the server refuses
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # --- reasons (the hints of lab check) -------------------------------------------------------
 
@@ -240,6 +241,7 @@ NODE_DIR_PATHS = frozenset({"datadir", "tmpdir", "socket", "pid_file", "log_erro
 Problem = tuple[str, str | None]  # (message, hint)
 
 
+@lru_cache(maxsize=4096)
 def normal_key(key: str) -> str:
     """``innodb-buffer-pool-size`` and ``loose_innodb_buffer_pool_size`` are the same option
     as ``innodb_buffer_pool_size`` for the server (MongoDB keys: compared in lower case)."""

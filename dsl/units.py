@@ -87,8 +87,23 @@ def _duration(text: str) -> float | None:
     return total
 
 
+# the value and kind of each quantity text read so far (a file repeats its 10ms and 30s);
+# errors are not kept: they are raised afresh
+_READ: dict[str, tuple[float, UnitKind]] = {}
+
+
 def parse_quantity(text: str, span: Span = NO_SPAN) -> Quantity:
     """Parse one quantity; raise ``QuantityError`` with a message and a hint."""
+    read = _READ.get(text)
+    if read is None:
+        read = _value_and_kind(text)
+        if len(_READ) >= 10_000:
+            _READ.clear()
+        _READ[text] = read
+    return Quantity(value=read[0], kind=read[1], text=text, span=span)
+
+
+def _value_and_kind(text: str) -> tuple[float, UnitKind]:
     kind: UnitKind
     if m := _COUNT.fullmatch(text):
         value, kind = _number(m.group(1), text), "count"
@@ -105,7 +120,7 @@ def parse_quantity(text: str, span: Span = NO_SPAN) -> Quantity:
         if seconds is None:
             raise QuantityError(f"'{text}' is not a number with a known unit", _unit_hint(text))
         value, kind = seconds, "duration"
-    return Quantity(value=value, kind=kind, text=text, span=span)
+    return value, kind
 
 
 def _unit_hint(text: str) -> str:
