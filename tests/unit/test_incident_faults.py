@@ -36,6 +36,16 @@ def test_cpu_memory_and_clock_actions_parse_to_their_models() -> None:
         "clock skew db2 by -1m", "clock heal db2", "cpu heal db1", "memory heal db2"]
 
 
+def test_a_clock_skew_without_a_sign_is_ahead() -> None:
+    """``by 30s`` is ``by +30s`` (the grammar's sign is optional; it crashed the builder with a
+    traceback before, on both parser paths)."""
+    e = parse_text(exp("at 4s clock skew db2 by 30s\nat 5s clock skew db2 by -2s"))
+    acts = [t.action for t in e.timeline]
+    assert isinstance(acts[0], ClockSkew) and acts[0].offset == 30.0
+    assert isinstance(acts[1], ClockSkew) and acts[1].offset == -2.0
+    assert describe(acts[0]) == "clock skew db2 by +30s"
+
+
 def test_each_limit_is_undone_by_its_heal_and_cgroups_need_root() -> None:
     ref = NodeRef(name="db1")
     assert undo(CpuLimit(verb="limit", node=ref, share=0.5)) == CpuLimit(verb="heal", node=ref)
