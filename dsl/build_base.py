@@ -20,7 +20,7 @@ from dsl.models import (
     Quantity,
     Span,
 )
-from dsl.units import QuantityError, kind_problem, parse_quantity
+from dsl.units import QuantityError, kind_problem, parse_quantity, read_quantity
 from dsl.validate_base import PARAM_LIMITS
 from dsl.validate_safety import setting_problems
 
@@ -245,6 +245,12 @@ class Rules(Transformer[Token, Any]):
                 "be varied with $name",
             )
             return None
+        # the common case first, without a Quantity and its Span: a quantity of the right
+        # kind, more than zero (or zero, when allowed); anything else says why below
+        read = read_quantity(str(tok))
+        if read is not None and read[1] in kinds and (
+                read[0] > 0 or (read[0] == 0 and allow_zero)):
+            return read[0]
         q = self.quantity(tok)
         return None if q is None else self.checked(q, kinds, what, allow_zero)
 

@@ -50,7 +50,7 @@ from dsl.models import (
     Variant,
     Workload,
 )
-from dsl.owned import PROVIDER_KEY, merge_provider_options, normal_key
+from dsl.owned import PROVIDER_KEY, ConfigKeys, merge_provider_options, normal_key
 from dsl.plan import (
     DEFAULT_BASE_PORT,
     Cell,
@@ -244,22 +244,23 @@ def _find(config: Mapping[str, str], key: str, mysql: bool) -> str | None:
 
 def _with_lab_settings(plan: Plan, node: PlannedNode, nodes: list[PlannedNode]) -> PlannedNode:
     mysql = plan.topology != "mongodb_replset"
-    own = dict(node.config)  # the file's settings, and the lab's from an earlier pass
+    keys = ConfigKeys(node.config, mysql)  # the file's settings, and the lab's from an earlier pass
+    own = keys.config
     origins: dict[str, Origin] = {}
     out: dict[str, str] = {}
     for key, value in lab_config(plan, node, nodes).items():
-        old = _find(own, key, mysql)
+        old = keys.find(key)
         if old is not None:
-            del own[old]
+            keys.pop(old)
         out[key] = value
         origins[key] = "lab"
     for key, value in builtin_config(plan, node, len(nodes)).items():
-        old = _find(own, key, mysql)
+        old = keys.find(key)
         if old is None:
             out[key] = value
             origins[key] = "default"
         else:
-            out[old] = own.pop(old)
+            out[old] = keys.pop(old)
             if node.origins.get(old) == "default":
                 origins[old] = "default"
     needed = provider_needed(plan, node)
@@ -467,6 +468,10 @@ def _cells(exp: Experiment, nodes: list[PlannedNode]) -> list[Cell]:
     combos: Iterable[tuple[str, ...]] = itertools.product(*(s.values for s in sweeps))
     combos = list(combos)
     cells: list[Cell] = []
+    # each workload with the $params its fields name
+    refs = [(w, [v.name for v in w.__dict__.values() if isinstance(v, ParamRef)])
+            for w in exp.workloads]
+    planned: dict[tuple[int, tuple[str, ...]], PlannedWorkload] = {}
     for variant in variants:
         for combo in combos:
             sweep = {s.name: v for s, v in zip(sweeps, combo, strict=True)}
@@ -479,7 +484,14 @@ def _cells(exp: Experiment, nodes: list[PlannedNode]) -> list[Cell]:
                     _merge(config, variant.settings, mysql)
                 _merge(config, server, mysql)
                 cell_nodes.append(node.model_copy(update={"config": config}))
-            workloads = [_planned_workload(w, params, exp.duration) for w in exp.workloads]
+            workloads = []
+            for i, (w, names) in enumerate(refs):
+                # a workload's plan depends on the cell only through the $params it names:
+                # one (frozen) PlannedWorkload for the cells that give them the same values
+                key = (i, tuple(params[name] for name in names))
+                if key not in planned:
+                    planned[key] = _planned_workload(w, params, exp.duration)
+                workloads.append(planned[key])
             for repeat in range(1, exp.repeat + 1):
                 cells.append(
                     Cell(

@@ -15,6 +15,13 @@ and last child that has a position, anonymous tokens included). Reductions happe
 post-order, left to right, the transform's order, so the Builder sees the same calls in the
 same order and returns the same models and errors.
 
+Two shortcuts keep lark's results: the blanks between two tokens on a line (the grammar's
+``%ignore /[\t \f]+/``) are matched with the token that follows, one regex match instead of
+two (only for a state where no other terminal can start with a blank, checked on the
+terminals' parsed patterns by ``_may_start_with``; lark's own scanner otherwise, and
+whenever the folded match fails); and a Builder method is found once per Builder class
+(``_method``), not through a ``v_args`` wrapper made afresh per rule and per file.
+
 Anything off the happy path returns a sentinel (``failed``) and the caller starts over on the
 usual road (``lark.parse``, its errors, the tree transform, a new Builder): a character no
 terminal of the state matches, a token the parse table does not expect, an exception in a
@@ -27,8 +34,12 @@ variants of them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import partial
+from re import _constants as sre
+from re import _parser as sre_parse
+from types import FunctionType, MethodType
 from typing import Any
 
 from lark import Lark, Token, Transformer, Tree
@@ -40,16 +51,21 @@ from lark.parse_tree_builder import (
 )
 from lark.parsers.lalr_analysis import Shift
 from lark.tree import Meta
-from lark.visitors import _vargs_meta
+from lark.visitors import _vargs_meta, _VArgsWrapper
 
 # a rule: (children on the stack, origin, callback name, inlined (`_rule`),
 #          [(index, inline it, Nones before)] or None to keep all, Nones after,
 #          shape: 1 for one child kept as it is, 2 for one child inlined, 3 and 4 for an
 #          inlined list and one more child (3: inlined, 4: as it is), 0 otherwise)
 _Rule = tuple[int, str, str, bool, list[tuple[int, bool, int]] | None, int, int]
-_Scan = tuple[Callable[..., Any],
+# a state's scanner: (its match with the blanks before a token folded in, or None; its own
+# match; the keywords; the ignored and the newline terminals)
+_Scan = tuple[Callable[..., Any] | None, Callable[..., Any],
               dict[str, tuple[Callable[[str], str | None], dict[str, str | None]]],
               frozenset[str], frozenset[str]]
+# the ignored blanks between two tokens on a line (the grammar's `%ignore /[\t \f]+/`)
+_BLANKS = "[\t \x0c]+"
+_BLANK_CHARS = frozenset(map(ord, "\t \x0c"))
 # a position: the first and the last token (a token's: itself twice)
 _Where = tuple[Token, Token]
 
@@ -144,7 +160,8 @@ class FastPath:
                 raise _Unsupported
             memo = self.memos.setdefault(id(callback.scanner), (callback.scanner, {}))[1]
             keywords[kind] = (callback.scanner.fullmatch, memo)
-        out = (mres[0].match, keywords, lexer.ignore_types, lexer.newline_types)
+        out = (_folded(lexer, mres[0]), mres[0].match, keywords, lexer.ignore_types,
+               lexer.newline_types)
         self.scans[state] = out
         return out
 
@@ -167,13 +184,20 @@ class FastPath:
         token: Token | None
         while True:
             # the next token, lexed in the parser's current state (lark's ContextualLexer)
-            match, keywords, ignore, newline = scans.get(state) or self._scan(state)
+            folded, match, keywords, ignore, newline = scans.get(state) or self._scan(state)
             token = None
             while pos < n:
-                m = match(text, pos)
-                if m is None:
-                    return _FAIL
-                kind = m.lastgroup
+                # the blanks before a token and the token in one match
+                m = None if folded is None else folded(text, pos)
+                if m is None:  # none folded, only blanks left, or no terminal: lark's own
+                    m = match(text, pos)
+                    if m is None:
+                        return _FAIL
+                    kind = m.lastgroup
+                    start = pos
+                else:
+                    kind = m.lastgroup
+                    start = m.start(kind)
                 end = m.end()
                 if kind in ignore:  # (an UnlessCallback on an ignored token has no effect)
                     if kind in newline:
@@ -183,13 +207,13 @@ class FastPath:
                             line_start = text.rindex("\n", pos, end) + 1
                     pos = end
                     continue
-                value = m.group()
-                start_line, column = line, pos - line_start + 1
+                value = text[start:end]
+                start_line, column = line, start - line_start + 1
                 if kind in newline:
                     count = value.count("\n")
                     if count:
                         line += count
-                        line_start = pos + value.rindex("\n") + 1
+                        line_start = start + value.rindex("\n") + 1
                 if kind in keywords:  # lark's UnlessCallback: a NAME that is a keyword
                     fullmatch, memo = keywords[kind]
                     if value in memo:
@@ -203,7 +227,7 @@ class FastPath:
                 end_column = end - line_start + 1
                 token = new_str(Token, value)  # what Token(...) does, without two calls
                 token.type = kind
-                token.start_pos = pos
+                token.start_pos = start
                 token.value = value
                 token.line = start_line
                 token.column = column
@@ -322,7 +346,16 @@ def failed(value: Any) -> bool:
 
 
 def _call(builder: Transformer[Token, Any], name: str) -> Callable[[Meta, list[Any]], Any]:
-    """The transform's call of rule ``name`` (``Transformer._call_userfunc``), looked up once."""
+    """The transform's call of rule ``name`` (``Transformer._call_userfunc``), looked up once
+    per Builder; a ``v_args(meta=True)`` method found once per Builder class (the lookup
+    through the instance makes a new wrapper, with ``functools.update_wrapper``, each time)."""
+    if name not in getattr(builder, "__dict__", ()):  # an instance attribute would win
+        key = (type(builder), name)
+        func = _METHODS.get(key, _FAIL)
+        if func is _FAIL:
+            func = _METHODS[key] = _method(type(builder), name)
+        if func is not None:
+            return MethodType(func, builder)
     try:
         f = getattr(builder, name)
     except AttributeError:
@@ -334,6 +367,101 @@ def _call(builder: Transformer[Token, Any], name: str) -> Callable[[Meta, list[A
     if wrapper is not None:
         return lambda meta, children: wrapper(f, name, children, meta)
     return lambda meta, children: f(children)
+
+
+# (Builder class, rule) -> the plain function a v_args(meta=True) method wraps, or None
+_METHODS: dict[tuple[type, str], FunctionType | None] = {}
+
+
+def _method(cls: type, name: str) -> FunctionType | None:
+    """The function ``getattr(builder, name).base_func`` binds when ``name`` is a
+    ``v_args(meta=True)`` method of ``cls`` wrapping a plain function, else None."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            attr = vars(klass)[name]
+            if (isinstance(attr, _VArgsWrapper) and attr.visit_wrapper is _vargs_meta
+                    and type(attr.base_func) is FunctionType):
+                return attr.base_func
+            return None
+    return None
+
+
+def _folded(lexer: BasicLexer, scanner: re.Pattern[str]) -> Callable[..., Any] | None:
+    """The state's scanner with the ignored blanks before a token folded into the token's
+    match (one regex match a token instead of two), or None when that could change what is
+    matched: a terminal other than the blanks may start with a blank (at a blank, lark's
+    ordered alternatives would then not necessarily pick the blanks). The blanks are not a
+    group: the terminals' groups keep their numbers."""
+    blanks = [t.name for t in lexer.terminals
+              if t.name in lexer.ignore_types and t.pattern.to_regexp() == _BLANKS]
+    if len(blanks) != 1:
+        return None
+    for terminal in lexer.terminals:
+        if terminal.name == blanks[0]:
+            continue
+        try:
+            may, _ = _may_start_with(sre_parse.parse(terminal.pattern.to_regexp()), _BLANK_CHARS)
+        except _Unsupported:
+            return None
+        if may:
+            return None
+    # possessive: the blanks are all taken, never given back to the alternatives
+    return re.compile("[\t \x0c]*+(?:" + scanner.pattern + ")", scanner.flags).match
+
+
+def _may_start_with(items: Any, chars: frozenset[int]) -> tuple[bool, bool]:
+    """(whether a match of the parsed regex ``items`` may start with one of ``chars``,
+    whether it may be empty); ``_Unsupported`` for what this does not read."""
+    for op, arg in items:
+        if op is sre.AT:
+            continue
+        if op is sre.LITERAL:
+            return arg in chars, False
+        if op is sre.NOT_LITERAL:
+            return bool(chars - {arg}), False
+        if op is sre.ANY:
+            return True, False
+        if op is sre.IN:
+            return _in_set(arg, chars), False
+        if op is sre.BRANCH:
+            results = [_may_start_with(branch, chars) for branch in arg[1]]
+            may, empty = any(r[0] for r in results), any(r[1] for r in results)
+        elif op is sre.SUBPATTERN:
+            may, empty = _may_start_with(arg[3], chars)
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+            may, empty = _may_start_with(arg[2], chars)
+            empty = empty or arg[0] == 0
+        else:
+            raise _Unsupported  # group references, lookarounds, conditionals, ...
+        if may:
+            return True, False
+        if not empty:
+            return False, False
+    return False, True
+
+
+def _in_set(items: Any, chars: frozenset[int]) -> bool:
+    """Whether the character set ``[...]`` (parsed) matches one of ``chars``."""
+    negate = False
+    hits: set[int] = set()
+    for op, arg in items:
+        if op is sre.NEGATE:
+            negate = True
+        elif op is sre.LITERAL:
+            hits |= chars & {arg}
+        elif op is sre.RANGE:
+            hits |= {c for c in chars if arg[0] <= c <= arg[1]}
+        elif op is sre.CATEGORY and arg in (sre.CATEGORY_SPACE, sre.CATEGORY_NOT_SPACE):
+            # the blanks (tab, space, form feed) are all whitespace
+            if arg is sre.CATEGORY_SPACE:
+                hits |= chars & {9, 32, 12}
+            else:
+                hits |= chars - {9, 32, 12}
+        elif op is sre.CATEGORY and arg in (sre.CATEGORY_DIGIT, sre.CATEGORY_WORD):
+            continue  # no blank is a digit or a word character
+        else:
+            raise _Unsupported
+    return bool(chars - hits) if negate else bool(hits)
 
 
 def _span(wheres: list[_Where | None]) -> _Where | None:

@@ -30,6 +30,7 @@ turns that off on every node (``getopt_prefix_matching``), so the server refuses
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 
 # --- reasons (the hints of lab check) -------------------------------------------------------
@@ -247,6 +248,33 @@ def normal_key(key: str) -> str:
     as ``innodb_buffer_pool_size`` for the server (MongoDB keys: compared in lower case)."""
     k = key.lower().replace("-", "_")
     return k[len("loose_") :] if k.startswith("loose_") else k
+
+
+class ConfigKeys:
+    """A copy of a config that only loses keys, with each option's spellings (keys of one
+    ``normal_key``, in order) indexed once, for the compiler's lab settings: finding an
+    option by any spelling no longer normalises every key of the config."""
+
+    def __init__(self, config: Mapping[str, str], mysql: bool) -> None:
+        self.config = dict(config)
+        self.mysql = mysql
+        self.spellings: dict[str, list[str]] = {}
+        if mysql:
+            for k in self.config:
+                self.spellings.setdefault(normal_key(k), []).append(k)
+
+    def find(self, key: str) -> str | None:
+        """The config's first spelling of option ``key`` (MySQL family: any spelling;
+        MongoDB: ``key`` itself), None when it has none (``dsl.compile._find``)."""
+        if not self.mysql:
+            return key if key in self.config else None
+        found = self.spellings.get(normal_key(key))
+        return found[0] if found else None
+
+    def pop(self, key: str) -> str:
+        if self.mysql:
+            self.spellings[normal_key(key)].remove(key)
+        return self.config.pop(key)
 
 
 def server_names(key: str) -> list[str]:

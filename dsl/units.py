@@ -92,6 +92,21 @@ def _duration(text: str) -> float | None:
 _READ: dict[str, tuple[float, UnitKind]] = {}
 
 
+def read_quantity(text: str) -> tuple[float, UnitKind] | None:
+    """``parse_quantity``'s value and kind of ``text``, without the ``Quantity``; None when
+    it is not a quantity (``parse_quantity`` says why)."""
+    read = _READ.get(text)
+    if read is None:
+        try:
+            read = _value_and_kind(text)
+        except QuantityError:
+            return None
+        if len(_READ) >= 10_000:
+            _READ.clear()
+        _READ[text] = read
+    return read
+
+
 def parse_quantity(text: str, span: Span = NO_SPAN) -> Quantity:
     """Parse one quantity; raise ``QuantityError`` with a message and a hint."""
     read = _READ.get(text)

@@ -69,3 +69,25 @@ def test_same_models_and_errors_as_the_tree_transform(name: str, text: str) -> N
     assert repr(fast) == repr(experiment)
     assert builder.errors == errors
     assert parse_experiment(text, name) == (experiment, errors)
+
+
+def test_blanks_are_folded_only_where_no_terminal_may_start_with_one() -> None:
+    import re._parser as sre_parse
+
+    from dsl.fastparse import _BLANK_CHARS, _may_start_with, _Unsupported
+
+    def may(pattern: str) -> bool:
+        return _may_start_with(sre_parse.parse(pattern), _BLANK_CHARS)[0]
+
+    for pattern in ('[^\\s{}"#,=]+', "[A-Za-z_][A-Za-z0-9_]*", "(\r?\n[\t \x0c]*)+", "x?y?z",
+                    "(?:<=|>=)", "#[^\n]*", "\\d+ s"):
+        assert not may(pattern), pattern
+    for pattern in (" x", "x? ?y", "(?:a|\\s)", "[A-Z]*\t", "x? ", ".", "[^x]", "\\S?\\s",
+                    "[\x00-\x20]"):
+        assert may(pattern), pattern
+    with pytest.raises(_Unsupported):
+        may("(?=a)b")
+    fast = fast_path()
+    text = generate(500)
+    assert not failed(fast.run(text, Builder(text, "bench")))
+    assert fast.scans and all(scan[0] is not None for scan in fast.scans.values())
