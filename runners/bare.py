@@ -416,26 +416,25 @@ def bringup_config(cfg: dict[str, str]) -> tuple[dict[str, str], str]:
     return {**cfg, PROVIDER_KEY: f"{value.rstrip().rstrip(';')}; {extra}"}, restore
 
 
-def _variable(sock: Path, name: str) -> str:
-    conn = MySQLdb.connect(unix_socket=str(sock), user="root", connect_timeout=5)
+def _show(sock: Path, what: str, name: str, connect_timeout: int = 1) -> str:
+    """One value of ``SHOW GLOBAL STATUS`` or ``SHOW GLOBAL VARIABLES`` (``what``) through
+    the node's socket as root ("" when there is no such name)."""
+    conn = MySQLdb.connect(unix_socket=str(sock), user="root", connect_timeout=connect_timeout)
     try:
         cur = conn.cursor()
-        cur.execute("SHOW GLOBAL VARIABLES LIKE %s", (name,))
+        cur.execute(f"SHOW GLOBAL {what} LIKE %s", (name,))
         row = cur.fetchone()
         return "" if row is None else str(row[1])
     finally:
         conn.close()
+
+
+def _variable(sock: Path, name: str) -> str:
+    return _show(sock, "VARIABLES", name, connect_timeout=5)
 
 
 def _status(sock: Path, name: str) -> str:
-    conn = MySQLdb.connect(unix_socket=str(sock), user="root", connect_timeout=1)
-    try:
-        cur = conn.cursor()
-        cur.execute("SHOW STATUS LIKE %s", (name,))
-        row = cur.fetchone()
-        return "" if row is None else str(row[1])
-    finally:
-        conn.close()
+    return _show(sock, "STATUS", name)
 
 
 def _wsrep_synced(sock: Path) -> bool:
