@@ -37,7 +37,8 @@ test-integration: bootstrap
 	$(MAKE) --no-print-directory integration
 
 # Real servers: two tests at a time (each run has its own ports, directories and state), then
-# the calibrations alone (tests/integration/conftest.py marks them `serial`). Both parts run;
+# the calibration whose tolerance is for an idle machine alone (visibility: tests/integration/
+# conftest.py marks it `serial`; the other calibrations run in the pool). Both parts run;
 # the target fails if either did.
 integration:
 	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n 2 --dist loadgroup \

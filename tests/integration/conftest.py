@@ -29,19 +29,27 @@ os.environ["LAB_RUNTIME"] = str(Path(_session_dir) / "rt")
 os.environ.setdefault("LAB_HOME", str(Path(_session_dir) / "home"))
 
 
+# calibrations whose tolerance is stated for an idle machine: visibility's p99 (2 s + 60 ms)
+# read 2.08 s beside a CPU-bound process and helper jobs (docs/workshop/README.md, "A busy
+# machine"); they run alone, after the pool
+IDLE_ONLY = ("visibility",)
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test here is ``integration``. ``make test`` runs them two at a time (two runs at
     once must not collide, and most of a run is waiting for its timeline) except the
-    ``serial`` ones, which run alone afterwards: the calibration experiments, whose figures are
-    the claims docs/validity.md makes. The container tests share one worker
-    (``xdist_group``): they compare the host's network state before and after."""
+    ``serial`` ones, which run alone afterwards: the calibrations whose tolerance is stated
+    for an idle machine (``IDLE_ONLY``). The other calibrations run in the pool: each passed
+    two at a time and beside a CPU-bound process (``make catalogue-busy``). The container
+    tests share one worker (``xdist_group``): they compare the host's network state before
+    and after."""
     for item in items:
         if "tests/integration" not in str(item.fspath):
             continue
         item.add_marker(pytest.mark.integration)
         name = Path(str(item.fspath)).name
-        if "[calibration/" in item.nodeid:
+        if any(f"[calibration/{n}]" in item.nodeid for n in IDLE_ONLY):
             item.add_marker(pytest.mark.serial)
         if name.startswith("test_containers") or "-containers]" in item.nodeid:
             item.add_marker(pytest.mark.xdist_group("containers"))

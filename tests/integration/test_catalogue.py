@@ -300,8 +300,9 @@ def _run(argv: list[str], env: dict[str, str], where: str, lab: list[str] = LAB,
     not hold runs once more, with a warning that shows what failed. The lessons run two at a
     time on a 2-core machine, and their timing figures (a router's switch, a client's
     timeout) are a demonstration's, measured on an idle one; the calibrations, whose figures
-    are the lab's claims (docs/validity.md), run alone and never twice. A broken system fails
-    both runs."""
+    are the lab's claims (docs/validity.md), never run twice: they hold beside another test
+    (the one whose tolerance is for an idle machine runs alone: conftest's ``IDLE_ONLY``). A
+    broken system fails both runs."""
     def once() -> subprocess.CompletedProcess[str]:
         return subprocess.run([*lab, *argv[1:]], cwd=ROOT, env=env, capture_output=True,
                               text=True, timeout=600)
