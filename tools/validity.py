@@ -6,7 +6,9 @@ what was measured on each back-end and the verdict. Nothing in the table is type
     python tools/validity.py --backend containers --save DIR --out /tmp/v.md   # one back-end
     python tools/validity.py --from DIR             # render saved summaries, run nothing
 
-Each back-end is a column. A calibration runs on the container back-end when ``lab check``
+Each back-end is a column, and so is the native back-end without templates
+(``native-templates-off``: ``LAB_TEMPLATES=off``, every node initialised again), so the page
+shows that templates change no result. A calibration runs on the container back-end when ``lab check``
 accepts it there (``dsl/backends.py`` decides); the others are shown as "not on containers
 yet", with the reason, never skipped silently nor run natively in their place.
 
@@ -41,6 +43,17 @@ ROOT = Path(__file__).resolve().parents[1]
 CALIBRATION = ROOT / "experiments" / "calibration"
 OUT = ROOT / "docs" / "validity.md"
 BACKENDS = ("native", "containers")
+# A column is a back-end and the environment its runs get. ``native-templates-off`` is the
+# native back-end with every node initialised again (``LAB_TEMPLATES=off``, runners/templates.py):
+# templates must never change a result (issue 25), so the same expectations hold in both
+# native columns. It runs the experiments, not the searches (a search is a dozen runs of one
+# file: the experiments already compare the two).
+TEMPLATES_OFF = "native-templates-off"
+COLUMNS: dict[str, tuple[str, dict[str, str]]] = {
+    "native": ("native", {}),
+    TEMPLATES_OFF: ("native", {"LAB_TEMPLATES": "off"}),
+    "containers": ("containers", {}),
+}
 # catalogue experiments whose expectations are also a truth of known size
 CATALOGUE_TRUTHS = ("relay-log-recovery.exp",
                     "primary-primary-collisions.exp", "primary-primary-offsets.exp",
@@ -120,7 +133,7 @@ def machine(backends: Sequence[str] = ("native",)) -> dict[str, str]:
     info = {"host": platform.node(), "cpus": str(os.cpu_count()), "memory": mem,
             "kernel": platform.release(), "commit": _git_commit(),
             "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")}
-    if "containers" in backends:
+    if any(COLUMNS.get(b, (b, {}))[0] == "containers" for b in backends):
         info["engine"] = _engine()
     return info
 
@@ -130,7 +143,9 @@ def label(path: Path) -> str:
 
 
 def refusals(path: Path, backend: str) -> list[str]:
-    """Why ``lab check`` refuses ``path`` on ``backend`` (empty: it runs there)."""
+    """Why ``lab check`` refuses ``path`` on ``backend`` (a back-end or a column; empty: it
+    runs there)."""
+    backend = COLUMNS.get(backend, (backend, {}))[0]
     if backend == "native":
         return []
     from dsl.api import backend_errors
@@ -138,15 +153,22 @@ def refusals(path: Path, backend: str) -> list[str]:
     return [e.message for e in backend_errors(path, backend)]
 
 
+def _lab_backend(column: str) -> tuple[list[str], dict[str, str]]:
+    """The ``--backend`` arguments and the environment of a column's runs."""
+    backend, extra = COLUMNS.get(column, (column, {}))
+    env = dict(os.environ, **extra)
+    return ([] if backend == "native" else ["--backend", backend]), env
+
+
 def run_one(path: Path, home: Path, backend: str = "native") -> dict[str, Any]:
+    """``lab run --json`` of ``path`` in the column ``backend``, as a summary."""
     why = refusals(path, backend)
     if why:
         return {"experiment": path.stem, "file": label(path), "backend": backend,
                 "status": UNSUPPORTED, "cells": [], "reasons": why}
-    env = dict(os.environ, LAB_HOME=str(home))
-    cmd = [sys.executable, "-m", "lab.cli", "run", str(path), "--json"]
-    if backend != "native":
-        cmd += ["--backend", backend]
+    args, env = _lab_backend(backend)
+    env["LAB_HOME"] = str(home)
+    cmd = [sys.executable, "-m", "lab.cli", "run", str(path), "--json", *args]
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     if not out.stdout.strip():
         return {"experiment": path.stem, "file": label(path), "backend": backend,
@@ -167,12 +189,11 @@ def run_search(search: Search, home: Path, backend: str = "native") -> dict[str,
     why = refusals(path, backend)
     if why:
         return {**base, "status": UNSUPPORTED, "reasons": why}
-    env = dict(os.environ, LAB_HOME=str(home))
+    args, env = _lab_backend(backend)
+    env["LAB_HOME"] = str(home)
     cmd = [sys.executable, "-m", "lab.cli", "search", str(path), "--knob", search.knob,
            "--from", search.low, "--to", search.high, "--resolution", search.resolution,
-           "--fails", str(search.fails), "--of", str(search.of), "--json"]
-    if backend != "native":
-        cmd += ["--backend", backend]
+           "--fails", str(search.fails), "--of", str(search.of), "--json", *args]
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
     try:
         result = json.loads(out.stdout)
@@ -252,8 +273,8 @@ def render(results: Mapping[str, Sequence[Mapping[str, Any]]] | Sequence[Mapping
     by_backend: dict[str, list[Mapping[str, Any]]] = (
         {"native": list(results)} if not isinstance(results, Mapping)
         else {b: list(v) for b, v in results.items()})
-    backends = [b for b in BACKENDS if b in by_backend] + \
-        [b for b in by_backend if b not in BACKENDS]
+    backends = [b for b in COLUMNS if b in by_backend] + \
+        [b for b in by_backend if b not in COLUMNS]
     # every experiment, in the order first seen; its rows, in the order first seen
     order: list[str] = []
     for b in backends:
@@ -293,6 +314,11 @@ def render(results: Mapping[str, Sequence[Mapping[str, Any]]] | Sequence[Mapping
         "Each back-end is a column: the same file, run unchanged (`lab run --backend ...`). An",
         "experiment `lab check` refuses on a back-end is \"not on <back-end> yet\" there, with the",
         "reason below the table; it is never run natively in its place.",
+        *([f"The column `{TEMPLATES_OFF}` is the native back-end with `LAB_TEMPLATES=off`:",
+           "every node's data directory initialised again instead of copied from the lab's",
+           "cache of initialised ones. Templates must never change a result, so every",
+           "expectation holds in both native columns (the searches run in the other columns",
+           "only: \"not run\" there)."] if TEMPLATES_OFF in backends else []),
         "",
         f"- date: {info['date']}",
         f"- machine: {info['host']}, {info['cpus']} CPUs, {info['memory']}, "
@@ -368,13 +394,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--from", dest="src", help="render saved summaries (DIR/<back-end>/*.json)")
     ap.add_argument("--save", help="keep each summary as DIR/<back-end>/<experiment>.json")
-    ap.add_argument("--backend", choices=(*BACKENDS, "all"), default="all",
-                    help="run one back-end only (default: every back-end)")
+    ap.add_argument("--backend", choices=(*COLUMNS, "all"), default="all",
+                    help="run one column only (a back-end, or native-templates-off; default: "
+                         "every column)")
     ap.add_argument("--only", help="comma-separated experiment names (e.g. outage,split-brain,"
                                    "search-promote-delay)")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
-    backends = list(BACKENDS) if args.backend == "all" else [args.backend]
+    backends = list(COLUMNS) if args.backend == "all" else [args.backend]
     if args.src:
         results = load(Path(args.src))
     else:
@@ -396,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
                     results[backend].append(s)
                     if args.save:
                         save(s, Path(args.save) / backend / f"{path.stem}.json")
-                for search in searches:
+                for search in searches if backend != TEMPLATES_OFF else []:
                     print(f"== {backend}: {search.command()} {search.file}", file=sys.stderr,
                           flush=True)
                     s = run_search(search, Path(home), backend)

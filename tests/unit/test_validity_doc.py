@@ -143,3 +143,37 @@ def test_saved_summaries_load_per_backend(tmp_path: Path) -> None:
     assert set(got) == {"native", "containers"}
     text = validity.render(got, INFO)
     assert "| native | containers |" in text and "not on containers yet" in text
+
+
+def test_the_templates_off_column_runs_native_with_every_node_initialised_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Templates must never change a result (issue 25): a column runs every calibration on the
+    native back-end with LAB_TEMPLATES=off, beside the native column with templates; the
+    other columns' runs never get LAB_TEMPLATES=off."""
+    seen: list[tuple[list[str], dict[str, str]]] = []
+
+    class Done:
+        stdout = '{"cells": []}'
+        stderr = ""
+
+    def fake_run(cmd: list[str], env: dict[str, str], **_: object) -> Done:
+        seen.append((cmd, env))
+        return Done()
+
+    monkeypatch.delenv("LAB_TEMPLATES", raising=False)
+    monkeypatch.setattr(validity.subprocess, "run", fake_run)
+    outage = validity.CALIBRATION / "outage.exp"
+    assert validity.refusals(outage, validity.TEMPLATES_OFF) == []  # native: lab check's own
+    for column in ("native", validity.TEMPLATES_OFF, "containers"):
+        validity.run_one(outage, tmp_path, column)
+    (native, native_env), (off, off_env), (ctr, ctr_env) = seen
+    assert "--backend" not in native and "--backend" not in off
+    assert ctr[ctr.index("--backend") + 1] == "containers"
+    assert off_env["LAB_TEMPLATES"] == "off"
+    assert "LAB_TEMPLATES" not in native_env and "LAB_TEMPLATES" not in ctr_env
+    text = validity.render({"containers": [_summary(True)], validity.TEMPLATES_OFF:
+                            [_summary(False)], "native": [_summary(True)]}, INFO)
+    assert "| native | native-templates-off | containers |" in text
+    assert "`LAB_TEMPLATES=off`" in text
+    assert "- native-templates-off: 1 experiment(s) run, 0 expectation(s) hold; 1 do not " \
+        "hold." in text
