@@ -9,8 +9,8 @@ what was measured on each back-end and the verdict. Nothing in the table is type
 Each back-end is a column, and so is the native back-end without templates
 (``native-templates-off``: ``LAB_TEMPLATES=off``, every node initialised again), so the page
 shows that templates change no result. A calibration runs on the container back-end when
-``lab check`` accepts it there (``dsl/backends.py`` decides); the others are shown as "not on containers
-yet", with the reason, never skipped silently nor run natively in their place.
+``lab check`` accepts it there (``dsl/backends.py`` decides); the others are shown as "not on
+containers yet", with the reason, never skipped silently nor run natively in their place.
 
 Searches (``SEARCHES``) are calibrations too: ``lab search FILE --knob ... --json`` bisects
 one knob of a file whose threshold is known from its settings, and the row says the truth (the
