@@ -26,6 +26,12 @@ Ops recorded after ``close()`` (a straggling client) stay in memory and are not 
 With ``db_path=None`` nothing is written anywhere: the in-memory history only (for unit tests
 and for the bench that measures what streaming costs).
 
+The recorder also reads every record's fields into arrays as it goes
+(``lab.judge.checkers.record_fields``): the writer thread, after each write, ``FIELDS_PIECE``
+records at a time with a pause in between (as for the encoding); in memory only, the recording
+thread every ``BLOCK`` records. ``history`` hands them out with the history
+(``RecordedHistory``), so the checkers do not read two million objects again after the load.
+
 ``invoke(...)``/``complete(...)`` build the op and read the clock under the lock, so that index
 order is time order; ``record(op)`` keeps the time the caller put in the op.
 """
@@ -42,6 +48,7 @@ from types import TracebackType
 from typing import Any
 
 from lab.history import NEMESIS, Op, OpType, Sample, fault_windows
+from lab.judge.checkers.record_fields import BLOCK, RecordedFields, RecordedHistory
 from lab.store.db import Store
 from lab.store.errors import StoreUnavailable, describe_failure
 from lab.store.fallback import (
@@ -61,6 +68,9 @@ DEFAULT_BATCH_SIZE = 5000
 # default timer slack) hands the GIL to the clients waiting for it; ``time.sleep(0)`` does not
 # (the writer takes it back before a waiting thread wakes up).
 GIL_PAUSE = 1e-6
+# records read into the history's fields at a time by the writer thread (then a pause, as
+# for the encoding): a piece holds the GIL about 0.1 ms
+FIELDS_PIECE = 256
 
 
 def _pause() -> None:
@@ -105,7 +115,13 @@ class Recorder:
         # length); a client wakes it when ``batch_size`` ops are waiting.
         self._taken = 0
         self._end: int | None = None
-        self._wake_at = batch_size - 1 if db_path is not None else -1  # -1: never
+        # in memory only, the recording thread reads the fields of every BLOCK records
+        self._wake_at = batch_size - 1 if db_path is not None else BLOCK - 1  # -1: never
+        # the fields of the records, read as they are recorded (``record_fields``): the
+        # checkers take them from the history (``RecordedHistory``) instead of reading the
+        # objects; None once reading them failed (the checkers then read the objects)
+        self._fields: RecordedFields | None = RecordedFields()
+        self._feeding = threading.Lock()
         self._pending_samples: list[Sample] = []
         self._next = 0
         self._closed = False
@@ -152,7 +168,7 @@ class Recorder:
             self._append(op)
             full = i - self._taken == self._wake_at
         if full:
-            self._wake.set()
+            self._full()
         return op
 
     def invoke(
@@ -222,8 +238,37 @@ class Recorder:
             self._append(op)
             full = i - self._taken == self._wake_at
         if full:
-            self._wake.set()
+            self._full()
         return op
+
+    def _full(self) -> None:
+        """``batch_size`` records wait for the writer (streaming), or, in memory only,
+        ``BLOCK`` records for their fields to be read (here, in the recording thread)."""
+        if self._writer is not None:
+            self._wake.set()
+            return
+        with self._feeding:
+            with self._lock:
+                start, end = self._taken, self._next
+                self._taken = end
+            self._feed(self._ops[start:end], start, pause=False)
+
+    def _feed(self, ops: list[Op], start: int, *, pause: bool) -> None:
+        """Read the fields of ``ops`` (the history from ``start``), ``FIELDS_PIECE`` at a
+        time with a pause in between when ``pause``. A failure leaves the history without
+        fields (the checkers read the objects), logged."""
+        fields = self._fields
+        if fields is None:
+            return
+        step = FIELDS_PIECE if pause else len(ops)
+        try:
+            for k in range(0, len(ops), step or 1):
+                if k and pause:
+                    _pause()
+                fields.feed(ops[k : k + step], start + k)
+        except Exception:  # noqa: BLE001 - the history is intact; the checkers read it
+            log.exception("recorder could not read the records' fields")
+            self._fields = None
 
     def sample(self, sample: Sample) -> None:
         with self._lock:
@@ -235,9 +280,10 @@ class Recorder:
 
     @property
     def history(self) -> list[Op]:
-        """A snapshot of the history so far, in index order."""
+        """A snapshot of the history so far, in index order: a ``RecordedHistory`` with the
+        fields read while it was recorded (the checkers read the rest)."""
         with self._lock:
-            return list(self._ops)
+            return RecordedHistory(self._ops, self._fields)
 
     @property
     def samples(self) -> list[Sample]:
@@ -267,13 +313,14 @@ class Recorder:
                     samples, self._pending_samples = self._pending_samples, []
                     stop = self._stop
                 # outside the lock: the history only grows, and a slice is one C call
-                ops = self._ops[start:end]
+                batch = ops = self._ops[start:end]
                 if ops or samples:
                     cpu = time.thread_time()
                     if store is not None and self.error is None:
                         ops, samples = self._write(store, ops, samples)
                     if ops or samples:  # the database failed: what it did not take
                         self._to_fallback(ops, samples)
+                    self._feed(batch, start, pause=True)
                     self.writer_cpu_s += time.thread_time() - cpu
                 if stop:
                     with self._lock:

@@ -5,7 +5,10 @@ A history of a million operations is two million ``Op`` objects; a checker that 
 ``Completed`` object per operation spends most of its time creating and reading them. Here the
 history is read once, in blocks of ``BLOCK`` records: every field of a block (in C) while its
 objects are still in the CPU's cache (a pass per field over the whole history fetched every
-record from memory again, which cost most of the time). The invokes are paired with their
+record from memory again, which cost most of the time); ``lab.judge.checkers.record_fields``
+reads them. A history the recorder hands out (``RecordedHistory``) carries the fields it read
+while recording: only the records recorded since are read here (the read of two million
+records, about 0.7 s, is then paid while the load runs). The invokes are paired with their
 completions by sorting on the process instead of a loop, and every checker then selects,
 groups and counts with array operations. Keys and values are kept as ints, with the code of
 their class (``int_field``: which are None, ints or something else is known without looking at
@@ -26,7 +29,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
-from itertools import compress
 from operator import attrgetter
 from typing import Any
 
@@ -34,27 +36,11 @@ import numpy as np
 import numpy.typing as npt
 
 from lab.history import NEMESIS, Completed, Op, Paired
+from lab.judge.checkers.record_fields import BLOCK, Codes, Fields, RecordedFields
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 Bools = npt.NDArray[np.bool_]
-
-# the fields with few values: one code per distinct combination
-_FEW = attrgetter("process", "type", "f", "workload", "endpoint", "node", "error")
-_TIME = attrgetter("time")
-_KEY = attrgetter("key")
-_VALUE = attrgetter("value")
-# records read per block: every field of a block is read while its objects are still in the
-# CPU's cache (one pass over the history per field would fetch each record from memory again)
-BLOCK = 1024
-
-
-class _Codes(dict[Any, int]):
-    """Value -> code, a new value taking the next code as it is first seen."""
-
-    def __missing__(self, key: Any) -> int:
-        code = self[key] = len(self)
-        return code
 
 
 class Columns:
@@ -67,15 +53,20 @@ class Columns:
 
     def __init__(self, history: Sequence[Op]) -> None:
         self.history = history
-        enc = self._codes = _Codes()
+        enc = self._codes = Codes()
         size = len(history)
-        # one pass over the records, block by block (``_read``): each distinct (process, type,
-        # f, workload, endpoint, node, error) gets a code, then each field its own; the time,
-        # and the key and value (their classes, as ``classes``' codes, and the ints) of each
-        combos = _Codes()
-        self.classes: _Codes = _Codes({int: 0, type(None): 1})
-        combo, time = self._read(history, combos)
+        # one pass over the records, block by block (``_fields``; ``record_fields``): each
+        # distinct (process, type, f, workload, endpoint, node, error) gets a code, then each
+        # field its own; the time, and the key and value (their classes, as ``classes``'
+        # codes, and the ints) of each
+        fields = self._fields(history)
+        combos = fields.combos
+        self.classes: Codes = fields.classes
+        combo, time = fields.combo, fields.time
         self._time = time
+        self._key_cls, self._value_cls = fields.key_cls, fields.value_cls
+        self._key_int, self._value_int = fields.key_int, fields.value_int
+        self._big = fields.big
         table = list(combos)
         get = enc.__getitem__
         # per field, combination -> the field's code (taken at the records that need it)
@@ -119,7 +110,7 @@ class Columns:
         comp = self.comp = np.concatenate([comp_done[o], np.full(len(pending), -1, np.int64)])
         self.n = len(inv)
         cd = comp[:nd]
-        self._read_invokes(history)
+        self._read_invokes(history, fields)
         self.start: I64 = time[inv]
         # never completed: the end is unknown; ``end`` holds the start there (see ``n_done``)
         self.end: I64 = np.concatenate([time[cd], self.start[nd:]])
@@ -151,54 +142,26 @@ class Columns:
 
     # --- construction helpers ------------------------------------------------------------
 
-    def _read(self, history: Sequence[Op], combos: _Codes) -> tuple[I32, I64]:
-        """Every record's combination code (``_FEW``) and time; for the records that are no
-        invokes, the class of its key and value (codes into ``classes``) and, where they are
-        ints within 64 bits, the ints (``_key_int``, ``_value_int``; ints beyond are listed in
-        ``_big``). An invoke's key and value are read later, by ``_read_invokes``, only where
-        its operation takes them from it. The objects themselves are read again from the
-        history when asked for."""
+    def _fields(self, history: Sequence[Op]) -> Fields:
+        """Every record's fields (``record_fields``): those read when the history was
+        recorded (a ``RecordedHistory``), the others read now (a plain list: all of them);
+        an invoke's key and value are read only where its operation takes them from it
+        (``_read_invokes``)."""
         size = len(history)
-        get = combos.__getitem__
-        combo = np.empty(size, np.int32)
-        time = np.empty(size, np.int64)
-        self._key_cls: I32 = np.zeros(size, np.int32)
-        self._value_cls: I32 = np.zeros(size, np.int32)
-        self._key_int: I64 = np.zeros(size, np.int64)
-        self._value_int: I64 = np.zeros(size, np.int64)
-        self._big: dict[str, list[int]] = {"key": [], "value": []}
-        # per combination code: is it an invoke's (grown as new combinations appear)
-        invoke = np.zeros(0, np.bool_)
-        for a in range(0, size, BLOCK):
-            part = history[a : a + BLOCK]
-            m = len(part)
-            b = a + m
-            codes = np.fromiter(map(get, map(_FEW, part)), np.int32, m)
-            combo[a:b] = codes
-            time[a:b] = np.fromiter(map(_TIME, part), np.int64, m)
-            if len(combos) > len(invoke):
-                invoke = np.array([t[1] == "invoke" for t in combos], np.bool_)
-            keep = ~invoke[codes]
-            at = np.flatnonzero(keep)
-            if len(at) == m:
-                self._key_value(part, np.arange(a, b))
-            elif len(at):
-                self._key_value(list(compress(part, keep.tolist())), at + a)
-        return combo, time
+        rec = getattr(history, "fields", None)
+        if isinstance(rec, RecordedFields):
+            fields = rec.fields(size)
+            fields.read(history, fields.filled, size, invokes=False)
+            return fields
+        fields = Fields(size)
+        fields.read(history, 0, size, invokes=False)
+        return fields
 
-    def _key_value(self, recs: Sequence[Op], at: I64) -> None:
-        """Read the key and value of the records (at positions ``at`` of the history)."""
-        m = len(recs)
-        for name, getter, cls, ints in (("key", _KEY, self._key_cls, self._key_int),
-                                        ("value", _VALUE, self._value_cls, self._value_int)):
-            objs = np.fromiter(map(getter, recs), object, m)
-            out = np.zeros(m, np.int64)
-            cls[at] = self._ints(objs, out, at, self._big[name])
-            ints[at] = out
-
-    def _read_invokes(self, history: Sequence[Op]) -> None:
+    def _read_invokes(self, history: Sequence[Op], fields: Fields) -> None:
         """The key and value of the invokes that the operations take them from: where the
-        completion has None (or there is no completion); ``_read`` skipped every invoke."""
+        completion has None (or there is no completion); ``_fields`` skipped them."""
+        if not fields.skipped_invokes:
+            return
         nd = self.n_done
         cd = self.comp[:nd]
         none = self.classes[type(None)]
@@ -206,33 +169,7 @@ class Columns:
         rec = np.sort(np.concatenate([self.inv[:nd][need], self.inv[nd:]]))
         for a in range(0, len(rec), BLOCK):
             at = rec[a : a + BLOCK]
-            self._key_value(list(map(history.__getitem__, at.tolist())), at)
-
-    def _ints(self, objs: npt.NDArray[np.object_], out: I64, at: I64, big: list[int]) -> I32:
-        """The class codes of the objects (of the records at ``at``); ``out``: those that
-        are ints as int64, the records of those beyond 64 bits listed in ``big`` instead."""
-        kinds = set(map(type, objs))
-        if kinds <= _INT_NONE:  # the usual case: ints (code 0) and None (code 1)
-            none = objs == None  # noqa: E711 - elementwise, on an object array
-            cls: I32 = none.astype(np.int32)
-            is_int = ~none
-        else:
-            cls = np.fromiter(map(self.classes.__getitem__, map(type, objs)), np.int32,
-                              len(objs))  # fmt: skip
-            is_int = cls == 0
-        if int not in kinds:
-            return cls
-        src = objs if len(kinds) == 1 else np.where(is_int, objs, 0)
-        try:
-            out[:] = src.astype(np.int64)
-        except OverflowError:
-            for j in np.flatnonzero(is_int).tolist():
-                x = objs[j]
-                if -(2**63) <= x < 2**63:
-                    out[j] = x
-                else:
-                    big.append(int(at[j]))
-        return cls
+            fields.key_value(list(map(history.__getitem__, at.tolist())), at)
 
     def _code_of(self, name: Any) -> int:
         """The code of ``name``, added to ``names`` when no record has it."""
@@ -416,8 +353,6 @@ class Columns:
         idx = np.arange(self.n) if sel is None else sel
         return [(codes, idx[rows]) for codes, rows in group_rows(*(c[idx] for c in cols))]
 
-
-_INT_NONE = frozenset({int, type(None)})
 
 
 class IntField:

@@ -1,0 +1,113 @@
+"""The records' fields read while the history is recorded (``record_fields``, issue 25 item 3)
+give every checker exactly what reading the objects at check time gives: the same digest of
+(valid, metrics, details), on random irregular histories (big ints, bools, None keys, text,
+floats, incomplete operations, orphans, faults), recorded in memory only and streaming to
+SQLite, whole or with records recorded after the last read block."""
+
+from __future__ import annotations
+
+import pickle
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from columnar_histories import digests, random_run
+
+from lab.history import Op
+from lab.judge.checkers import CheckContext, run_checkers
+from lab.judge.checkers.columns import columns
+from lab.judge.checkers.record_fields import BLOCK, RecordedHistory
+from lab.run.recorder import Recorder
+from lab.store.db import Store
+
+ODD: list[Any] = [2**70, -(2**64), 2**63, True, False, None, 0, -1, 2**63 - 1, "7", 7.0]
+
+
+def irregular(seed: int) -> tuple[list[Op], CheckContext]:
+    """A random run whose keys and values are now and then big ints, bools or None."""
+    history, ctx = random_run(seed, ints_only=seed % 2 == 0)
+    rnd = random.Random(seed)
+    out = []
+    for o in history:
+        key, value = o.key, o.value
+        if rnd.random() < 0.05:
+            key = rnd.choice(ODD)
+        if rnd.random() < 0.05:
+            value = rnd.choice(ODD)
+        out.append(Op(o.type, o.f, o.process, o.time, o.workload, o.endpoint, o.node, key,
+                      value, o.error, o.error_msg, o.index))  # fmt: skip
+    return out, ctx
+
+
+def fresh(ctx: CheckContext) -> CheckContext:
+    return CheckContext(workloads=ctx.workloads, load_start=ctx.load_start,
+                        load_end=ctx.load_end, final_state=ctx.final_state,
+                        samples=ctx.samples, facts=ctx.facts)  # fmt: skip
+
+
+def recorded(history: list[Op], rec: Recorder, cut: int | None = None) -> list[Op]:
+    """``history`` recorded through ``rec``; ``cut``: the history taken after that many
+    records (the rest recorded after, as a run's stragglers)."""
+    for o in history[:cut]:
+        rec.record(Op(o.type, o.f, o.process, o.time, o.workload, o.endpoint, o.node, o.key,
+                      o.value, o.error, o.error_msg))  # fmt: skip
+    if cut is None:
+        rec.close()
+    return rec.history
+
+
+def streaming(tmp_path: Path) -> Recorder:
+    p = tmp_path / "r.db"
+    with Store(p) as s:
+        rid = s.create_run("e")
+        s.create_cell(rid, 1)
+    return Recorder(p, rid, 1, batch_interval=0.001, batch_size=300)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_recorded_fields_give_what_the_objects_give(seed: int, tmp_path: Path) -> None:
+    history, ctx = irregular(seed)
+    want = digests(run_checkers(history, fresh(ctx)))
+    ref = columns(history)
+    for rec in (Recorder(None), streaming(tmp_path)):
+        h = recorded(history, rec)
+        assert isinstance(h, RecordedHistory) and h.fields is not None
+        assert h.fields.n > 0 or len(h) < BLOCK
+        assert digests(run_checkers(h, fresh(ctx))) == want
+        col = columns(h)
+        assert (col.inv.tolist(), col.comp.tolist()) == (ref.inv.tolist(), ref.comp.tolist())
+        every = np.arange(col.n)
+        assert [list(map(repr, x)) for x in col.keys_values(every)] == \
+            [list(map(repr, x)) for x in ref.keys_values(every)]
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_records_recorded_after_the_last_read_block_are_read_at_check_time(seed: int) -> None:
+    history, ctx = irregular(seed)
+    want = digests(run_checkers(history, fresh(ctx)))
+    rec = Recorder(None)
+    h = recorded(history, rec, cut=len(history))  # not closed: the last block unread
+    assert h.fields is not None and h.fields.n == len(h) // BLOCK * BLOCK
+    assert digests(run_checkers(h, fresh(ctx))) == want
+    # a snapshot taken early, the recorder reading more later: the snapshot's first records
+    early = rec.history[: len(history) // 2]
+    assert type(early) is list
+    rec.close()
+
+
+def test_a_changed_recorded_history_drops_its_fields() -> None:
+    history, _ = irregular(3)
+    for change in (lambda h: h.append(h[0]), lambda h: h.__setitem__(0, h[1]),
+                   lambda h: h.sort(key=lambda o: -o.time), lambda h: h.pop(),
+                   lambda h: h.__delitem__(slice(0, 2)), lambda h: h.insert(0, h[0]),
+                   lambda h: h.extend([h[0]]), lambda h: h.__iadd__([h[0]]), lambda h: h.reverse(),
+                   lambda h: h.clear()):
+        h = recorded(history, Recorder(None))
+        assert h.fields is not None
+        change(h)
+        assert h.fields is None
+    h = recorded(history, Recorder(None))
+    assert type(pickle.loads(pickle.dumps(h))) is list
+    assert pickle.loads(pickle.dumps(h)) == list(h)
