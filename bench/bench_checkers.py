@@ -7,6 +7,9 @@ it: each op made and given to the recorder (``lab.run.recorder``, in memory only
 order. The recorder reads every record's fields into arrays as it goes
 (``lab.judge.checkers.record_fields``; in a run its SQLite writer thread does, between its
 writes), so that reading is paid at record time, while the load runs, and is not timed here.
+It does so only while the history grows slower than ``FIELDS_MAX_RATE`` (20,000 records a
+second of the ops' clock; this history: 3,337), as a run at that rate would; faster, the
+checkers read every record after the load (the plain-list pass below is that case).
 
 What is timed: ``run_checkers`` (every checker together) on that history, i.e. pairing the
 recorded fields into columns, reading the fields of the records recorded after the last read

@@ -111,3 +111,39 @@ def test_a_changed_recorded_history_drops_its_fields() -> None:
     h = recorded(history, Recorder(None))
     assert type(pickle.loads(pickle.dumps(h))) is list
     assert pickle.loads(pickle.dumps(h)) == list(h)
+
+
+def _paced(n: int, per_second: float) -> list[Op]:
+    """``n`` unique writes, invoke then ok, their records ``per_second`` apart on the ops'
+    clock."""
+    step = int(1e9 / per_second)
+    out = []
+    for i in range(n):
+        t = 2 * i * step
+        out.append(Op("invoke", "write", 1, t, "w", "db1", None, i, i))
+        out.append(Op("ok", "write", 1, t + step, "w", "db1", "db1", i, i))
+    return out
+
+
+@pytest.mark.parametrize("streams", [False, True])
+def test_fields_are_read_while_recording_only_below_the_rate_that_would_cost_the_clients(
+        streams: bool, tmp_path: Path) -> None:
+    """Above ``FIELDS_MAX_RATE`` records a second the recorder stops reading fields (reading
+    would take the clients' time: bench_recorder at 27 k ops/s); what it read stays, the
+    checkers read the rest, and every checker says the same."""
+    from lab.run import recorder as recorder_mod
+
+    slow = _paced(3 * BLOCK, recorder_mod.FIELDS_MAX_RATE / 4)
+    fast = _paced(3 * BLOCK, recorder_mod.FIELDS_MAX_RATE * 4)
+    for history, all_read in ((slow, True), (fast, False)):
+        if streams:
+            (tmp_path / str(all_read)).mkdir()
+        rec = streaming(tmp_path / str(all_read)) if streams else Recorder(None)
+        h = recorded(history, rec)
+        assert h.fields is not None
+        if all_read:
+            assert h.fields.n == len(h)
+        else:  # at most what came before the recorder could tell the rate
+            assert h.fields.n < recorder_mod.FIELDS_RATE_MIN
+        ctx = CheckContext(workloads={}, load_start=0, load_end=history[-1].time)
+        assert digests(run_checkers(h, ctx)) == digests(run_checkers(list(h), ctx))
