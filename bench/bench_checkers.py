@@ -20,8 +20,9 @@ $BENCH_ROUNDS, at least 3): the figure is the median with its min–max. Targets
 fields read at record time, are the caller's). Then one pass per checker alone, printed as an
 indication (not a figure), and one pass over the same history as a plain list (as a history
 loaded from the database is: the fields read from the objects at check time), also an
-indication, whose results must hash identically to the timed ones (exit status 1 otherwise).
-Exit status 1 when a target is missed.
+indication, whose results must hash identically to the timed ones (each checker's digest,
+``lab.judge.checkers.digest``; exit status 1 otherwise). Exit status 1 when a target is
+missed.
 
     .venv/bin/python bench/bench_checkers.py [--ops 1000000] [--rounds 3]
 """
@@ -30,8 +31,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
-import json
 import random
 import sys
 import time
@@ -42,8 +41,9 @@ from harness import Bench, Target, rounds, run_rounds
 
 from dsl.models import Expectation, Metric, Quantity
 from lab.history import NEMESIS, Op, Sample
-from lab.judge.checkers import ALL_CHECKERS, CheckContext, CheckResult, WorkloadInfo, run_checkers
+from lab.judge.checkers import ALL_CHECKERS, CheckContext, WorkloadInfo, run_checkers
 from lab.judge.checkers.columns import Columns
+from lab.judge.checkers.digest import digests
 from lab.judge.expectations import evaluate_all
 from lab.run.recorder import Recorder
 
@@ -242,15 +242,6 @@ def traced_peak_mib(history: list[Op], ctx: CheckContext) -> float:
         tracemalloc.stop()
     ctx.cache.clear()
     return peak / 2**20
-
-
-def digests(results: dict[str, CheckResult]) -> dict[str, str]:
-    """Per checker, a digest of (valid, metrics, details) as JSON (keys sorted, floats with
-    every bit), as ``tests/unit/columnar_histories.py`` takes it: equal digests, equal
-    results."""
-    return {n: hashlib.sha256(json.dumps([r.valid, r.metrics, r.details], sort_keys=True,
-                                         default=repr).encode()).hexdigest()[:16]
-            for n, r in results.items()}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

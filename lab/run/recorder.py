@@ -32,8 +32,9 @@ records at a time with a pause in between (as for the encoding); in memory only,
 thread every ``BLOCK`` records. ``history`` hands them out with the history
 (``RecordedHistory``), so the checkers do not read two million objects again after the load.
 It does so only while the history grows slower than ``FIELDS_MAX_RATE`` records a second:
-faster, the reading would take the clients' time, so it stops, and the checkers read the
-rest after the load.
+faster, the reading would take the clients' time, so it stops (in memory only, the recording
+thread no longer takes the records every ``BLOCK``), and the checkers read the rest after the
+load.
 
 ``invoke(...)``/``complete(...)`` build the op and read the clock under the lock, so that index
 order is time order; ``record(op)`` keeps the time the caller put in the op.
@@ -127,7 +128,8 @@ class Recorder:
         # length); a client wakes it when ``batch_size`` ops are waiting.
         self._taken = 0
         self._end: int | None = None
-        # in memory only, the recording thread reads the fields of every BLOCK records
+        # in memory only, the recording thread reads the fields of every BLOCK records, until
+        # reading them stops (``_feed``: the history grew too fast)
         self._wake_at = batch_size - 1 if db_path is not None else BLOCK - 1  # -1: never
         # the fields of the records, read as they are recorded (``record_fields``): the
         # checkers take them from the history (``RecordedHistory``) instead of reading the
@@ -279,6 +281,9 @@ class Recorder:
             span = self._ops[end - 1].time - self._ops[first].time  # the history only grows
             if span <= 0 or (end - 1 - first) * 1e9 / span > FIELDS_MAX_RATE:
                 self._fields_stopped = True
+                if self._writer is None:  # in memory only: never wake to read again
+                    with self._lock:
+                        self._wake_at = -1
         if self._fields_stopped:
             return
         step = FIELDS_PIECE if pause else len(ops)

@@ -5,20 +5,21 @@ invoke, completions out of time order, equal times, an invoke without its worklo
 write (int, text, None, polls' lists), faults, samples and final states.
 
 ``golden()`` is what the checkers returned for these histories before they worked from
-columns (``tests/unit/data/checkers_golden.json``, one digest per checker): the new ones must
+columns (``tests/unit/data/checkers_golden.json``, one digest per checker, as ``digests``
+(``lab.judge.checkers.digest``, imported here for the tests) takes it): the new ones must
 return the same.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from pathlib import Path
 from typing import Any
 
 from lab.history import NEMESIS, Op, Sample
-from lab.judge.checkers import CheckContext, CheckResult, WorkloadInfo
+from lab.judge.checkers import CheckContext, WorkloadInfo
+from lab.judge.checkers.digest import digests as digests  # the tests take it from here
 
 NS = 1_000_000_000
 GOLDEN = Path(__file__).parent / "data" / "checkers_golden.json"
@@ -130,14 +131,6 @@ def random_run(seed: int, ints_only: bool = False) -> tuple[list[Op], CheckConte
                        load_end=load_s * NS if bounds else None, final_state=final,
                        samples=samples, facts=facts)  # fmt: skip
     return history, ctx
-
-
-def digests(results: dict[str, CheckResult]) -> dict[str, str]:
-    """Per checker, a digest of its result as JSON (keys sorted, floats with every bit): equal
-    digests, equal results."""
-    return {n: hashlib.sha256(json.dumps([r.valid, r.metrics, r.details], sort_keys=True,
-                                         default=repr).encode()).hexdigest()[:16]
-            for n, r in results.items()}  # fmt: skip
 
 
 def golden() -> dict[str, dict[str, str]]:

@@ -147,3 +147,34 @@ def test_fields_are_read_while_recording_only_below_the_rate_that_would_cost_the
             assert h.fields.n < recorder_mod.FIELDS_RATE_MIN
         ctx = CheckContext(workloads={}, load_start=0, load_end=history[-1].time)
         assert digests(run_checkers(h, ctx)) == digests(run_checkers(list(h), ctx))
+
+
+
+@pytest.mark.parametrize("stops", [True, False])
+def test_in_memory_the_stop_ends_the_recording_threads_reading(stops: bool) -> None:
+    """In memory only, once the rate stops the reading of fields, the recording thread no
+    longer takes the records every ``BLOCK`` (``_feed`` is never called again); below the rate
+    it goes on reading every block."""
+    from lab.run import recorder as recorder_mod
+
+    rate = recorder_mod.FIELDS_MAX_RATE * (4 if stops else 1 / 4)
+    history = _paced(4 * BLOCK, rate)
+    rec = Recorder(None)
+    calls: list[int] = []
+    feed = rec._feed
+
+    def counted(ops: list[Op], start: int, *, pause: bool) -> None:
+        calls.append(start)
+        feed(ops, start, pause=pause)
+
+    rec._feed = counted  # type: ignore[method-assign]
+    h = recorded(history, rec, cut=len(history))  # not closed: the recording thread only
+    assert h.fields is not None
+    if stops:
+        assert calls == [0]  # the first block tells the rate; none after it
+        assert rec._wake_at == -1
+        assert h.fields.n < recorder_mod.FIELDS_RATE_MIN
+    else:
+        assert calls == list(range(0, len(history), BLOCK))
+        assert h.fields.n == len(history)
+    rec.close()

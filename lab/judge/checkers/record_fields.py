@@ -85,12 +85,11 @@ class Fields:
         for s in range(a, b, BLOCK):
             part = history[s : min(s + BLOCK, b)]
             m = len(part)
-            p = s
             codes = np.fromiter(map(get, map(_FEW, part)), np.int32, m)
-            combo[p : p + m] = codes
-            time[p : p + m] = np.fromiter(map(_TIME, part), np.int64, m)
+            combo[s : s + m] = codes
+            time[s : s + m] = np.fromiter(map(_TIME, part), np.int64, m)
             if invokes:
-                self.key_value(part, np.arange(p, p + m), base)
+                self.key_value(part, np.arange(s, s + m), base)
                 continue
             if len(self.combos) > len(self.invoke):
                 self.invoke = np.array([t[1] == "invoke" for t in self.combos], np.bool_)
@@ -99,9 +98,9 @@ class Fields:
             if len(at) < m:
                 self.skipped_invokes = True
             if len(at) == m:
-                self.key_value(part, np.arange(p, p + m), base)
+                self.key_value(part, np.arange(s, s + m), base)
             elif len(at):
-                self.key_value(list(compress(part, keep.tolist())), at + p, base)
+                self.key_value(list(compress(part, keep.tolist())), at + s, base)
 
     def key_value(self, recs: Sequence[Op], at: I64, base: int = 0) -> None:
         """Read the key and value of the records (at positions ``at``)."""
