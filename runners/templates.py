@@ -36,6 +36,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -374,13 +375,29 @@ def _load(entry: Path) -> Template:
 
 
 # --- copying --------------------------------------------------------------------------------------
+# The allocation of every preallocated file in one process (its arguments: the directory, then
+# relative path and size pairs). One ``fallocate`` process per file cost a sandbox 0.25 s for
+# MariaDB's 197 such files, paid by each node of a deploy; this costs one interpreter start.
+PREALLOCATE = (
+    "import os, sys\n"
+    "d, a = sys.argv[1], sys.argv[2:]\n"
+    "for i in range(0, len(a), 2):\n"
+    "    fd = os.open(os.path.join(d, a[i]), os.O_RDWR)\n"
+    "    try:\n"
+    "        os.posix_fallocate(fd, 0, int(a[i + 1]))\n"
+    "    finally:\n"
+    "        os.close(fd)\n")
+
+
 def copy_commands(template: Template, dest: str) -> list[list[str]]:
     """The argv lists that give ``dest`` (a directory, empty or absent) the template's files:
     a copy (a reflink where the filesystem has them, holes kept), then the allocation the
-    initialisation had given its preallocated files (``fallocate`` keeps their content)."""
+    initialisation had given its preallocated files (``posix_fallocate`` keeps their content),
+    all of them in one process: this interpreter, isolated (``-I -S``)."""
     cmds = [["cp", "--reflink=auto", "-a", "--sparse=auto", f"{template.data}/.", dest]]
-    for rel, size in template.preallocated():
-        cmds.append(["fallocate", "-l", str(size), os.path.join(dest, rel)])
+    pairs = [w for rel, size in template.preallocated() for w in (rel, str(size))]
+    if pairs:
+        cmds.append([sys.executable, "-I", "-S", "-c", PREALLOCATE, dest, *pairs])
     return cmds
 
 

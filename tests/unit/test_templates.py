@@ -4,6 +4,9 @@ checks that refuse a partial or corrupt entry, concurrent builds, copies."""
 from __future__ import annotations
 
 import os
+import shlex
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -192,13 +195,30 @@ def test_copy_gives_the_files_and_their_allocation(tmp_path: Path) -> None:
         templates.copy_into(t, dest)
 
 
+def test_copy_commands_give_the_files_and_their_allocation(tmp_path: Path) -> None:
+    """What the sandboxes' init_db runs: the copy, then one process allocating every
+    preallocated file as the initialisation had (a sparse copy would not be)."""
+    t = templates.ensure(KEY, Builds(), root=tmp_path / "cache")
+    dest = tmp_path / "sandbox" / "data"
+    dest.mkdir(parents=True)
+    commands = templates.copy_commands(t, str(dest))
+    assert len(commands) == 2  # one copy, one allocation for all the files
+    for argv in commands:
+        subprocess.run(argv, check=True, capture_output=True, timeout=60)
+    assert (dest / "ib_logfile0").read_bytes()[:600] == b"header" * 100
+    assert (dest / "ib_logfile0").stat().st_blocks * 512 >= 1 << 20
+    assert (dest / "mysql" / "user.MAD").read_bytes() == b"root" * 100
+
+
 def test_init_script_copies_the_template_and_keeps_dbdeployer_s_uuid_fix(tmp_path: Path
                                                                          ) -> None:
     t = templates.ensure(KEY, Builds(), root=tmp_path / "cache dir")
     text = sandbox.init_script(t)
     assert text.startswith("#!{{.ShellPath}}")
     assert f"'{t.data}/.' \"$DATADIR\" || exit 1" in text
-    assert "fallocate -l 1048576 \"$DATADIR\"/ib_logfile0 || exit 1" in text
+    # every preallocated file's allocation in one process: this interpreter, isolated
+    assert f"{shlex.quote(sys.executable)} -I -S -c " in text
+    assert "\"$DATADIR\" ib_logfile0 1048576" in text and text.count("posix_fallocate") == 1
     assert "{{.FixUuidFile1}}" in text and "{{.FixUuidFile2}}" in text
     weird = Template(tmp_path / "{{x}}", t.manifest)
     with pytest.raises(TemplateError, match="braces"):
