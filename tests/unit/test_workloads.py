@@ -275,12 +275,31 @@ def test_ryw_visibility_measured_per_write(ryw: tuple[History, FakeCluster]) -> 
         vis = s["visibility"]
         assert vis["seen"] == n and vis["never_seen"] == 0, (node, vis)
         assert D <= vis["p50"] <= D + POLL + 0.05, (node, vis)
-        assert vis["max"] <= D + POLL + 0.1, (node, vis)
+        # D, one poll interval, and the read's own latency (the docstring): the latency as
+        # recorded, since a poll this machine held up (0.27 s once, in `make test` beside
+        # the other worker) completes, and so sees the write, that much later
+        assert vis["max"] <= D + POLL + 0.1 + _longest_read(hist, node), (node, vis)
     s = subjects["w on db1"]
     assert s["eligible_reads"] == n and s["count"] == 0 and s["rate"] == 0.0, s
     assert s["visibility"]["seen"] == n and s["visibility"]["p50"] < 0.02, s["visibility"]
     # reads only in the first reads; polls are not counted as reads
     assert subjects["w"]["reads"] == 3 * n
+
+
+def _longest_read(hist: History, node: str) -> float:
+    """The longest read or poll on ``node``, invoke to completion, in seconds."""
+    invoked: dict[int, int] = {}
+    worst = 0
+    for o in hist.ops:
+        if o.f not in ("read", "poll"):
+            continue
+        if o.type == "invoke":
+            invoked[o.process] = o.time
+        elif o.process in invoked:
+            start = invoked.pop(o.process)
+            if o.node == node:
+                worst = max(worst, o.time - start)
+    return worst / 1e9
 
 
 # --- a failed write uses up its version ----------------------------------------------------
