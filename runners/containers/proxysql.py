@@ -157,9 +157,9 @@ class ContainerProxySQL(ContainerPart, ProxySQL):
             self.container.start()  # from what ProxySQL saved in its datadir
             return
         engines.testcontainers_env()
-        from testcontainers.core.container import DockerContainer
+        from runners.containers.transfer import new_container
 
-        tc = DockerContainer(
+        tc = new_container(
             self.image, docker_client_kw=self.engine.client_kw,
             name=f"lab-{self.run.id}-{NAME}", network=self.network, network_aliases=[NAME],
             init=True, hostname=NAME, labels=engines.run_labels(self.run.id, self.run.dir),

@@ -94,10 +94,10 @@ class ContainerHAProxy(ContainerPart, HAProxy):
         """Start the router's container and wait until it routes writes (the role checks are
         the agent's in the container: ``writer_check`` and ``reader_check`` are not used)."""
         engines.testcontainers_env()
-        from testcontainers.core.container import DockerContainer
+        from runners.containers.transfer import new_container
 
         self.cfg.write_text(self.config_text())  # a copy in the run directory
-        tc = DockerContainer(
+        tc = new_container(
             self.image, docker_client_kw=self.engine.client_kw,
             env={"LAB_ADMIN_USER": self.admin_creds.user,
                  "LAB_ADMIN_PASSWORD": self.admin_creds.password},

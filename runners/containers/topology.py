@@ -290,8 +290,6 @@ class ContainerTopology(ContainerFaults):
         """A replica set member (``runners.containers.mongo``): its image, the lab's start
         script and its ``mongod`` arguments copied in, port 27017 published."""
         engines.testcontainers_env()
-        from testcontainers.core.container import DockerContainer
-
         from runners.containers.mongo import (
             ARGS_PATH,
             MONGO_PORT,
@@ -300,6 +298,7 @@ class ContainerTopology(ContainerFaults):
             ContainerMongoNode,
             mongod_args,
         )
+        from runners.containers.transfer import new_container
         from runners.mongo import replset_name
 
         assert self.engine is not None
@@ -307,7 +306,7 @@ class ContainerTopology(ContainerFaults):
             args = mongod_args(replset_name(self.run.id), p.config)
         except ValueError as e:
             raise ComponentError(f"node {p.name}", str(e)) from None
-        tc = DockerContainer(
+        tc = new_container(
             self.user_images[self._node_images()[p.name]],
             docker_client_kw=self.engine.client_kw, name=container_name(self.run.id, p.name),
             network=self.network, network_aliases=[p.name], init=True, hostname=p.name,
@@ -385,7 +384,7 @@ class ContainerTopology(ContainerFaults):
     def _make_node(self, p: PlannedNode, group: list[str] | None = None,
                    bootstrap: bool = False) -> ContainerNode:
         engines.testcontainers_env()
-        from testcontainers.core.container import DockerContainer
+        from runners.containers.transfer import new_container
 
         assert self.engine is not None
         env: dict[str, str] = {}
@@ -408,7 +407,7 @@ class ContainerTopology(ContainerFaults):
         if p.image is not None:  # the experiment's image: the lab's entrypoint copied in
             image = self.user_images[p.image]
             extra["entrypoint"] = [USER_ENTRYPOINT]
-        tc = DockerContainer(
+        tc = new_container(
             image, docker_client_kw=self.engine.client_kw,
             env=env,
             name=container_name(self.run.id, p.name), network=self.network,

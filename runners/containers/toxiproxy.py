@@ -69,10 +69,10 @@ class ContainerToxiproxy(ContainerPart, Toxiproxy):
 
     def start(self) -> None:
         engines.testcontainers_env()
-        from testcontainers.core.container import DockerContainer
+        from runners.containers.transfer import new_container
 
         binary = Path(require("toxiproxy"))
-        tc = DockerContainer(
+        tc = new_container(
             self.image, docker_client_kw=self.engine.client_kw,
             name=f"lab-{self.run.id}-{NAME}", network=self.network, network_aliases=[NAME],
             init=True, hostname=NAME, labels=engines.run_labels(self.run.id, self.run.dir),
