@@ -149,7 +149,6 @@ def test_fields_are_read_while_recording_only_below_the_rate_that_would_cost_the
         assert digests(run_checkers(h, ctx)) == digests(run_checkers(list(h), ctx))
 
 
-
 @pytest.mark.parametrize("stops", [True, False])
 def test_in_memory_the_stop_ends_the_recording_threads_reading(stops: bool) -> None:
     """In memory only, once the rate stops the reading of fields, the recording thread no
