@@ -397,6 +397,8 @@ def copy_commands(template: Template, dest: str) -> list[list[str]]:
     cmds = [["cp", "--reflink=auto", "-a", "--sparse=auto", f"{template.data}/.", dest]]
     pairs = [w for rel, size in template.preallocated() for w in (rel, str(size))]
     if pairs:
+        if not sys.executable or not os.access(sys.executable, os.X_OK):
+            raise TemplateError(f"no interpreter to allocate the copies with ({sys.executable!r})")
         cmds.append([sys.executable, "-I", "-S", "-c", PREALLOCATE, dest, *pairs])
     return cmds
 

@@ -351,9 +351,10 @@ class NativeTopology(NodePrimitives):
             # delay is set) before a client may connect there: a replica that does not have
             # them yet refuses the lab's own users (1045), measured under load
             for node in nodes[1:]:
-                if to_restart:
-                    # a replica whose primary restarted retries its connection only every 60 s
-                    # (none did: dbdeployer's START SLAVE of a moment ago is connected)
+                # a replica whose primary restarted retries its connection only every 60 s (the
+                # retry interval is set later, in _wire_replication); with no restart,
+                # dbdeployer's START SLAVE of a moment ago is connected unless it failed
+                if to_restart or not replication.replicating(node):
                     execute_all(node.addr, self.admin, ["STOP SLAVE", "START SLAVE"])
                 replication.wait_applied(node, first)
             self._wire_replication()

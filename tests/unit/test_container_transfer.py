@@ -4,6 +4,7 @@ and padding still unwritten then fails the upload with a broken pipe)."""
 
 from __future__ import annotations
 
+import inspect
 import io
 import tarfile
 from typing import Any
@@ -48,3 +49,13 @@ def test_the_lab_s_containers_send_the_trimmed_tar() -> None:
     (sent,) = box._container.sent
     assert sent == trimmed(build_transfer_tar(b"[mysqld]\n", "/etc/my.cnf", 0o644))
     assert len(sent) < tarfile.RECORDSIZE
+
+
+def test_testcontainers_still_sends_its_files_through_the_method_the_lab_replaces() -> None:
+    """The override is of a private method: a testcontainers that stopped calling it would
+    send padded tars again without a word."""
+    from testcontainers.core.container import DockerContainer
+
+    assert "self._transfer_into_container(" in inspect.getsource(DockerContainer.start)
+    assert list(inspect.signature(DockerContainer._transfer_into_container).parameters) == [
+        "self", "transferable", "destination_in_container", "mode"]

@@ -275,6 +275,7 @@ def test_ryw_visibility_measured_per_write(ryw: tuple[History, FakeCluster]) -> 
         vis = s["visibility"]
         assert vis["seen"] == n and vis["never_seen"] == 0, (node, vis)
         assert D <= vis["p50"] <= D + POLL + 0.05, (node, vis)
+        assert vis["resolution"] <= 2 * POLL, (node, vis)  # the polls came every POLL
         # D, one poll interval, and the read's own latency (the docstring): the latency as
         # recorded, since a poll this machine held up (0.27 s once, in `make test` beside
         # the other worker) completes, and so sees the write, that much later
