@@ -58,10 +58,12 @@ METRICS: dict[str, MetricSpec] = {
     "downtime": MetricSpec(
         "workload",
         {"max": ("longest", "duration"), "longest": ("longest", "duration"),
-         "total": ("total", "duration"), "count": ("count", "count")},
+         "total": ("total", "duration"), "count": ("count", "count"),
+         "error_windows": ("error_windows", "count"), "stalls": ("stalls", "count")},
         "max",
         "the longest stretch with no successful operation (total: all stretches added up; "
-        "count: how many stretches)",
+        "count: how many stretches; error_windows: those in which an operation failed; "
+        "stalls: those in which one only took longer than 200 ms)",
         "_downtime",
         on=True,
         open_label="still down at end",

@@ -245,3 +245,27 @@ def test_a_hang_longer_than_the_threshold_after_another_clients_success_is_a_sta
     w = run(history(ops), ctx(0, 1)).metrics["subjects"]["w"]
     assert w["count"] == 1 and w["stalls"] == 1
     assert w["longest"] == pytest.approx(0.499, abs=1e-6)
+
+
+def test_error_windows_and_stalls_add_up_to_the_count() -> None:
+    """A writer out from the kill to the promote (failures), then a write that hung 0.26 s
+    and succeeded (a stall, as a busy disk gives): two windows, one of each. An expectation
+    that the router moved once reads `error_windows`, which the stall does not change."""
+    def probes(down: list[tuple[int, int]], hang: int | None = None
+               ) -> list[tuple[float, float, str]]:
+        out: list[tuple[float, float, str]] = []
+        for i in range(1000):  # every 10 ms for 10 s
+            if hang is not None and hang <= i < hang + 27:
+                if i == hang:
+                    out.append((i / 100, i / 100 + 0.26, "ok"))
+                continue
+            bad = any(a <= i < b for a, b in down)
+            out.append((i / 100, i / 100 + 0.001, "fail" if bad else "ok"))
+        return out
+
+    m = run(history(probe(probes([(500, 600)], hang=800))), ctx(0, 10)).metrics
+    for w in (m, m["subjects"]["w"]):
+        assert (w["count"], w["error_windows"], w["stalls"]) == (2, 1, 1)
+    # two failure windows (the writer moved back and forth) are two error windows
+    w = run(history(probe(probes([(300, 400), (600, 700)]))), ctx(0, 10)).metrics["subjects"]["w"]
+    assert (w["count"], w["error_windows"], w["stalls"]) == (2, 2, 0)

@@ -196,6 +196,7 @@ def summarize(windows: Sequence[Window], t0: int) -> dict[str, Any]:
         "total": sum(w.end - w.start for w in windows) / NS,
         "count": len(windows),
         "stalls": sum(1 for w in windows if not w.failures),
+        "error_windows": sum(1 for w in windows if w.failures),
         "open_at_end": any(w.open_at_end for w in windows),
         "from_start": any(w.from_start for w in windows),
         "windows": [w.as_json(t0) for w in windows[:MAX_WINDOWS]],
@@ -276,6 +277,8 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         "longest_open_at_end": bool(longest and longest["longest_open_at_end"]),
         "total": sum(w.end - w.start for w in union) / NS,  # the union: any workload down
         "count": len(union),  # windows of the union, as total: two overlapping are one
+        "stalls": sum(1 for w in union if not w.failures),
+        "error_windows": sum(1 for w in union if w.failures),
         "open_at_end": any(s["open_at_end"] for s in overall),
         "subjects": subjects,
     }
