@@ -2,12 +2,13 @@
 end-of-archive marker ends.
 
 testcontainers sends each file (``with_copy_into_container``) as a tar built by ``tarfile``,
-which pads the archive to a 10 KiB record after the two zero blocks that end it. Podman hands
-the upload to a subprocess that stops reading at those two blocks; when that subprocess has
-quit before podman has written the padding into the pipe, the upload fails with "passing bulk
-input to subprocess: write |1: broken pipe" and the container never starts (containers/buildah
-issue 6573, open; seen once here in `make bench`'s 24-container round). A tar without the
-padding gives that subprocess every byte it will read before it can quit.
+which pads the archive to a 10 KiB record after the two zero blocks that end it. As
+containers/buildah issue 6573 (open) traces the failure, podman hands the upload to a
+subprocess that stops reading at those two blocks; when it has quit before podman has written
+the padding into the pipe, the upload fails with "passing bulk input to subprocess: write |1:
+broken pipe" and the container never starts (seen once here, in `make bench`'s 24-container
+round). A tar without the padding gives that subprocess every byte it will read before it can
+quit.
 
 ``new_container(image, **kw)`` is testcontainers' ``DockerContainer`` with that one difference.
 """
