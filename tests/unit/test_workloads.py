@@ -279,7 +279,7 @@ def test_ryw_visibility_measured_per_write(ryw: tuple[History, FakeCluster]) -> 
         # D, one poll interval, and the read's own latency (the docstring), with the longest
         # the poller was held up as recorded: in `make test`'s pool its thread stood still
         # 0.2-0.27 s after the load ended, and the write it then saw read that much later
-        assert vis["max"] <= D + POLL + 0.1 + _longest_read(hist, node), (node, vis)
+        assert vis["max"] <= D + POLL + 0.1 + _longest_hold_up(hist, node), (node, vis)
     s = subjects["w on db1"]
     assert s["eligible_reads"] == n and s["count"] == 0 and s["rate"] == 0.0, s
     assert s["visibility"]["seen"] == n and s["visibility"]["p50"] < 0.02, s["visibility"]
@@ -287,7 +287,7 @@ def test_ryw_visibility_measured_per_write(ryw: tuple[History, FakeCluster]) -> 
     assert subjects["w"]["reads"] == 3 * n
 
 
-def _longest_read(hist: History, node: str) -> float:
+def _longest_hold_up(hist: History, node: str) -> float:
     """The longest a reader on ``node`` was held up once its polling began: the longest time
     between one of its records and its next (a read's own latency, or the wait before its next
     read). Every POLL normally; longer only when this machine held the thread up."""
