@@ -118,11 +118,8 @@ def run_within(conn: Any, sql: str, args: Sequence[Any] = (), timeout: float = 1
 
     On a timeout ``LabTimeout(sent=True)`` is raised and the connection must be closed: its
     state is unknown. Server errors are raised as ``MySQLdb.Error``, as with a cursor."""
-    q = sql.encode()
-    if args:
-        q = q % tuple(conn.literal(a) for a in args)
     deadline = time.monotonic() + timeout
-    conn.send_query(q)
+    send_statement(conn, sql, args)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -133,6 +130,21 @@ def run_within(conn: Any, sql: str, args: Sequence[Any] = (), timeout: float = 1
             continue
         if ready:
             break
+    return read_result(conn)
+
+
+def send_statement(conn: Any, sql: str, args: Sequence[Any] = ()) -> None:
+    """Send one statement (its ``%s`` filled with the arguments as SQL literals) without
+    waiting for the answer: ``read_result`` reads it once the socket is readable."""
+    q = sql.encode()
+    if args:  # an int is its own literal (the common case: keys and values), else quoted
+        q = q % tuple(b"%d" % a if type(a) is int else conn.literal(a) for a in args)
+    conn.send_query(q)
+
+
+def read_result(conn: Any) -> Result:
+    """The answer to the statement ``send_statement`` sent; server errors raise
+    ``MySQLdb.Error``. Blocks until the answer is there: call it once the socket is readable."""
     conn.read_query_result()
     res = conn.store_result()
     rows = tuple(res.fetch_row(0)) if res is not None else None

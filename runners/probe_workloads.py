@@ -5,32 +5,69 @@ of a connection). Their clients and base are in ``runners.workloads``."""
 
 from __future__ import annotations
 
+import functools
 import itertools
+import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+from runners.multiplexed import Statement, run_multiplexed
 from runners.workloads import Client, Workload, table_name
+
+log = logging.getLogger(__name__)
 
 
 class ProbeWorkload(Workload):
     """One small write (or read) every N ms per client: the instrument for downtime."""
 
+    def statement(self, client: Client) -> Statement | None:
+        """The client's next operation; None once the workload is over."""
+        if self._should_stop() or not self._take():
+            return None
+        if self.spec.operation == "read":
+            return Statement("read", "SELECT 1", (), None, None, is_write=False)
+        k = next(self._counter)
+        return Statement("write", self._insert, (k, k, client.process), k, k)
+
+    @functools.cached_property
+    def _insert(self) -> str:
+        return f"INSERT INTO {table_name(self.name)} (k, v, c) VALUES (%s, %s, %s)"
+
     def run_client(self, i: int, client: Client, pace: Callable[[], None]) -> None:
-        t = table_name(self.name)
-        while not self._should_stop() and self._take():
-            if self.spec.operation == "read":
-                client.op("read", "SELECT 1", is_write=False)
-            else:
-                k = next(self._counter)
-                client.op("write", f"INSERT INTO {t} (k, v, c) VALUES (%s, %s, %s)",
-                          (k, k, client.process), key=k, value=k)
+        while (st := self.statement(client)) is not None:
+            client.op(st.f, st.sql, st.args, key=st.key, value=st.value, is_write=st.is_write)
             pace()
 
 
 class UniqueWritesWorkload(ProbeWorkload):
-    """Writes with unique keys as fast as allowed (or at ``rate``): a probe without a pause."""
+    """Writes with unique keys as fast as allowed (or at ``rate``): a probe without a pause.
+
+    Unpaced (no ``rate``, no ``every``), every client's statements run in one thread
+    (``runners.multiplexed``): client threads spent their time handing each other the
+    interpreter's lock, so 16 of them wrote at 0.67x the rate of sysbench's 16 threads."""
+
+    def start(self) -> None:
+        if self.paced():
+            super().start()
+            return
+        self.started_at = time.monotonic()
+        t = threading.Thread(target=self._all_clients, daemon=True, name=f"wl-{self.name}")
+        t.start()
+        self._threads.append(t)
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _all_clients(self) -> None:
+        clients = [self.new_client(i) for i in range(self.n_clients())]
+        try:
+            run_multiplexed(clients, lambda _i, c: self.statement(c), f"wl-{self.name}")
+        except Exception:  # noqa: BLE001 - a bug must not hang the run
+            log.exception("workload %s crashed", self.name)
+        finally:
+            for c in clients:
+                c.close()
 
 
 class UniqueInsertWorkload(Workload):

@@ -170,57 +170,77 @@ class Client:
              transaction: bool = False) -> Op:
         """Record ``invoke``, run ``work(conn, txn)`` on the (re)opened connection, record the
         outcome (see ``op`` and ``txn``)."""
-        rec = self.env.record
-        rec(Op("invoke", f, self.process, time.monotonic_ns(), self.workload, self.endpoint,
-               self.node, key, value))
+        self.invoke(f, key, value)
         sent = False
         txn = Txn(self)
         try:
             conn = self._ensure()
             sent = True
             out, key = work(conn, txn)
-            return rec(Op("ok", f, self.process, time.monotonic_ns(), self.workload,
-                          self.endpoint, self.node, key, out))
+            return self.done(f, key, out)
         except LabTimeout as e:
-            node = self.node
-            self.close()
-            self.node = node  # the node that did not answer, in the completion
-            was_sent = sent and e.sent  # a timeout while opening the connection sent nothing
-            may_apply = is_write and was_sent and (not transaction or txn.committing)
-            typ: OpType = "info" if may_apply else "fail"
-            code = None if was_sent else CONNECT_TIMEOUT
-            msg = str(e) if was_sent else NOT_SENT_PREFIX + str(e)
-            if transaction and was_sent:
-                msg = f"{'COMMIT' if txn.committing else 'before COMMIT'}: {msg}"
-            op = rec(Op(typ, f, self.process, time.monotonic_ns(), self.workload,
-                        self.endpoint, self.node, key, value, code, msg))
-            self.node = None
-            return op
+            return self.timed_out(f, e, sent, key, value, is_write, transaction, txn.committing)
         except MySQLdb.Error as e:
-            code = error_code(e)
-            msg = str(e.args[1]) if len(e.args) > 1 else str(e)
-            if code == 0:  # mysqlclient's "connection unusable": the outcome is unknown
-                code = None
-            never_sent = not sent or code in CONNECT_ERRORS
-            outcome: OpType = "fail"
-            unknown = code in UNKNOWN_OUTCOME or code is None
-            if is_write and not never_sent and unknown and (
-                    not transaction or txn.committing):
-                outcome = "info"
-            node = self.node
-            # a transaction that failed leaves the connection in it: close it (rolled back)
-            if unknown or never_sent or transaction:
-                self.close()
-                self.node = node
-            if never_sent:
-                msg = NOT_SENT_PREFIX + msg
-            elif transaction:
-                msg = f"{'COMMIT' if txn.committing else 'before COMMIT'}: {msg}"
-            op = rec(Op(outcome, f, self.process, time.monotonic_ns(), self.workload,
-                        self.endpoint, self.node, key, value, code, msg[:200]))
-            if self.conn is None:
-                self.node = None  # the next connection may reach another node
-            return op
+            return self.failed(f, e, sent, key, value, is_write, transaction, txn.committing)
+
+    # The records of one operation, for ``call`` and for ``runners.multiplexed`` (which runs
+    # many clients' statements in one thread): ``invoke`` first, then exactly one of ``done``,
+    # ``timed_out`` or ``failed``.
+
+    def invoke(self, f: str, key: int | None, value: Any) -> Op:
+        return self.env.record(Op("invoke", f, self.process, time.monotonic_ns(), self.workload,
+                                  self.endpoint, self.node, key, value))
+
+    def done(self, f: str, key: int | None, out: Any) -> Op:
+        return self.env.record(Op("ok", f, self.process, time.monotonic_ns(), self.workload,
+                                  self.endpoint, self.node, key, out))
+
+    def timed_out(self, f: str, e: LabTimeout, sent: bool, key: int | None, value: Any,
+                  is_write: bool, transaction: bool = False, committing: bool = False) -> Op:
+        """The outcome of a connect or statement that did not finish within the timeout
+        (``sent``: the connection had been opened). The connection is closed."""
+        node = self.node
+        self.close()
+        self.node = node  # the node that did not answer, in the completion
+        was_sent = sent and e.sent  # a timeout while opening the connection sent nothing
+        may_apply = is_write and was_sent and (not transaction or committing)
+        typ: OpType = "info" if may_apply else "fail"
+        code = None if was_sent else CONNECT_TIMEOUT
+        msg = str(e) if was_sent else NOT_SENT_PREFIX + str(e)
+        if transaction and was_sent:
+            msg = f"{'COMMIT' if committing else 'before COMMIT'}: {msg}"
+        op = self.env.record(Op(typ, f, self.process, time.monotonic_ns(), self.workload,
+                                self.endpoint, self.node, key, value, code, msg))
+        self.node = None
+        return op
+
+    def failed(self, f: str, e: MySQLdb.Error, sent: bool, key: int | None, value: Any,
+               is_write: bool, transaction: bool = False, committing: bool = False) -> Op:
+        """The outcome of an error while connecting (``sent`` False) or from the statement;
+        the connection is closed unless the server answered with an error and kept it."""
+        code = error_code(e)
+        msg = str(e.args[1]) if len(e.args) > 1 else str(e)
+        if code == 0:  # mysqlclient's "connection unusable": the outcome is unknown
+            code = None
+        never_sent = not sent or code in CONNECT_ERRORS
+        outcome: OpType = "fail"
+        unknown = code in UNKNOWN_OUTCOME or code is None
+        if is_write and not never_sent and unknown and (not transaction or committing):
+            outcome = "info"
+        node = self.node
+        # a transaction that failed leaves the connection in it: close it (rolled back)
+        if unknown or never_sent or transaction:
+            self.close()
+            self.node = node
+        if never_sent:
+            msg = NOT_SENT_PREFIX + msg
+        elif transaction:
+            msg = f"{'COMMIT' if committing else 'before COMMIT'}: {msg}"
+        op = self.env.record(Op(outcome, f, self.process, time.monotonic_ns(), self.workload,
+                                self.endpoint, self.node, key, value, code, msg[:200]))
+        if self.conn is None:
+            self.node = None  # the next connection may reach another node
+        return op
 
 
 class Txn:
@@ -326,10 +346,17 @@ class Workload:
     def targets(self) -> list[str]:
         return self.spec.targets
 
-    def _client_main(self, i: int) -> None:
+    def paced(self) -> bool:
+        """Each client waits between its operations (``every`` or ``rate``)."""
+        return bool(self.spec.every or self.spec.rate)
+
+    def new_client(self, i: int) -> Client:
+        """Client ``i``: process ``first_process + i``, on the targets in turn."""
         endpoint = self.targets()[i % len(self.targets())]
-        client = Client(self.env, self.name, self.first_process + i, endpoint,
-                        self.spec.timeout)
+        return Client(self.env, self.name, self.first_process + i, endpoint, self.spec.timeout)
+
+    def _client_main(self, i: int) -> None:
+        client = self.new_client(i)
         pace = self._pace(i)
         try:
             self.run_client(i, client, pace)

@@ -1,0 +1,237 @@
+"""Many clients' statements in one thread: the unpaced single-statement workloads.
+
+A client thread per connection spends most of its time handing the interpreter's lock to the
+next one: with 16 clients writing as fast as they can, the lab's threads reached 0.67x the rate
+of ``sysbench oltp_insert`` with 16 threads on the same server (issue 25's bench). Here one
+thread keeps every client's statement in flight: it sends each client's next statement as soon
+as the client's answer is read, waits for any socket to become readable (``poll``) and reads the
+answers that are there. Each client is still one connection with at most one statement in
+flight, its operations recorded ``invoke`` then exactly one completion, with the outcome table
+of ``runners.workloads.Client`` (``Client.done`` / ``timed_out`` / ``failed``: the same code).
+
+What could block the thread is done beside it: opening a connection (``Client._ensure``: the
+connect, ``SELECT @@server_id`` and the session's statements, each within the workload's
+timeout) runs in a helper thread, so a client whose server does not answer its connect never
+holds up the clients of another server. A statement's timeout is measured from its send, as in
+``runners.mysql.run_within``, exactly (the poll waits no longer than the earliest deadline).
+
+Reading an answer once its socket is readable does not wait for the server: a write's answer
+(an OK or an error packet) arrives in one piece.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import MySQLdb
+
+from runners.mysql import LabTimeout, read_result, send_statement
+from runners.workloads import Client
+
+log = logging.getLogger(__name__)
+
+POLL_MS = 100  # the longest poll while nothing is due: how soon a stop is seen when idle
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One operation of one statement (``Client.op``'s arguments)."""
+
+    f: str
+    sql: str
+    args: tuple[Any, ...]
+    key: int | None
+    value: Any
+    is_write: bool = True
+    key_from_insert: bool = False
+
+
+NextStatement = Callable[[int, Client], "Statement | None"]
+
+
+class _Slot:
+    __slots__ = ("i", "client", "stmt", "connecting", "deadline", "fd")
+
+    def __init__(self, i: int, client: Client) -> None:
+        self.i = i
+        self.client = client
+        self.stmt: Statement | None = None
+        self.connecting: Future[Any] | None = None
+        self.deadline = 0.0
+        self.fd = -1  # registered with the poll while a statement is in flight
+
+
+def run_multiplexed(clients: list[Client], next_statement: NextStatement,
+                    name: str = "lab") -> None:
+    """Run every client's statements until ``next_statement(i, client)`` returns None for
+    each; every statement invoked is completed before this returns. Closes no connection:
+    the caller closes its clients."""
+    _Multiplexer(clients, next_statement, name).run()
+
+
+class _Multiplexer:
+    def __init__(self, clients: list[Client], next_statement: NextStatement, name: str) -> None:
+        self.slots = [_Slot(i, c) for i, c in enumerate(clients)]
+        self.next_statement = next_statement
+        self.poll = select.poll()
+        self.by_fd: dict[int, _Slot] = {}
+        # statements in flight, in the order they were sent: their deadlines are in the same
+        # order when the clients share one timeout, so the first is the earliest
+        self.waiting: dict[_Slot, None] = {}
+        self.connecting: set[_Slot] = set()
+        self.pool = ThreadPoolExecutor(max_workers=max(1, len(clients)),
+                                       thread_name_prefix=f"{name}-connect")
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        self.poll.register(self.wake_r, select.POLLIN)
+
+    def run(self) -> None:
+        try:
+            for slot in self.slots:
+                self._guarded(self._next, slot)
+            while self.waiting or self.connecting:
+                self._round()
+        finally:
+            self.pool.shutdown(wait=True)
+            for fd in (self.wake_r, self.wake_w):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    # --- one operation ----------------------------------------------------------------------
+
+    def _next(self, slot: _Slot) -> None:
+        """Invoke the client's next statement: send it, or open the connection first."""
+        stmt = self.next_statement(slot.i, slot.client)
+        slot.stmt = stmt
+        if stmt is None:
+            return
+        slot.client.invoke(stmt.f, stmt.key, stmt.value)
+        if slot.client.conn is None:
+            fut = self.pool.submit(slot.client._ensure)
+            slot.connecting = fut
+            self.connecting.add(slot)
+            fut.add_done_callback(self._wake)
+        else:
+            self._send(slot)
+
+    def _send(self, slot: _Slot) -> None:
+        client, stmt = slot.client, slot.stmt
+        assert stmt is not None
+        conn = client.conn
+        slot.deadline = time.monotonic() + client.timeout
+        try:
+            send_statement(conn, stmt.sql, stmt.args)
+        except MySQLdb.Error as e:
+            client.failed(stmt.f, e, True, stmt.key, stmt.value, stmt.is_write)
+            self._next(slot)
+            return
+        slot.fd = conn.fileno()
+        self.by_fd[slot.fd] = slot
+        self.poll.register(slot.fd, select.POLLIN)
+        self.waiting[slot] = None
+
+    def _unwatch(self, slot: _Slot) -> None:
+        """Take the slot's socket out of the poll: before its connection may be closed."""
+        del self.waiting[slot]
+        self.poll.unregister(slot.fd)
+        del self.by_fd[slot.fd]
+        slot.fd = -1
+
+    def _answer(self, slot: _Slot) -> None:
+        client, stmt = slot.client, slot.stmt
+        assert stmt is not None
+        self._unwatch(slot)
+        try:
+            got = read_result(client.conn)
+        except MySQLdb.Error as e:
+            client.failed(stmt.f, e, True, stmt.key, stmt.value, stmt.is_write)
+        else:
+            client.done(stmt.f, got.insert_id if stmt.key_from_insert else stmt.key, stmt.value)
+        self._next(slot)
+
+    def _timed_out(self, slot: _Slot) -> None:
+        client, stmt = slot.client, slot.stmt
+        assert stmt is not None
+        self._unwatch(slot)
+        client.timed_out(stmt.f, LabTimeout("statement", client.timeout, sent=True), True,
+                         stmt.key, stmt.value, stmt.is_write)
+        self._next(slot)
+
+    def _connected(self, slot: _Slot) -> None:
+        """The helper opening the slot's connection has finished: send, or record why not."""
+        fut, slot.connecting = slot.connecting, None
+        self.connecting.discard(slot)
+        assert fut is not None
+        client, stmt = slot.client, slot.stmt
+        assert stmt is not None
+        try:
+            fut.result()
+        except LabTimeout as e:
+            client.timed_out(stmt.f, e, False, stmt.key, stmt.value, stmt.is_write)
+        except MySQLdb.Error as e:
+            client.failed(stmt.f, e, False, stmt.key, stmt.value, stmt.is_write)
+        else:
+            self._send(slot)
+            return
+        self._next(slot)
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def _wake(self, _fut: Future[Any]) -> None:
+        with contextlib.suppress(OSError):  # a full pipe: a wake is pending anyway
+            os.write(self.wake_w, b"x")
+
+    def _round(self) -> None:
+        if self.waiting:
+            first = next(iter(self.waiting))
+            wait_ms = max(0, min(POLL_MS, int((first.deadline - time.monotonic()) * 1000) + 1))
+        else:
+            wait_ms = POLL_MS
+        try:
+            events = self.poll.poll(wait_ms)
+        except InterruptedError:  # pragma: no cover - retried
+            return
+        woken = False
+        for fd, _ev in events:
+            if fd == self.wake_r:
+                woken = True
+                continue
+            slot = self.by_fd.get(fd)
+            if slot is not None:
+                self._guarded(self._answer, slot)
+        if woken:
+            with contextlib.suppress(OSError):
+                while os.read(self.wake_r, 4096):
+                    pass
+        for slot in [s for s in self.connecting if s.connecting is not None
+                     and s.connecting.done()]:
+            self._guarded(self._connected, slot)
+        now = time.monotonic()
+        late = []
+        for slot in self.waiting:  # in deadline order (one timeout for every client)
+            if slot.deadline > now:
+                break
+            late.append(slot)
+        for slot in late:
+            self._guarded(self._timed_out, slot)
+
+    def _guarded(self, step: Callable[[_Slot], None], slot: _Slot) -> None:
+        """One client's step; a bug in it stops that client only, as a client thread's crash
+        does (``Workload._client_main``)."""
+        try:
+            step(slot)
+        except Exception:  # noqa: BLE001 - logged; the other clients go on
+            log.exception("client %d of %s crashed", slot.client.process, slot.client.workload)
+            if slot in self.waiting:
+                self._unwatch(slot)
+            self.connecting.discard(slot)
+            slot.stmt = slot.connecting = None
