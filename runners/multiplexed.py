@@ -108,22 +108,37 @@ class _Multiplexer:
 
     # --- one operation ----------------------------------------------------------------------
 
-    def _next(self, slot: _Slot) -> None:
-        """Invoke the client's next statement: send it, or open the connection first."""
-        stmt = self.next_statement(slot.i, slot.client)
-        slot.stmt = stmt
-        if stmt is None:
-            return
-        slot.client.invoke(stmt.f, stmt.key, stmt.value)
-        if slot.client.conn is None:
-            fut = self.pool.submit(slot.client._ensure)
-            slot.connecting = fut
-            self.connecting.add(slot)
-            fut.add_done_callback(self._wake)
-        else:
-            self._send(slot)
+    def _next(self, slot: _Slot, done: tuple[str, int | None, Any, int] | None = None) -> None:
+        """Invoke the client's next statement: send it, or open the connection first.
 
-    def _send(self, slot: _Slot) -> None:
+        ``done``: the ``ok`` of the statement just answered (f, key, value, when its answer
+        was read), recorded after the next statement is sent: the server has it sooner, and
+        the records keep their order (that ``ok``, then this ``invoke``, with their times)."""
+        client = slot.client
+        stmt = self.next_statement(slot.i, client)
+        slot.stmt = stmt
+        if stmt is None or client.conn is None:
+            if done is not None:
+                client.done(*done)
+            if stmt is not None:
+                client.invoke(stmt.f, stmt.key, stmt.value)
+                fut = self.pool.submit(client._ensure)
+                slot.connecting = fut
+                self.connecting.add(slot)
+                fut.add_done_callback(self._wake)
+            return
+        at = time.monotonic_ns()
+        error = self._send(slot)
+        if done is not None:
+            client.done(*done)
+        client.invoke(stmt.f, stmt.key, stmt.value, at)
+        if error is not None:
+            client.failed(stmt.f, error, True, stmt.key, stmt.value, stmt.is_write)
+            self._next(slot)
+
+    def _send(self, slot: _Slot) -> MySQLdb.Error | None:
+        """Send the slot's statement and watch its socket; the error if it could not be sent
+        (for the caller to record, after the invoke)."""
         client, stmt = slot.client, slot.stmt
         assert stmt is not None
         conn = client.conn
@@ -131,13 +146,12 @@ class _Multiplexer:
         try:
             send_statement(conn, stmt.sql, stmt.args)
         except MySQLdb.Error as e:
-            client.failed(stmt.f, e, True, stmt.key, stmt.value, stmt.is_write)
-            self._next(slot)
-            return
+            return e
         slot.fd = conn.fileno()
         self.by_fd[slot.fd] = slot
         self.poll.register(slot.fd, select.POLLIN)
         self.waiting[slot] = None
+        return None
 
     def _unwatch(self, slot: _Slot) -> None:
         """Take the slot's socket out of the poll: before its connection may be closed."""
@@ -154,9 +168,10 @@ class _Multiplexer:
             got = read_result(client.conn)
         except MySQLdb.Error as e:
             client.failed(stmt.f, e, True, stmt.key, stmt.value, stmt.is_write)
-        else:
-            client.done(stmt.f, got.insert_id if stmt.key_from_insert else stmt.key, stmt.value)
-        self._next(slot)
+            self._next(slot)
+            return
+        key = got.insert_id if stmt.key_from_insert else stmt.key
+        self._next(slot, (stmt.f, key, stmt.value, time.monotonic_ns()))
 
     def _timed_out(self, slot: _Slot) -> None:
         client, stmt = slot.client, slot.stmt
@@ -180,8 +195,10 @@ class _Multiplexer:
         except MySQLdb.Error as e:
             client.failed(stmt.f, e, False, stmt.key, stmt.value, stmt.is_write)
         else:
-            self._send(slot)
-            return
+            error = self._send(slot)
+            if error is None:
+                return
+            client.failed(stmt.f, error, True, stmt.key, stmt.value, stmt.is_write)
         self._next(slot)
 
     # --- the loop ---------------------------------------------------------------------------

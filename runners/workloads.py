@@ -187,13 +187,15 @@ class Client:
     # many clients' statements in one thread): ``invoke`` first, then exactly one of ``done``,
     # ``timed_out`` or ``failed``.
 
-    def invoke(self, f: str, key: int | None, value: Any) -> Op:
-        return self.env.record(Op("invoke", f, self.process, time.monotonic_ns(), self.workload,
-                                  self.endpoint, self.node, key, value))
+    def invoke(self, f: str, key: int | None, value: Any, at: int | None = None) -> Op:
+        """``at``: when it was invoked (monotonic ns), if not now."""
+        return self.env.record(Op("invoke", f, self.process, at or time.monotonic_ns(),
+                                  self.workload, self.endpoint, self.node, key, value))
 
-    def done(self, f: str, key: int | None, out: Any) -> Op:
-        return self.env.record(Op("ok", f, self.process, time.monotonic_ns(), self.workload,
-                                  self.endpoint, self.node, key, out))
+    def done(self, f: str, key: int | None, out: Any, at: int | None = None) -> Op:
+        """``at``: when the answer came (monotonic ns), if not now."""
+        return self.env.record(Op("ok", f, self.process, at or time.monotonic_ns(),
+                                  self.workload, self.endpoint, self.node, key, out))
 
     def timed_out(self, f: str, e: LabTimeout, sent: bool, key: int | None, value: Any,
                   is_write: bool, transaction: bool = False, committing: bool = False) -> Op:
