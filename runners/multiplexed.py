@@ -28,8 +28,7 @@ import select
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import MySQLdb
 
@@ -41,9 +40,9 @@ log = logging.getLogger(__name__)
 POLL_MS = 100  # the longest poll while nothing is due: how soon a stop is seen when idle
 
 
-@dataclass(frozen=True, slots=True)
-class Statement:
-    """One operation of one statement (``Client.op``'s arguments)."""
+class Statement(NamedTuple):
+    """One operation of one statement (``Client.op``'s arguments). A tuple: built once per
+    operation, in the thread every client shares."""
 
     f: str
     sql: str
