@@ -207,6 +207,9 @@ class LabTopology:
             self.run.close()
             with contextlib.suppress(Exception):
                 self.recorder.close()
+            from lab.run import gc_guard
+
+            gc_guard.release()
 
 
 def _resolve(path: str | Path, config: pytest.Config | None) -> Path:
@@ -226,6 +229,7 @@ def open_topology(path: str | Path | None = None, *, text: str | None = None, ce
     from dsl.errors import LanguageErrors
     from dsl.plan import Plan
     from fault.nemesis import Nemesis
+    from lab.run import gc_guard
     from lab.run.cell_run import NotRunnable
     from lab.run.recorder import Recorder
     from runners.components import MissingComponent
@@ -287,8 +291,10 @@ def open_topology(path: str | Path | None = None, *, text: str | None = None, ce
     if isinstance(deployed, Plan):
         plan = deployed
         the_cell = next((c for c in plan.cells if c.index == the_cell.index), the_cell)
-    return LabTopology(plan, the_cell, source, where, topo, run, recorder,
+    made = LabTopology(plan, the_cell, source, where, topo, run, recorder,
                        Nemesis(topo, recorder.record), endpoints)
+    gc_guard.hold()  # until close(): no collector scan of the history stops the test's clients
+    return made
 
 
 @pytest.fixture

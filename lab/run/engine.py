@@ -42,6 +42,7 @@ from lab.run.cell_store import (
     store_cell,
 )
 from lab.run.context import run_context
+from lab.run.gc_guard import history_frozen
 from lab.run.load import Load
 from lab.run.outcome import CellOutcome, RunOutcome, View, conclude
 from lab.run.recorder import Recorder
@@ -181,8 +182,9 @@ class CellRunner:
             self._prepare()
             self.facts.before_load()
             self._check_store()
-            self.load.run()
-            self._after_load()
+            with history_frozen():  # no collector scan of the history stops the clients
+                self.load.run()
+                self._after_load()
         except KeyboardInterrupt:
             interrupted = True
             self.out.status = "interrupted"
