@@ -33,6 +33,7 @@ from harness import Bench, Target, rounds, run_rounds  # noqa: E402
 
 from dsl.models import Engine  # noqa: E402
 from dsl.plan import Cell, Plan, PlannedNode, PlannedWorkload  # noqa: E402
+from lab.run.gc_guard import history_frozen  # noqa: E402
 from lab.run.recorder import Recorder  # noqa: E402
 from runners.components import require  # noqa: E402
 from runners.mysql import execute_all  # noqa: E402
@@ -54,10 +55,11 @@ def lab_writes(topo: Topology, name: str, db_path: str | None, clients: int) -> 
     stop = threading.Event()
     env = ClientEnv(topo.address, topo.node_by_server_id, topo.app, rec.record, stop, 1)
     wl = UniqueWritesWorkload(spec, env, 0, SECONDS)
-    t0 = time.monotonic()
-    wl.start()
-    wl.join()
-    took = time.monotonic() - t0
+    with history_frozen():  # as the engine records a load
+        t0 = time.monotonic()
+        wl.start()
+        wl.join()
+        took = time.monotonic() - t0
     rec.close()
     if db_path is not None and rec.written_ops != len(rec.history):
         raise RuntimeError(f"{name}: {rec.written_ops} of {len(rec.history)} operations reached "

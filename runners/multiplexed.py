@@ -127,13 +127,14 @@ class _Multiplexer:
                 fut.add_done_callback(self._wake)
             return
         at = time.monotonic_ns()
-        error = self._send(slot)
-        if done is not None:
-            client.done(*done)
-        client.invoke(stmt.f, stmt.key, stmt.value, at)
+        try:
+            error = self._send(slot)
+        finally:  # recorded whatever _send raised: a crash leaves this invoke open (unknown)
+            if done is not None:
+                client.done(*done)
+            client.invoke(stmt.f, stmt.key, stmt.value, at)
         if error is not None:
-            client.failed(stmt.f, error, True, stmt.key, stmt.value, stmt.is_write)
-            self._next(slot)
+            self._unsent(slot, error)
 
     def _send(self, slot: _Slot) -> MySQLdb.Error | None:
         """Send the slot's statement and watch its socket; the error if it could not be sent
@@ -151,6 +152,15 @@ class _Multiplexer:
         self.poll.register(slot.fd, select.POLLIN)
         self.waiting[slot] = None
         return None
+
+    def _unsent(self, slot: _Slot, error: MySQLdb.Error) -> None:
+        """The statement could not be sent: its outcome as ``Client.call`` records it, and the
+        connection closed (its state is unknown), so the next statement opens a new one."""
+        client, stmt = slot.client, slot.stmt
+        assert stmt is not None
+        client.failed(stmt.f, error, True, stmt.key, stmt.value, stmt.is_write)
+        client.close()
+        self._next(slot)
 
     def _unwatch(self, slot: _Slot) -> None:
         """Take the slot's socket out of the poll: before its connection may be closed."""
@@ -197,7 +207,8 @@ class _Multiplexer:
             error = self._send(slot)
             if error is None:
                 return
-            client.failed(stmt.f, error, True, stmt.key, stmt.value, stmt.is_write)
+            self._unsent(slot, error)
+            return
         self._next(slot)
 
     # --- the loop ---------------------------------------------------------------------------
@@ -209,7 +220,9 @@ class _Multiplexer:
     def _round(self) -> None:
         if self.waiting:
             first = next(iter(self.waiting))
-            wait_ms = max(0, min(POLL_MS, int((first.deadline - time.monotonic()) * 1000) + 1))
+            # rounded down: the poll never sleeps past a deadline (its last millisecond is
+            # polled without a wait), so an answer read is one that came in time
+            wait_ms = max(0, min(POLL_MS, int((first.deadline - time.monotonic()) * 1000)))
         else:
             wait_ms = POLL_MS
         try:

@@ -201,14 +201,16 @@ class LabTopology:
         if self.closed:
             return
         self.closed = True
-        try:
-            self.topology.teardown()
-        finally:
-            self.run.close()
-            with contextlib.suppress(Exception):
-                self.recorder.close()
-            from lab.run import gc_guard
+        from lab.run import gc_guard
 
+        try:
+            try:
+                self.topology.teardown()
+            finally:
+                self.run.close()
+                with contextlib.suppress(Exception):
+                    self.recorder.close()
+        finally:
             gc_guard.release()
 
 

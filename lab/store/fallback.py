@@ -33,7 +33,11 @@ def append_fallback(path: str | Path, records: Iterable[Mapping[str, Any] | str]
 def read_fallback(path: str | Path) -> list[dict[str, Any]]:
     """The records of a fallback file (a torn last line, from a kill, is left out)."""
     out: list[dict[str, Any]] = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    # "\n" only: a record may hold U+2028, U+2029 or U+0085 unescaped (orjson writes them as
+    # they are), which str.splitlines() would also take for line ends
+    for line in Path(path).read_text(encoding="utf-8").split("\n"):
+        if not line:
+            continue
         try:
             out.append(json.loads(line))
         except ValueError:

@@ -44,6 +44,9 @@ class SockConn:
 
     def send_query(self, q: bytes) -> None:
         assert not self.closed, "statement on a closed connection"
+        err = self.server.send_errors.pop(self.server.statements() + 1, None)
+        if err is not None:
+            raise err
         self.sent.append(q)
         if not self.server.hang.is_set():
             self.theirs.send(b"x")
@@ -77,6 +80,7 @@ class Server:
     def __init__(self) -> None:
         self.conns: list[SockConn] = []
         self.errors: dict[int, BaseException] = {}
+        self.send_errors: dict[int, BaseException] = {}  # raised by send_query instead
         self.hang = threading.Event()
         self.connect_error: BaseException | None = None
         self.connect_delay: dict[str, float] = {}
@@ -189,6 +193,10 @@ CASES = [
     ("no connection in time", "connect", LabTimeout("connect", 0.1, sent=False), "fail",
      CONNECT_TIMEOUT, True, True),
     ("no answer in time", "hang", None, "info", None, False, True),
+    # an error sending: Client.call's outcome (2014 is not an unknown outcome), then a new
+    # connection (the old one's state is unknown), never a loop of sends on it
+    ("not sent, out of sync", "send", MySQLdb.ProgrammingError(2014, "Commands out of sync"),
+     "fail", 2014, False, True),
 ]
 
 
@@ -211,6 +219,8 @@ def test_outcomes_are_the_client_s(server: Server, name: str, where: str,
         if n[0] == 2:  # the failure, as the second statement is invoked
             if where == "statement":
                 server.errors[2] = error  # type: ignore[assignment]
+            elif where == "send":
+                server.send_errors[2] = error  # type: ignore[assignment]
             elif where == "connect":
                 server.conns[0].close()  # as a lost connection would leave it
                 cl.conn = None

@@ -190,17 +190,29 @@ def test_large_batches_and_rewrites(store: Store) -> None:
     assert n[0] == 2500
 
 
-def test_batches_read_back_what_json_would_have_stored() -> None:
-    """The batches are encoded by orjson where it writes what json.dumps(default=str) writes,
-    and by json where it would not (a float value: NaN kept as text; an int beyond 64 bits; a
-    lone surrogate): every odd value decodes as json's encoding of it decodes."""
+def test_batches_read_back_what_json_would_have_stored(tmp_path: Path) -> None:
+    """The batches are encoded by orjson where it writes what json.dumps(default=str) writes
+    (plain values), and by json otherwise (a float: NaN kept as text; a subclass, an enum, a
+    numpy float, an int key; an int beyond 64 bits; a lone surrogate): every odd value decodes
+    as json's encoding of it decodes. A fallback file keeps a record holding U+2028 whole."""
+    import collections
     import datetime
     import decimal
+    import enum
 
+    import numpy
+
+    from lab.store.fallback import append_fallback, fallback_ops_record, read_fallback
     from lab.store.records import _OP_FIELDS, decode_ops, encode_ops
 
+    class E(enum.Enum):
+        A = 1
+
+    nt = collections.namedtuple("nt", "a b")
     values = [datetime.datetime(2026, 1, 2, 3, 4, 5), decimal.Decimal("1.5"), b"ab",
-              [1, [2, 3.5]], {"k": [1]}, 2**70, 1.5, float("inf"), "x\ud800", "é’", True, None]
+              [1, [2, 3.5]], {"k": [1]}, 2**70, 1.5, float("inf"), "x\ud800", "é’", True, None,
+              nt(1, 2), collections.OrderedDict(k=1), E.A, numpy.float64(1.5), {1: 2},
+              "line\u2028sep"]
     ops = [Op("ok", "read", 1, 5, "w", "db1", None, 1, v, 1062, "é’ msg", i)
            for i, v in enumerate(values)]
     for op in ops:
@@ -211,6 +223,12 @@ def test_batches_read_back_what_json_would_have_stored() -> None:
     assert [o.value for o in decode_ops(encode_ops(ops[:5]))][:3] == [
         "2026-01-02 03:04:05", "1.5", "b'ab'"]
     assert json.loads(encode_ops(ops)) == [json.loads(encode_ops([o]))[0] for o in ops]
+    sep = Op("ok", "write", 1, 5, "w", "db1", None, 1, 1, 1062, "a\u2028b\u0085c", 0)
+    assert "\u2028" in encode_ops([sep])  # orjson leaves it unescaped
+    path = tmp_path / "fallback.jsonl"
+    append_fallback(path, [fallback_ops_record("r", 1, [sep])])
+    (back,) = read_fallback(path)
+    assert decode_ops(json.dumps(back["ops"]))[0].error_msg == "a\u2028b\u0085c"
 
 
 def test_value_encoding_round_trips() -> None:
