@@ -11,7 +11,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, Protocol, cast
 
 from dsl.actions import ROUTER_PROCESS, spread
 from dsl.models import NodeAction, NodeGroupAction, NodeRef
@@ -29,9 +29,6 @@ from runners.capabilities import (
     UnsyncedLoss,
 )
 from runners.galera_recovery import recover_cluster
-
-if TYPE_CHECKING:  # a native node's class, for the type only
-    from runners.node import ProcessNode
 
 log = logging.getLogger(__name__)
 
@@ -197,9 +194,8 @@ def recover_galera(ctx: Context, names: list[str]) -> dict[str, Any]:
     each phase a fault of its own in the history (``runners.galera_recovery``)."""
     if not ctx.has(GroupRecovery):
         raise ActionFailed("recovering a whole Galera cluster (--wsrep-recover, bootstrap) "
-                           "runs on the native back-end only")
-    bare = [cast("ProcessNode", ctx.node(n)) for n in names]  # its nodes are this machine's
-    detail = recover_cluster(bare, ctx.fault)
+                           "is not declared by this back-end")
+    detail = recover_cluster([ctx.node(n) for n in names], ctx.fault)
     for n in names:
         ctx.down.discard(n)
         ctx.left_down.discard(n)

@@ -18,22 +18,25 @@ Every phase is in the history as a fault of its own (``recover_position``, ``boo
 ``join``, on each node), so ``lab run`` and ``lab show`` list them with their times. Every
 process started here is recorded with the run's processes first, so Ctrl-C, the run's teardown
 and ``lab gc`` stop it (``runners.runtime``).
+
+What differs between back-ends is the node's (``GaleraNode``): how the server runs once with
+``--wsrep-recover`` (a process of this machine, or the node's container started with that
+option), how a file of its data directory is read, and how it starts as a recovered member.
+The steps and their order are this module's, the same on both.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
-import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from runners.errors import ComponentError
-from runners.node import ProcessNode
-from runners.replication import galera_state, synced
+from runners.replication import SqlNode, galera_state, synced
 
 RECOVERED = re.compile(r"WSREP: Recovered position:?\s+([0-9a-fA-F-]{36}):(-?\d+)")
 GRASTATE_SEQNO = re.compile(r"^seqno:\s*(-?\d+)", re.M)
@@ -60,12 +63,28 @@ def parse_recovered(log_text: str) -> Position | None:
     return Position(uuid.lower(), int(seqno))
 
 
-def grastate_seqno(datadir: Path) -> int | None:
-    try:
-        m = GRASTATE_SEQNO.search((datadir / "grastate.dat").read_text())
-    except OSError:
-        return None
+def grastate_seqno(text: str | None) -> int | None:
+    """The ``seqno`` of a ``grastate.dat``'s text (None: no file, or no seqno in it)."""
+    m = GRASTATE_SEQNO.search(text) if text is not None else None
     return int(m.group(1)) if m else None
+
+
+class GaleraNode(SqlNode, Protocol):
+    """What the recovery needs of a node, whatever runs it (``runners.node.ProcessNode``,
+    ``runners.containers.node.ContainerNode``)."""
+
+    error_log: Path
+
+    @property
+    def component(self) -> str: ...
+
+    def save_log(self) -> Path: ...
+
+    def data_file(self, name: str) -> str | None: ...
+
+    def wsrep_recover(self, timeout: float) -> str: ...
+
+    def start_recovered(self, position: str, bootstrap: bool) -> bool: ...
 
 
 def set_safe_to_bootstrap(datadir: Path) -> None:
@@ -88,53 +107,40 @@ def most_advanced(positions: dict[str, Position]) -> str:
     return list(positions)[-best[1]]
 
 
-def recover_position(node: ProcessNode, timeout: float = RECOVER_TIMEOUT) -> Position:
-    """``mariadbd --wsrep-recover`` on the stopped node: its last committed position."""
-    log = node.node_dir / "wsrep-recover.log"
-    log.unlink(missing_ok=True)
-    args = [node.mariadbd, f"--defaults-file={node.cnf}", "--wsrep-recover",
-            f"--log-error={log}", f"--pid-file={node.node_dir / 'wsrep-recover.pid'}"]
-    with open(node.node_dir / "stdout.log", "ab") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, env=node.env)
-    node.run.record(proc.pid, f"mariadbd --wsrep-recover {node.name}")
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
-        raise ComponentError(f"{node.component} --wsrep-recover",
-                             f"did not finish within {timeout:.0f}s", log) from None
-    finally:
-        node.run.forget(proc.pid)
-    text = log.read_text(errors="replace") if log.exists() else ""
+def recover_position(node: GaleraNode, timeout: float = RECOVER_TIMEOUT) -> Position:
+    """``--wsrep-recover`` on the stopped node: its last committed position."""
+    text = node.wsrep_recover(timeout)
     pos = parse_recovered(text)
     if pos is None:
         raise ComponentError(f"{node.component} --wsrep-recover",
-                             f"no 'Recovered position' in its log (exit {proc.returncode})", log)
+                             "no 'Recovered position' in its log", node.save_log())
     return pos
 
 
-def _ready(node: ProcessNode) -> bool:
+def _ready(node: GaleraNode) -> bool:
     st = galera_state(node)
     return st.get("ready", "").upper() == "ON" and st.get("cluster_status") == "Primary"
 
 
-def _wait(node: ProcessNode, check: Callable[[ProcessNode], bool], timeout: float,
+def _wait(node: GaleraNode, check: Callable[[GaleraNode], bool], timeout: float,
           what: str) -> float:
     t0 = time.monotonic()
-    proc = node.proc
     while True:
         with contextlib.suppress(Exception):
             if check(node):
                 return time.monotonic() - t0
-        if proc is None or proc.poll() is not None:
+        if not node.is_running():
             raise ComponentError(node.component, f"exited while waiting until {what}",
-                                 node.error_log)
+                                 node.save_log())
         if time.monotonic() - t0 > timeout:
             raise ComponentError(node.component, f"not {what} after {timeout:.0f}s",
-                                 node.error_log)
+                                 node.save_log())
         time.sleep(0.1)
+
+
+def _log_size(node: GaleraNode) -> int:
+    log = node.save_log()
+    return log.stat().st_size if log.exists() else 0
 
 
 def _transfer(log: Path, since: int) -> str:
@@ -161,7 +167,7 @@ def _no_phase(name: str, node: str | None) -> Iterator[dict[str, Any]]:
     yield {}
 
 
-def recover_cluster(nodes: Sequence[ProcessNode], phase: Phase = _no_phase) -> dict[str, Any]:
+def recover_cluster(nodes: Sequence[GaleraNode], phase: Phase = _no_phase) -> dict[str, Any]:
     """Recover positions, bootstrap the most advanced node, start the others (module doc).
     ``phase(name, node)`` records each phase (``fault.context.Context.fault``). Returns the
     detail: positions, the bootstrap node, ``writable_after_seconds``, the joins."""
@@ -170,7 +176,7 @@ def recover_cluster(nodes: Sequence[ProcessNode], phase: Phase = _no_phase) -> d
     grastate: dict[str, int | None] = {}
     for node in nodes:
         with phase("recover_position", node.name) as d:
-            grastate[node.name] = grastate_seqno(node.datadir)
+            grastate[node.name] = grastate_seqno(node.data_file("grastate.dat"))
             pos = positions[node.name] = recover_position(node)
             d.update({"uuid": pos.uuid, "seqno": pos.seqno,
                       "grastate_seqno": grastate[node.name],
@@ -179,19 +185,11 @@ def recover_cluster(nodes: Sequence[ProcessNode], phase: Phase = _no_phase) -> d
     first = next(n for n in nodes if n.name == first_name)
     removed: list[str] = []
     with phase("bootstrap", first.name) as d:
-        set_safe_to_bootstrap(first.datadir)
-        for node in nodes:
-            gv = node.datadir / "gvwstate.dat"
-            if gv.exists():
-                gv.unlink()
-                removed.append(node.name)
-        first.extra_args = ["--wsrep-new-cluster",
-                            f"--wsrep_start_position={positions[first.name]}"]
-        try:
-            first.start(wait=False)
-            _wait(first, _ready, READY_TIMEOUT, "ready in a new Primary component")
-        finally:
-            first.extra_args = []
+        # safe_to_bootstrap: 1 in its grastate.dat, its gvwstate.dat removed, started with
+        # --wsrep-new-cluster from its recovered position
+        if first.start_recovered(str(positions[first.name]), bootstrap=True):
+            removed.append(first.name)
+        _wait(first, _ready, READY_TIMEOUT, "ready in a new Primary component")
         writable = round(time.monotonic() - t0, 3)
         d.update({"seqno": positions[first.name].seqno, "writable_after_seconds": writable,
                   "note": f"seqno {positions[first.name].seqno}, most advanced"})
@@ -199,17 +197,14 @@ def recover_cluster(nodes: Sequence[ProcessNode], phase: Phase = _no_phase) -> d
     others = [n for n in nodes if n is not first]
     marks: dict[str, int] = {}
     for node in others:
-        marks[node.name] = node.error_log.stat().st_size if node.error_log.exists() else 0
-        node.extra_args = [f"--wsrep_start_position={positions[node.name]}"]
-        try:
-            node.start(wait=False)
-        finally:
-            node.extra_args = []
+        marks[node.name] = _log_size(node)
+        if node.start_recovered(str(positions[node.name]), bootstrap=False):
+            removed.append(node.name)
     for node in others:
         with phase("join", node.name) as d:
             t1 = time.monotonic()
             _wait(node, lambda n: synced(n), JOIN_TIMEOUT, "synced with the cluster")
-            transfer = _transfer(node.error_log, marks[node.name])
+            transfer = _transfer(node.save_log(), marks[node.name])
             behind = positions[first.name].seqno - positions[node.name].seqno
             joins[node.name] = {"transfer": transfer, "behind": behind,
                                 "seconds": round(time.monotonic() - t1, 3)}

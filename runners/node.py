@@ -79,6 +79,32 @@ class Node(ABC):
         ``drop caches on NODE``, ``cold restart``)."""
         return [self.datadir]
 
+    def save_log(self) -> Path:
+        """The server's error log, up to date in the run directory (a container's output is
+        copied there: ``runners.containers.node``)."""
+        return self.error_log
+
+    def data_file(self, name: str) -> str | None:
+        """The text of a file of the server's data directory (None: there is none)."""
+        try:
+            return (self.datadir / name).read_text(errors="replace")
+        except OSError:
+            return None
+
+    # --- a Galera cluster none of whose nodes runs (runners.galera_recovery) -------------------
+    def wsrep_recover(self, timeout: float) -> str:
+        """Run the stopped server once with ``--wsrep-recover`` (it recovers its storage
+        engine, logs ``WSREP: Recovered position`` and exits): the text of what it logged."""
+        raise ComponentError(self.component, "--wsrep-recover: not on this kind of node")
+
+    def start_recovered(self, position: str, bootstrap: bool) -> bool:
+        """Start the server as a member of a recovered cluster, without waiting: from its
+        recovered ``position``, with its ``gvwstate.dat`` removed (the last primary component
+        is not waited for) and, when it ``bootstrap``s, ``safe_to_bootstrap: 1`` in its
+        ``grastate.dat`` and ``--wsrep-new-cluster``. Whether it had a ``gvwstate.dat``."""
+        raise ComponentError(self.component, "recovering a Galera cluster: not on this kind "
+                             "of node")
+
     def sql(self, statement: str, timeout: float = 5.0) -> list[dict[str, Any]]:
         return query(self.addr, self.admin, statement, timeout=timeout)
 
@@ -328,3 +354,45 @@ class ProcessNode(Node):
 
     def started_at(self) -> int | None:
         return proc_start_time(self.proc.pid) if self.proc else None
+
+    def wsrep_recover(self, timeout: float) -> str:
+        log = self.node_dir / "wsrep-recover.log"
+        log.unlink(missing_ok=True)
+        args = [self.mariadbd, f"--defaults-file={self.cnf}", "--wsrep-recover",
+                f"--log-error={log}", f"--pid-file={self.node_dir / 'wsrep-recover.pid'}"]
+        with open(self.node_dir / "stdout.log", "ab") as out:
+            proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    env=self.env)
+        self.run.record(proc.pid, f"mariadbd --wsrep-recover {self.name}")
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+            raise ComponentError(f"{self.component} --wsrep-recover",
+                                 f"did not finish within {timeout:.0f}s", log) from None
+        finally:
+            self.run.forget(proc.pid)
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if "Recovered position" not in text:
+            raise ComponentError(f"{self.component} --wsrep-recover",
+                                 f"no 'Recovered position' in its log (exit {proc.returncode})",
+                                 log)
+        return text
+
+    def start_recovered(self, position: str, bootstrap: bool) -> bool:
+        from runners.galera_recovery import set_safe_to_bootstrap
+
+        if bootstrap:
+            set_safe_to_bootstrap(self.datadir)
+        view = self.datadir / "gvwstate.dat"
+        had_view = view.exists()
+        view.unlink(missing_ok=True)
+        self.extra_args = [*(["--wsrep-new-cluster"] if bootstrap else []),
+                           f"--wsrep_start_position={position}"]
+        try:
+            self.start(wait=False)
+        finally:
+            self.extra_args = []
+        return had_view

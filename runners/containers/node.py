@@ -242,8 +242,68 @@ class ContainerNode(Node):
 
     def _write_start_options(self, options: dict[str, str]) -> None:
         """``start ... with k = v``: the options of this start, in the container."""
-        self.put_file(START_OPTIONS, "".join(f"--{k}={v}\n" for k, v in options.items())
-                      .encode())
+        self._write_start_lines([f"--{k}={v}" for k, v in options.items()])
+
+    def _write_start_lines(self, lines: list[str]) -> None:
+        """The next start's options (the entrypoint reads them and empties the file) and its
+        ``--lab-...`` steps (``assets/entrypoint.sh``)."""
+        self.put_file(START_OPTIONS, "".join(f"{line}\n" for line in lines).encode())
+
+    # --- a Galera cluster none of whose nodes runs (runners.galera_recovery) -------------------
+    def data_file(self, name: str) -> str | None:
+        """Read through the API, a stopped container's too (its data directory is on this
+        machine only when the lab mounted it there)."""
+        if self.host_datadir is not None:
+            return super().data_file(name)
+        import io
+        import tarfile
+
+        try:
+            bits, _ = self.container.get_archive(f"{self.data_path}/{name}")
+            with tarfile.open(fileobj=io.BytesIO(b"".join(bits))) as tar:
+                member = tar.next()
+                f = tar.extractfile(member) if member is not None else None
+                return f.read().decode(errors="replace") if f is not None else None
+        except Exception as e:  # noqa: BLE001 - the engine's "no such file" is NotFound
+            if type(e).__name__ == "NotFound":
+                return None
+            raise ComponentError(self.component, f"reading {name} of its data directory: "
+                                 f"{e}") from None
+
+    def wsrep_recover(self, timeout: float) -> str:
+        """The container started with ``--wsrep-recover``: the server recovers and exits, and
+        the container with it; its output since that start."""
+        mark = self._log_size()
+        self._write_start_lines(["--wsrep-recover"])
+        self.container.start()
+        try:
+            self.container.wait(timeout=timeout)
+        except Exception:  # noqa: BLE001 - the API's read timeout
+            with contextlib.suppress(Exception):
+                self.container.kill(signal="SIGKILL")
+            raise ComponentError(f"{self.component} --wsrep-recover",
+                                 f"did not finish within {timeout:.0f}s",
+                                 self.save_log()) from None
+        with open(self.save_log(), "rb") as f:
+            f.seek(mark if f.seek(0, 2) >= mark else 0)  # an engine that began a new log
+            return f.read().decode(errors="replace")
+
+    def start_recovered(self, position: str, bootstrap: bool) -> bool:
+        """The entrypoint removes ``gvwstate.dat`` and (bootstrap) sets
+        ``safe_to_bootstrap: 1`` before the server starts: a stopped container's files are
+        reached through its own start, on any engine."""
+        had_view = self.data_file("gvwstate.dat") is not None
+        lines = [f"--wsrep_start_position={position}", "--lab-forget-view"]
+        if bootstrap:
+            lines += ["--wsrep-new-cluster", "--lab-safe-to-bootstrap"]
+        self._write_start_lines(lines)
+        self.container.start()
+        self.locate_datadir()
+        return had_view
+
+    def _log_size(self) -> int:
+        log = self.save_log()
+        return log.stat().st_size if log.exists() else 0
 
     def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         """A file in the container, through the API's archive upload (works on a stopped

@@ -68,6 +68,7 @@ from runners.capabilities import (
     ClockInNode,
     ContainerLimits,
     Disk,
+    GroupRecovery,
     IoFaults,
     Latency,
     LinkCut,
@@ -115,12 +116,13 @@ class ContainerTopology(ContainerFaults):
     """Servers as containers of the lab's node image on a container engine
     (``runners.containers.engine``)."""
 
-    # what it lacks yet (a whole Galera cluster's recovery) ``lab check`` refuses there
-    # (``dsl.backends``); io faults and unsynced loss: lab-iofs of this machine, bind-mounted
-    # (``runners.containers.iofs``)
+    # io faults and unsynced loss: lab-iofs of this machine, bind-mounted
+    # (``runners.containers.iofs``); a whole Galera cluster's recovery: through each node's
+    # container (``ContainerNode.wsrep_recover``, ``start_recovered``)
     capabilities: ClassVar[Capabilities] = frozenset({
         Process, Pause, Latency, LinkCut, Disk, CgroupLimits, Clock, PageCache, IoFaults,
-        UnsyncedLoss, RouterProcess, PeerCuts, NamedSources, ClockInNode, ContainerLimits})
+        UnsyncedLoss, GroupRecovery, RouterProcess, PeerCuts, NamedSources, ClockInNode,
+        ContainerLimits})
 
     run: Run
     plan: Plan

@@ -68,11 +68,13 @@ def load_experiment_action() -> object:
     return load_experiment(path).timeline[0].action
 
 
-def test_io_faults_run_on_containers_a_group_recovery_is_refused_by_lab_run() -> None:
+def test_io_faults_and_a_group_recovery_run_on_containers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """``io delay`` and a kill losing unsynced writes need ``IoFaults`` and ``UnsyncedLoss``,
-    which both back-ends declare (containers: lab-iofs bind-mounted); a kill of several Galera
-    nodes at once needs ``GroupRecovery``, which only the native back-end declares: a native
-    file run with --backend containers is refused before anything starts."""
+    a kill of several Galera nodes at once ``GroupRecovery``: both back-ends declare them
+    (containers: lab-iofs bind-mounted, the recovery through each node's container). On a
+    back-end without ``GroupRecovery`` a native file run with --backend containers is refused
+    before anything starts."""
     text = """experiment "r" {
   duration 10s
   topology replication { primary db1  replicas db2 }
@@ -92,6 +94,9 @@ def test_io_faults_run_on_containers_a_group_recovery_is_refused_by_lab_run() ->
   at 4s kill g1, g2, g3 within 1s
 }
 """)
+    assert backend_errors(path, "containers") == []
+    monkeypatch.setattr(ContainerTopology, "capabilities",
+                        ContainerTopology.capabilities - {caps.GroupRecovery})
     assert [e.message for e in backend_errors(path, "containers")] == [
         "kill of several Galera nodes at once (the whole-cluster recovery: --wsrep-recover, "
         "bootstrap, joins) runs natively only, not on containers yet"]

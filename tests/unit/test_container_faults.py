@@ -85,9 +85,11 @@ def test_every_fault_family_runs_on_containers() -> None:
     assert [e.message for e in check_text(INCIDENTS)] == []
 
 
-def test_what_needs_the_native_back_end_is_refused_on_containers() -> None:
-    """A Galera cluster's whole-cluster recovery runs natively only: lab check says so where
-    the action stands (it failed at run time before); lab-iofs faults run on both."""
+def test_a_group_recovery_runs_on_containers_and_is_refused_where_undeclared(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Galera cluster's whole-cluster recovery and lab-iofs faults run on containers; on a
+    back-end that does not declare the recovery, lab check refuses it where the action
+    stands (it failed at run time before there was a check)."""
     text = """experiment "n" {
   backend containers
   duration 20s
@@ -98,6 +100,12 @@ def test_what_needs_the_native_back_end_is_refused_on_containers() -> None:
   at 9s start g1, g2, g3
 }
 """
+    assert check_text(text) == []
+    from runners import capabilities as caps
+    from runners.containers.topology import ContainerTopology
+
+    monkeypatch.setattr(ContainerTopology, "capabilities",
+                        ContainerTopology.capabilities - {caps.GroupRecovery})
     got = [(e.span.line, e.message.split(" runs natively")[0]) for e in check_text(text)]
     assert got == [
         (7, "kill of several Galera nodes at once (the whole-cluster recovery: --wsrep-recover,"

@@ -70,16 +70,22 @@ def test_positioned_errors_window_unknown_node_named_twice() -> None:
     ]
 
 
-def test_unsynced_loss_runs_on_containers_a_group_kill_of_galera_does_not() -> None:
+def test_unsynced_loss_and_a_group_kill_of_galera_run_on_containers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     text = exp("at 5s kill g1 losing unsynced writes").replace(
         "topology galera", "backend containers\n  topology galera")
     assert errors(text) == []  # lab-iofs bind-mounted into the node's container
     # lab run --backend containers of a native file (dsl.backends: one place): the group kill
-    # needs the whole-cluster recovery, which runs natively only
+    # needs the whole-cluster recovery, which containers declare
     from dsl.api import backend_errors
+    from runners import capabilities as caps
+    from runners.containers.topology import ContainerTopology
 
     path = Path(tempfile.mkdtemp()) / "u.exp"
     path.write_text(exp("at 5s kill g1, g2, g3 losing unsynced writes"))
+    assert backend_errors(path, "containers") == []
+    monkeypatch.setattr(ContainerTopology, "capabilities",
+                        ContainerTopology.capabilities - {caps.GroupRecovery})
     assert [e.message for e in backend_errors(path, "containers")] == [
         "kill of several Galera nodes at once (the whole-cluster recovery: --wsrep-recover, "
         "bootstrap, joins) runs natively only, not on containers yet"]
@@ -171,8 +177,90 @@ def test_safe_to_bootstrap_is_set_in_grastate(tmp_path: Path) -> None:
     (tmp_path / "grastate.dat").write_text(
         "# GALERA saved state\nversion: 2.1\nuuid:    8a0f1e2d-1111-11ef-9c4e-7b5c0d3e4f5a\n"
         "seqno:   -1\nsafe_to_bootstrap: 0\n")
-    assert grastate_seqno(tmp_path) == -1
+    assert grastate_seqno((tmp_path / "grastate.dat").read_text()) == -1
     set_safe_to_bootstrap(tmp_path)
     text = (tmp_path / "grastate.dat").read_text()
     assert "safe_to_bootstrap: 1" in text and "safe_to_bootstrap: 0" not in text
-    assert grastate_seqno(tmp_path / "none") is None
+    assert grastate_seqno(None) is None and grastate_seqno("version: 2.1\n") is None
+
+
+class _Container:
+    """The parts of a docker-py container a ``ContainerNode`` recovery uses: a log that
+    grows at each start, the start options put through the archive API."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+        self.log = b"2026 [Note] mariadbd: ready for connections.\n"
+        self.starts: list[str] = []
+        self.name = "lab-r-g1"
+        self.recovers = True  # a --wsrep-recover start logs a position
+
+    def put_archive(self, path: str, data: bytes) -> None:
+        import io
+        import tarfile
+
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            for m in tar.getmembers():
+                f = tar.extractfile(m)
+                self.files["/" + m.name] = f.read() if f else b""
+
+    def get_archive(self, path: str) -> tuple[list[bytes], dict[str, Any]]:
+        import io
+        import tarfile
+
+        if path not in self.files:
+            raise type("NotFound", (Exception,), {})(path)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(path.rsplit("/", 1)[1])
+            info.size = len(self.files[path])
+            tar.addfile(info, io.BytesIO(self.files[path]))
+        return [buf.getvalue()], {}
+
+    def start(self) -> None:
+        opts = self.files.get("/etc/lab/start-options", b"").decode()
+        self.starts.append(opts)
+        if "--wsrep-recover" in opts and self.recovers:
+            self.log += (b"WSREP: Recovered position: "
+                         b"8a0f1e2d-1111-11ef-9c4e-7b5c0d3e4f5a:41\n")
+
+    def wait(self, timeout: float) -> dict[str, int]:
+        return {"StatusCode": 0}
+
+    def logs(self, stdout: bool, stderr: bool) -> bytes:
+        return self.log
+
+
+def test_a_containers_recovery_runs_through_its_own_starts(tmp_path: Path) -> None:
+    """A container node recovers its position by a start with ``--wsrep-recover`` (the
+    position read from what that start logged, never an earlier one), reads its Galera files
+    through the API, and starts as a recovered member with the entrypoint's steps: the
+    bootstrap node with ``--lab-safe-to-bootstrap`` and ``--wsrep-new-cluster``."""
+    from types import SimpleNamespace
+
+    from runners.containers.node import ContainerNode
+    from runners.errors import ComponentError
+    from runners.galera_recovery import recover_position
+
+    container = _Container({"/var/lib/mysql/grastate.dat": b"seqno:   -1\n",
+                            "/var/lib/mysql/gvwstate.dat": b"my_uuid: x\n"})
+    node = ContainerNode.__new__(ContainerNode)
+    node.name, node.container, node.data_path = "g1", container, "/var/lib/mysql"
+    node.host_datadir, node.error_log, node.port = None, tmp_path / "g1.log", 13306
+    node.engine = SimpleNamespace(local=False)
+    container.log += b"WSREP: Recovered position: 8a0f1e2d-1111-11ef-9c4e-7b5c0d3e4f5a:7\n"
+    pos = recover_position(node)
+    assert (pos.seqno, container.starts) == (41, ["--wsrep-recover\n"])
+    container.recovers = False  # a start that logs no position: never an earlier start's
+    with pytest.raises(ComponentError, match="no 'Recovered position'"):
+        recover_position(node)
+    assert grastate_seqno(node.data_file("grastate.dat")) == -1
+    assert node.data_file("none.dat") is None
+    assert node.start_recovered(str(pos), bootstrap=True) is True
+    assert container.starts[-1].splitlines() == [
+        f"--wsrep_start_position={pos}", "--lab-forget-view", "--wsrep-new-cluster",
+        "--lab-safe-to-bootstrap"]
+    del container.files["/var/lib/mysql/gvwstate.dat"]
+    assert node.start_recovered(str(pos), bootstrap=False) is False
+    assert container.starts[-1].splitlines() == [f"--wsrep_start_position={pos}",
+                                                 "--lab-forget-view"]

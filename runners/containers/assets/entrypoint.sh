@@ -1,11 +1,12 @@
 #!/bin/sh
 # The lab's node image entrypoint: lab-entrypoint SERVER_ID [MARIADBD ARGS...]
 #
-# Before starting mariadbd it writes an init file that (re)creates the run's users from the
-# environment (LAB_ADMIN_USER/PASSWORD, LAB_APP_USER/PASSWORD, LAB_REPL_USER/PASSWORD) without
-# writing them to the binary log (each node makes them itself: no errant transactions), and
+# The run's users come from the lab's --init-file among the arguments (runners.users). It
 # appends the options of this one start from /etc/lab/start-options (one per line, written by
-# the lab before a `start ... with` and emptied after).
+# the lab before a start; emptied here once read). Two lines there are steps of this script, not
+# options: --lab-forget-view removes the data directory's gvwstate.dat (a Galera node that
+# must not wait for its last primary component) and --lab-safe-to-bootstrap sets
+# "safe_to_bootstrap: 1" in its grastate.dat (the node a whole-cluster recovery bootstraps).
 #
 # LAB_DATADIR (a directory the lab mounted: `disk full`): the server's data directory is there;
 # on the first start it is seeded with the image's (/var/lib/mysql). LAB_BINLOG_DIR: a mounted
@@ -21,24 +22,7 @@ server_id=${1:?usage: lab-entrypoint SERVER_ID [MARIADBD ARGS...]}
 shift
 mkdir -p /run/mysqld /etc/lab
 chown mysql:mysql /run/mysqld
-init=/run/mysqld/lab-init.sql
 umask 077
-{
-  echo "SET SESSION sql_log_bin=0;"
-  for who in ADMIN APP REPL; do
-    eval "u=\${LAB_${who}_USER:-}"
-    eval "p=\${LAB_${who}_PASSWORD:-}"
-    [ -n "$u" ] || continue
-    echo "CREATE USER IF NOT EXISTS '$u'@'%' IDENTIFIED BY '$p';"
-    echo "ALTER USER '$u'@'%' IDENTIFIED BY '$p';"
-    case $who in
-      ADMIN) echo "GRANT ALL PRIVILEGES ON *.* TO '$u'@'%' WITH GRANT OPTION;" ;;
-      APP) echo "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, CREATE TEMPORARY TABLES, LOCK TABLES, EXECUTE, PROCESS, REPLICATION CLIENT ON *.* TO '$u'@'%';" ;;
-      REPL) echo "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '$u'@'%';" ;;
-    esac
-  done
-} > "$init"
-chown mysql:mysql "$init"
 if [ -n "${LAB_DATADIR:-}" ]; then
   if [ ! -e "$LAB_DATADIR/mysql" ]; then
     cp -a /var/lib/mysql/. "$LAB_DATADIR"/
@@ -102,9 +86,25 @@ if [ ! -d "$datadir/mysql" ]; then
   "$install" --user=mysql --datadir="$datadir" --skip-test-db \
     --innodb-log-file-size=48M >/dev/null
 fi
+forget_view=
+safe_to_bootstrap=
 if [ -s /etc/lab/start-options ]; then
   while IFS= read -r opt; do
-    [ -n "$opt" ] && set -- "$@" "$opt"
+    case $opt in
+      '') ;;
+      --lab-forget-view) forget_view=1 ;;
+      --lab-safe-to-bootstrap) safe_to_bootstrap=1 ;;
+      *) set -- "$@" "$opt" ;;
+    esac
   done < /etc/lab/start-options
+  : > /etc/lab/start-options
 fi
-exec "$server" --user=mysql --server-id="$server_id" --init-file="$init" "$@"
+if [ -n "$forget_view" ]; then
+  rm -f "$datadir/gvwstate.dat"
+fi
+if [ -n "$safe_to_bootstrap" ] && [ -f "$datadir/grastate.dat" ]; then
+  # rewritten in place: the file keeps its owner (the server's user)
+  state=$(grep -v '^safe_to_bootstrap:' "$datadir/grastate.dat" || true)
+  printf '%s\nsafe_to_bootstrap: 1\n' "$state" > "$datadir/grastate.dat"
+fi
+exec "$server" --user=mysql --server-id="$server_id" "$@"
