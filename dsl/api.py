@@ -103,12 +103,21 @@ def errors_of_the_rest(rest: str, text: str, path: str) -> list[LanguageError]:
     # without its own `duration` line the rest runs for the default: an action "after the
     # end of the load" may only be after that default (the blanked line may have been it)
     no_duration = re.search(r"^\s*duration\s", rest, re.MULTILINE) is None
+    # a name the rest declares (a node, a workload) was not the blanked line's to declare:
+    # an error naming it stands (``'db1' is the primary`` when a workload's line naming db1 was
+    # blanked)
+    declared: set[str] = set()
+    if experiment is not None:
+        from dsl.validate_base import topology_nodes
+
+        declared = {n.name for n in topology_nodes(experiment)} | {
+            w.name for w in experiment.workloads}
     out: list[LanguageError] = []
     for e in errors:
         named = set(re.findall(r"'([^']+)'", e.message))
         after_default = no_duration and ("end of the load" in e.message
                                          or re.search(r"\(duration \d", e.message))
-        if e.span.line <= header or named & words or after_default:
+        if e.span.line <= header or (named & words) - declared or after_default:
             continue
         out.append(e)
     return out

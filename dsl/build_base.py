@@ -210,6 +210,9 @@ WORKLOAD_HINTS = {
     "an isolation level; a server default goes in config: transaction_isolation = ...",
     "for_update": "only read_modify_write and bank lock what they read",
     "distribution": "only the transactional workloads draw keys from a distribution",
+    "rate": "a probe is paced by its interval: every 10ms",
+    "every": "only probe and connect run at an interval; the others are paced by a rate: "
+    "rate 200/s",
 }
 
 

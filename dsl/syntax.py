@@ -49,6 +49,11 @@ from dsl.syntax_words import (
     UNITS_HINT,
 )
 
+# after 'isolation': the levels, and where snapshot isolation is set
+ISOLATION_HINT = ("isolation read uncommitted, read committed, repeatable read or serializable; "
+                  "snapshot isolation is a server setting: config { innodb_snapshot_isolation "
+                  "= ON }")
+
 # --- describing one parse error -----------------------------------------------------------------
 
 
@@ -262,6 +267,8 @@ def _generic(
     special = _special_token(word, span, path)
     if special is not None:
         return special
+    if prev == "isolation" and tok.type not in {"_NL", "$END", "RBRACE"}:
+        return LanguageError(path, span, f"unknown isolation level '{shown}'", ISOLATION_HINT)
     if tok.type in _WORDS and word in UNIT_WORDS and re.fullmatch(r"[\d.]+", prev):
         return LanguageError(
             path, span, "a unit is written right after its number", f"write {prev}{word}"
