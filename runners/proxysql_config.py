@@ -130,23 +130,31 @@ def _writer_weights(writers: Sequence[str]) -> dict[str, int]:
     return {name: 1000 - i for i, name in enumerate(writers)}
 
 
-def _variables(r: Routing) -> list[tuple[str, str | int]]:
-    ms = r.interval_ms
+def monitor_variables(mode: Mode, ms: int) -> list[tuple[str, str | int]]:
+    """The monitor's variables the lab sets from the router's ``check every`` (``lab plan``
+    shows them); the rest are ProxySQL's defaults, and a file's ``set`` wins over both."""
     out: list[tuple[str, str | int]] = [
-        ("mysql-monitor_username", r.monitor.user),
-        ("mysql-monitor_password", r.monitor.password),
         ("mysql-monitor_connect_interval", ms),
         ("mysql-monitor_ping_interval", ms),
         ("mysql-monitor_read_only_interval", ms),
         ("mysql-monitor_read_only_timeout", ms),
     ]
-    if r.mode == "replication":
+    if mode == "replication":
         # a writer is not copied into the monitor's standby hostgroup (the declared readers
         # are hostgroup 20, which no read_only check touches)
         out.append(("mysql-monitor_writer_is_also_reader", "false"))
-    if r.mode == "galera":
+    if mode == "galera":
         out += [("mysql-monitor_galera_healthcheck_interval", ms),
                 ("mysql-monitor_galera_healthcheck_timeout", ms)]
+    return out
+
+
+def _variables(r: Routing) -> list[tuple[str, str | int]]:
+    out: list[tuple[str, str | int]] = [
+        ("mysql-monitor_username", r.monitor.user),
+        ("mysql-monitor_password", r.monitor.password),
+        *monitor_variables(r.mode, r.interval_ms),
+    ]
     return out + list(r.settings)  # the experiment's own, after the lab's: they win
 
 

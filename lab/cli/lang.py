@@ -9,9 +9,11 @@ status. Bad input never produces a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -19,9 +21,10 @@ from rich.text import Text
 
 from dsl.actions import describe, is_left, seconds, spread, undo
 from dsl.api import check_file, format_errors, load_plan
+from dsl.build_base import WORKLOAD_STATEMENTS
 from dsl.compile_warnings import plan_warnings, root_notes
 from dsl.errors import LanguageError, LanguageErrors
-from dsl.models import Action, NodeGroupAction
+from dsl.models import Action, NodeGroupAction, Span
 from dsl.owned import RUNTIME
 from dsl.plan import Cell, Plan, PlannedNode, PlannedWorkload
 from lab.exits import EXIT_LANGUAGE, EXIT_OK
@@ -72,13 +75,43 @@ def engine_notes(plan: Plan, path: str) -> list[LanguageError]:
             for a in plan.actions() if needs_local_engine(a)]
 
 
-def print_warnings(plan: Plan, path: str) -> int:
+def component_notes(plan: Plan, path: str) -> list[LanguageError]:
+    """One note per program the experiment needs that this machine lacks (``lab check`` and
+    ``lab plan``: ``lab run`` stops on the first with the same words, before starting
+    anything). At the experiment's first line: the need is the whole file's."""
+    from runners.components import MissingComponent, require
+    from runners.topology import needed_components
+
+    where = Span(line=1, column=1, end_line=1, end_column=1)
+    with contextlib.suppress(OSError):  # at the experiment's own line, past any comments
+        for i, line in enumerate(Path(path).read_text().splitlines(), 1):
+            if line.lstrip().startswith("experiment"):
+                col = len(line) - len(line.lstrip()) + 1
+                where = Span(line=i, column=col, end_line=i, end_column=col + len("experiment"))
+                break
+    out = []
+    for name in dict.fromkeys(needed_components(plan)):
+        try:
+            require(name)
+        except MissingComponent as e:
+            out.append(LanguageError(path, where, f"{e}: `lab run` stops before starting "
+                                     "anything until it is", "`lab doctor` lists what this "
+                                     "machine has", severity="note"))
+        except KeyError:  # a name the lab does not know how to find: lab run says so
+            continue
+    return out
+
+
+def print_warnings(plan: Plan, path: str, components: bool = False) -> int:
     """Print the plan's warnings to stderr, and, when the user is not root, a note for each
-    action that needs root, and with an engine on another machine, for each action that needs
-    it here (a blank line after them); return how many warnings."""
+    action that needs root, with an engine on another machine, for each action that needs
+    it here, and (``components``: lab check, lab plan) for each program this machine lacks
+    (a blank line after them); return how many warnings."""
     warnings = plan_warnings(plan, path)
     notes = [] if is_root() else root_notes(plan, path)
     notes += engine_notes(plan, path)
+    if components:
+        notes += component_notes(plan, path)
     if warnings or notes:
         print(format_errors([*warnings, *notes]), file=sys.stderr)
         print(file=sys.stderr)
@@ -95,7 +128,7 @@ def cmd_check(paths: list[str]) -> int:
     for path in paths:
         try:
             errors = check_file(path)
-            warnings = 0 if errors else print_warnings(load_plan(path), path)
+            warnings = 0 if errors else print_warnings(load_plan(path), path, components=True)
         except Exception as exc:  # noqa: BLE001 - never a traceback at the command line
             _internal_error(path, exc)
             total, bad = total + 1, bad + 1
@@ -132,7 +165,7 @@ def cmd_plan(path: str, as_json: bool) -> int:
         return EXIT_LANGUAGE_ERROR
     except Exception as exc:  # noqa: BLE001 - never a traceback at the command line
         return _internal_error(path, exc)
-    print_warnings(plan, path)
+    print_warnings(plan, path, components=True)
     if as_json:
         print(plan.model_dump_json(indent=2))
     else:
@@ -250,6 +283,10 @@ def _workload_bound(w: PlannedWorkload) -> str:
     return ", ".join(parts) or "-"
 
 
+# the transactional workloads and the settings the language accepts on each
+TXN_SETTINGS = {k: WORKLOAD_STATEMENTS[k] for k in ("list_append", "read_modify_write", "bank")}
+
+
 def _workload_details(w: PlannedWorkload) -> str:
     parts = []
     if w.script:
@@ -262,6 +299,17 @@ def _workload_details(w: PlannedWorkload) -> str:
         parts.append(f"operation {w.operation}")
     if w.kind == "unique_insert":
         parts.append(f"keys {w.keys}")
+    if w.kind in TXN_SETTINGS:  # every setting of a transactional workload, defaults included
+        allowed = TXN_SETTINGS[w.kind]
+        parts.append(f"keys {w.key_count}")
+        if "txn_length" in allowed:
+            parts.append(f"txn_length {w.txn_length}")
+        if "read_fraction" in allowed and w.read_fraction is not None:
+            parts.append(f"read_fraction {w.read_fraction * 100:g}%")
+        parts.append(f"distribution {w.distribution}")
+        parts.append(f"isolation {w.isolation or 'the server default'}")
+        if "for_update" in allowed:
+            parts.append("for update" if w.for_update else "no for update")
     if w.rate is not None:
         parts.append(f"rate {w.rate:g}/s")
     if w.every is not None:
@@ -269,6 +317,17 @@ def _workload_details(w: PlannedWorkload) -> str:
     if w.kind != "sysbench":
         parts.append(f"timeout {seconds(w.timeout)}")
     return "\n".join(parts)
+
+
+def _at_the_end(plan: Plan) -> str:
+    """What becomes of the faults when the load ends: healed, all left (``leave faults``),
+    or healed but those a ``for good`` leaves."""
+    if plan.leave_faults:
+        return "left in place"
+    left = [describe(a) for a in plan.actions() if is_left(a)]
+    if not left:
+        return "healed"
+    return f"healed, but {'; '.join(left)} (for good: never undone)"
 
 
 BACKEND_WORDS = {
@@ -329,7 +388,7 @@ def _summary(plan: Plan) -> Table:
         ("engine", engine),
         ("backend", backend_text(plan)),
         ("base port", f"{plan.base_port} (the runtime picks a free base per run)"),
-        ("faults at the end", "left in place" if plan.leave_faults else "healed"),
+        ("faults at the end", _at_the_end(plan)),
         ("runs", _plural(len(plan.cells), "cell") + " (see the matrix)"),
     ]
     for key, value in rows:
@@ -381,6 +440,8 @@ def _config_table(nodes: list[PlannedNode], title: str) -> Table:
     for n in nodes:
         keys.update(dict.fromkeys(n.config))
     for key in keys:
+        # "-": not in that node's option file, so the server's default (a primary's read_only:
+        # OFF)
         values = (n.config.get(key, "-").replace("; ", ";\n") for n in nodes)  # Galera's
         _row(table, key, _origin(key, nodes), *values)
     return table
@@ -391,8 +452,9 @@ ARGV_OPTIONS = {
     "primary_primary": "--skip-slave-start (the lab wires replication itself once both run)",
 }
 SERVER_DEFAULTS_NOTE = (
-    "Every setting not listed is the server's own default: for example innodb_flush_method "
-    "(O_DIRECT on MariaDB since 10.6), innodb_doublewrite, sync_binlog on a single server."
+    "Every setting not listed, and every '-' in a node's column, is the server's own default: "
+    "for example innodb_flush_method (O_DIRECT on MariaDB since 10.6), innodb_doublewrite, "
+    "sync_binlog on a single server, a primary's read_only (OFF)."
 )
 
 
@@ -505,6 +567,17 @@ def render_plan(plan: Plan, console: Console) -> None:
             f"{r.reader_port} (+{r.reader_port_offset})" if r.readers else "-",
         )
         console.print(table)
+        if r.kind == "proxysql":  # the monitor's variables the lab derives from check every
+            from runners.proxysql import mode_for
+            from runners.proxysql_config import interval_ms, monitor_variables
+
+            for key, value in monitor_variables(mode_for(plan.topology),
+                                                interval_ms(r.check_interval)):
+                if key not in r.settings:
+                    why = "from check every" if isinstance(value, int) else "the lab's"
+                    console.print(Text(f"  proxysql: {key} = {value} ({why})"))
+            console.print(Text("  proxysql: every other mysql-* variable is ProxySQL's own "
+                               "default unless set below"))
         for key, value in r.settings.items():  # proxysql's own variables, set by the file
             console.print(Text(f"  {r.kind}: {key} = {value}"
                                + (" (per cell: the sweep's value)" if value.startswith("$")

@@ -265,3 +265,62 @@ def test_lab_plan_names_the_nodes_restarted_under_libfaketime() -> None:
     assert fired.faketime_nodes == ["db3", "db2"]
     by_hand = plan.model_copy(update={"faketime_nodes": []})
     assert for_base_port(by_hand, RUN_BASE).faketime_nodes == ["db3"]
+
+
+def test_lab_plan_shows_every_setting_of_a_transactional_workload() -> None:
+    """list_append and read_modify_write with their defaults written in: keys, txn_length,
+    read_fraction, distribution, isolation, for update (a docs-only reader missed them)."""
+    text = _rendered(plan_text("""experiment "t" {
+  duration 10s
+  topology galera { nodes g1, g2, g3 }
+  workload la: list_append { target g1  isolation repeatable read }
+  workload rmw: read_modify_write { target g2  for update }
+}
+"""))
+    for want in ("keys 10", "txn_length 4", "read_fraction 50%", "distribution uniform",
+                 "isolation repeatable read", "keys 4", "isolation the server default",
+                 "for update"):
+        assert want in text, want
+    assert "no for update" not in text
+
+
+def test_lab_plan_says_which_faults_outlive_the_load_and_proxysqls_monitor() -> None:
+    text = _rendered(plan_text("""experiment "t" {
+  duration 10s
+  topology replication { primary db1  replicas db2 }
+  router proxysql { writer db1  readers db2  check every 250ms
+    set mysql-monitor_ping_interval = 1000 }
+  at 2s kill db1 for good
+  at 3s pause db2 for 1s
+}
+"""))
+    assert "healed, but kill db1 (for good: never undone)" in text
+    assert "proxysql: mysql-monitor_read_only_interval = 250 (from check every)" in text
+    assert "proxysql: mysql-monitor_writer_is_also_reader = false (the lab's)" in text
+    assert "mysql-monitor_ping_interval = 250" not in text  # the file's own value wins
+    assert "proxysql: mysql-monitor_ping_interval = 1000" in text
+
+
+def test_check_and_plan_note_each_program_this_machine_lacks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.cli import lang
+    from runners import components
+
+    real = components.require
+
+    def require(name: str) -> str:
+        if name == "proxysql":
+            raise components.MissingComponent("proxysql", "get it from ProxySQL's packages")
+        return real(name)
+
+    monkeypatch.setattr(components, "require", require)
+    monkeypatch.setattr(runners.topology, "needed_components", lambda _p: ["proxysql"])
+    f = tmp_path / "p.exp"
+    f.write_text('# a comment first\nexperiment "p" {\n  duration 5s\n'
+                 "  topology replication { primary db1  replicas db2 }\n"
+                 "  router proxysql { writer db1  readers db2 }\n}\n")
+    assert lang.cmd_check([str(f)]) == 0  # a note, not an error
+    err = capsys.readouterr().err
+    assert f"{f}:2:1: note: proxysql is not installed: get it from ProxySQL's packages" in err
+    assert "`lab run` stops before starting anything until it is" in err
