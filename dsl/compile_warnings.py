@@ -194,6 +194,24 @@ def _healed_at_end(plan: Plan) -> list[Action]:
     return in_force
 
 
+def _names(a: Action) -> list[str]:
+    if isinstance(a, NodeAction):
+        return [a.node.name]
+    if isinstance(a, NodeGroupAction):
+        return [r.name for r in a.nodes]
+    return []
+
+
+def _writer_at_the_end(plan: Plan) -> str | None:
+    """A replication topology's primary once the timeline is over: the last node promoted,
+    else the primary the plan starts with."""
+    promoted = [a.node.name for a in plan.actions() if isinstance(a, Promote)]
+    if promoted:
+        return promoted[-1]
+    first = plan.cells[0].nodes if plan.cells else []
+    return next((n.name for n in first if n.role == "primary"), None)
+
+
 def _heal_warnings(plan: Plan) -> list[Found]:
     """An expectation on what a node lacks at the end (``missing_transactions(n)``, or
     ``lost_writes``: judged on the nodes once healed and settled) read after the lab's heal
@@ -204,8 +222,14 @@ def _heal_warnings(plan: Plan) -> list[Found]:
     def listed(faults: list[Action]) -> str:
         return ", ".join(f"`{describe(a)}` (line {a.span.line})" for a in faults)
 
-    # lost writes are about nodes that went away (killed, stopped, paused)
+    # lost writes are about nodes that went away (killed, stopped, paused) and are judged on
+    # the writer at the end: with replication, only the primary (the last promoted, if any)
+    # can bring writes back; a replica or a former primary started again cannot (a former
+    # primary comes back read-only, its own writes stopping its replication: 1236)
     down: list[Action] = [a for a in healed if isinstance(a, NodeAction | NodeGroupAction)]
+    if plan.topology == "replication":
+        writer = _writer_at_the_end(plan)
+        down = [a for a in down if writer in _names(a)]
     out: list[Found] = []
     for e in plan.expectations:
         for m in (e.metric, e.other):

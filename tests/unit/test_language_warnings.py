@@ -446,3 +446,22 @@ def test_no_heal_warning_when_the_fault_stays_or_is_undone_or_before_heal_is_rea
         "  expect lost_writes(w) == 0\n", "")
     assert found(exp(before)) == []
     assert found(exp(HEALED.replace("{left}", "") + "  leave faults\n")) == []
+
+
+def test_no_lost_writes_heal_warning_for_a_node_that_is_not_the_writer_at_the_end() -> None:
+    """lost_writes is judged on the writer at the end: a former primary started again after a
+    promote comes back read-only (its own writes stop its replication, 1236), and a replica
+    takes no writes, so healing either cannot bring writes back (a docs-only reader was told
+    it could). The killed primary with no promote still warns (above)."""
+    promoted = ("  workload w: unique_writes { target db1 }\n"
+                "  at 10s kill db1\n"
+                "  at 12s promote db2\n"
+                "  expect lost_writes(w) == 0\n")
+    assert [m for _l, _c, m, _h in found(exp(promoted)) if "lost_writes" in m] == []
+    replica = ("  workload w: unique_writes { target db1 }\n"
+               "  at 10s kill db3\n"
+               "  expect lost_writes(w) == 0\n")
+    assert [m for _l, _c, m, _h in found(exp(replica)) if "lost_writes" in m] == []
+    killed_again = promoted.replace("  expect", "  at 20s kill db2\n  expect")
+    assert any("lost_writes(w) is read after the lab heals" in m
+               for _l, _c, m, _h in found(exp(killed_again)))
