@@ -263,6 +263,20 @@ METRICS: dict[str, MetricSpec] = {
         "_errant_gtids",
         topologies=frozenset({"replication"}),
     ),
+    "semi_sync": MetricSpec(
+        "node",
+        {"unacknowledged": ("unacknowledged", "count"),
+         "acknowledged": ("acknowledged", "count"),
+         "fallbacks": ("fallbacks", "count"), "count": ("fallbacks", "count"),
+         "off": ("off", "duration")},
+        "unacknowledged",
+        "the primary side of semi-synchronous replication on the node: commits that went on "
+        "without a replica's acknowledgement (unacknowledged; acknowledged: those that had "
+        "one), from the server's own counters over the load; fallbacks (alias count): how "
+        "often it fell back to asynchronous; off: how long it stayed so (sampled every 200 ms)",
+        "_semi_sync",
+        topologies=frozenset({"replication"}),
+    ),
     "divergence": MetricSpec(
         "optional_workload",
         _same("count", "rows", "missing", "extra", "different", "chunks"),

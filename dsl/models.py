@@ -500,6 +500,7 @@ MetricName = Literal[
     "wrong_totals",
     "anomalies",
     "router_failover",
+    "semi_sync",
 ]
 
 

@@ -16,7 +16,14 @@ node that blocks its reads does not delay the others). Every tick it calls::
 unreachable (down, restarting, cut off) and it retries by itself.
 ``read_only`` is the node's ``@@global.read_only``, read on the same connection right after
 the status (the split-brain checker's evidence that a node takes writes); it is left out when
-the server did not answer it. ``configured`` is 0.0 (and the other figures 0 / NaN) when
+the server did not answer it. With ``semi_sync=True`` (the plan's ``semi_sync on``) the same
+tick adds the primary side of semi-synchronous replication, from ``SHOW GLOBAL VARIABLES`` and
+``SHOW GLOBAL STATUS`` (MariaDB's and MySQL's ``master`` names, MySQL 8.0.26's ``source``):
+``semi_sync_enabled`` (``rpl_semi_sync_master_enabled``: 1.0 / 0.0), ``semi_sync_on``
+(``Rpl_semi_sync_master_status``: operational now, 0.0 once it fell back to asynchronous),
+``semi_sync_yes_tx`` and ``semi_sync_no_tx`` (the server's counters of commits a replica
+acknowledged / that went on without one; they restart from 0 with the server); left out when
+the server has no semi-sync (``lab.judge.checkers.semi_sync``). ``configured`` is 0.0 (and the other figures 0 / NaN) when
 the node replicates from nothing.
 A node that cannot be read (down, paused past the read timeout, refusing connections) gives
 ``{"unreadable": 1.0}`` for that tick and is reconnected on the next one. ``time_ns`` is
@@ -119,8 +126,10 @@ class ReplicationWatcher(NodeSampler):
 
     def __init__(self, nodes: Mapping[str, Address], creds: Credentials, emit: Emit,
                  interval: float = 0.2, stop: threading.Event | None = None, *,
-                 connect_fn: Callable[[Address, Credentials], Any] | None = None) -> None:
+                 connect_fn: Callable[[Address, Credentials], Any] | None = None,
+                 semi_sync: bool = False) -> None:
         super().__init__(nodes, creds, emit, interval, stop, connect_fn=connect_fn)
+        self.semi_sync = semi_sync
         self.messages: dict[tuple[str, int], str] = {}
         self.unreadable: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -170,6 +179,8 @@ class ReplicationWatcher(NodeSampler):
                 ro = self._read_only(conn)
                 if ro is not None:
                     values["read_only"] = ro
+                if self.semi_sync:
+                    values.update(self._semi_sync(conn))
                 key = (values["io_running"], values["sql_running"], values["sql_errno"],
                        values["io_errno"])  # fmt: skip
                 if key != state:
@@ -186,6 +197,38 @@ class ReplicationWatcher(NodeSampler):
     @staticmethod
     def _read(conn: Any, sql: str) -> tuple[int, list[Mapping[str, Any]]]:
         return timed_rows(conn, sql, MySQLdb.cursors.DictCursor)
+
+    @staticmethod
+    def _semi_sync(conn: Any) -> dict[str, float]:
+        """The primary side of semi-sync (module doc); empty when it cannot be read."""
+        out: dict[str, float] = {}
+        try:
+            cur = conn.cursor()
+            try:
+                cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN "
+                            "('rpl_semi_sync_master_enabled', 'rpl_semi_sync_source_enabled')")
+                variables = {str(k).lower(): str(v) for k, v in cur.fetchall()}
+                cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN "
+                            "('Rpl_semi_sync_master_status', 'Rpl_semi_sync_source_status', "
+                            "'Rpl_semi_sync_master_yes_tx', 'Rpl_semi_sync_source_yes_tx', "
+                            "'Rpl_semi_sync_master_no_tx', 'Rpl_semi_sync_source_no_tx')")
+                status = {str(k).lower().replace("_source_", "_master_"): str(v)
+                          for k, v in cur.fetchall()}
+            finally:
+                with contextlib.suppress(Exception):
+                    cur.close()
+        except Exception:  # noqa: BLE001 - the status was read; semi-sync is extra
+            return out
+        enabled = next(iter(variables.values()), None)
+        if enabled is None or "rpl_semi_sync_master_status" not in status:
+            return out
+        out["semi_sync_enabled"] = 1.0 if enabled.upper() in ("ON", "1") else 0.0
+        out["semi_sync_on"] = 1.0 if status["rpl_semi_sync_master_status"].upper() in (
+            "ON", "1") else 0.0
+        for key in ("yes_tx", "no_tx"):
+            with contextlib.suppress(KeyError, ValueError):
+                out[f"semi_sync_{key}"] = float(int(status[f"rpl_semi_sync_master_{key}"]))
+        return out
 
     @staticmethod
     def _read_only(conn: Any) -> float | None:

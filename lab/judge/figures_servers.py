@@ -355,9 +355,38 @@ def _anomalies(inp: Inputs) -> Measured:
 
 
 # The readers ``dsl.metrics.METRICS`` names (``MetricSpec.reader``).
+def _semi_sync(inp: Inputs) -> Measured:
+    """Semi-sync on a node's primary side (``lab.judge.checkers.semi_sync``)."""
+    r = checker_result(inp, "semi_sync")
+    stat, key, unit = stat_of(inp)
+    node = inp.metric.subject
+    subjects = subjects_of(r)
+    if not subjects:
+        raise Unmeasurable(r.details or "no semi-sync samples were recorded")
+    if node is None or node not in subjects:
+        raise Unmeasurable(f"no semi-sync samples of '{node}' (sampled: "
+                           f"{known_list(subjects)})")  # fmt: skip
+    subj = subjects[node]
+    if not subj.get("enabled"):
+        raise Unmeasurable(f"semi-sync's primary side is not enabled on '{node}': its commits "
+                           "never wait for a replica (a replica, or one a promote made the "
+                           "primary: enable it in its config)")
+    value = known_number(subj.get(key), f"no semi-sync {stat} for '{node}'")
+    notes = []
+    if key in ("fallbacks", "off") and subj.get("still_off"):
+        notes.append("still asynchronous at the end")
+    if key == "fallbacks" and subj.get("unseen_fallbacks"):
+        notes.append(f"{subj['unseen_fallbacks']} seen by the counters only")
+    bound = key in ("unacknowledged", "acknowledged") and bool(subj.get("lower_bound"))
+    if bound:
+        notes.append(f"at least: the server restarted {subj.get('restarted')} time(s), the "
+                     "commits before each crash since the last sample are not counted")
+    return Measured(value, unit, stat, lower_bound=bound, note="; ".join(notes))
+
+
 READERS: dict[str, Callable[[Inputs], Measured]] = {
     f.__name__: f
     for f in (_missing_transactions, _relay_log_bytes, _failover, _replication_errors,
               _split_brain, _errant_gtids, _router_failover, _divergence, _lost_updates,
-              _wrong_totals, _anomalies)
+              _wrong_totals, _anomalies, _semi_sync)
 }

@@ -325,6 +325,22 @@ def replication_errors_rows(rows: Rows, ci: int, m: dict[str, Any], info: CellIn
                  show=bool(parts))  # fmt: skip
 
 
+def semi_sync_rows(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
+    """Each node whose semi-sync primary side was enabled: what went unacknowledged, and how
+    often (and how long) it fell back to asynchronous."""
+    for node, figs in (m.get("subjects") or {}).items():
+        if not isinstance(figs, dict) or not figs.get("enabled"):
+            continue
+        bound = "≥ " if figs.get("lower_bound") else ""
+        n = int(figs.get("fallbacks") or 0)
+        text = (f"{bound}{format_count(figs.get('unacknowledged'))} commits unacknowledged, "
+                f"{bound}{format_count(figs.get('acknowledged'))} acknowledged; "
+                + (f"fell back {_plural(n, 'time')}, asynchronous for "
+                   f"{fmt_duration(figs.get('off'))} ± 200 ms" if n else "never fell back")
+                + (" (still at the end)" if figs.get("still_off") else ""))
+        rows.put(f"semi_sync({node})", ci, text)
+
+
 def split_brain_rows(rows: Rows, ci: int, m: dict[str, Any], info: CellInfo) -> None:
     n = m.get("count")
     if n is None:

@@ -348,7 +348,7 @@ class Load:
         if self.plan.topology in ("replication", "primary_primary") and len(topo.nodes) > 1:
             self.repl_watch = ReplicationWatcher(
                 {n: node.addr for n, node in topo.nodes.items()}, topo.admin, self.emit,
-                0.2, self.stop)
+                0.2, self.stop, semi_sync=self.plan.semi_sync)
             self.repl_watch.start()
         if self.plan.topology == "galera" and len(topo.nodes) > 1:  # split brain's evidence
             galera = GaleraWatcher({n: node.addr for n, node in topo.nodes.items()},
