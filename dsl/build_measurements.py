@@ -35,7 +35,7 @@ class MeasurementRules(Rules):
         return children
 
     def metric(self, meta: Meta, children: list[Any]) -> Metric | None:
-        name_tok, args, stat_tok, last_tok = children
+        name_tok, args, stat_tok, last_tok, from_tok, to_tok = children
         subject = on = None
         code: int | None = None
         subject_span = on_span = NO_SPAN
@@ -51,6 +51,12 @@ class MeasurementRules(Rules):
         if last_tok is not None:
             last = self.measure(last_tok, ("duration",), "last")
             ok = ok and last is not None
+        window = None
+        if from_tok is not None and to_tok is not None:
+            a = self.measure(from_tok, ("duration",), "from", allow_zero=True)
+            b = self.measure(to_tok, ("duration",), "to")
+            ok = ok and a is not None and b is not None
+            window = (a, b) if a is not None and b is not None else None
         if not ok:
             return None
         return Metric.model_validate(
@@ -61,6 +67,7 @@ class MeasurementRules(Rules):
                 "code": code,
                 "stat": None if stat_tok is None else str(stat_tok),
                 "last": last,
+                "window": window,
                 "subject_span": subject_span,
                 "on_span": on_span,
                 "span": meta_span(meta),

@@ -506,7 +506,7 @@ MetricName = Literal[
 
 class Metric(Frozen):
     """``stale_reads(ryw on db3)``, ``latency(writes).p99``, ``throughput(rw) last 30s``,
-    ``errors(ins, 1213)``."""
+    ``errors(ins, 1213)``, ``errors(w, 1047) from 5s to 15s``."""
 
     name: MetricName
     subject: str | None = None  # a workload or a node
@@ -514,9 +514,15 @@ class Metric(Frozen):
     code: int | None = None  # errors(w, 1062)
     stat: str | None = None  # p50, p95, p99, max, total, count, rate, mean, min, after ...
     last: float | None = None  # seconds: only the last N seconds of the load
+    window: tuple[float, float] | None = None  # ``from 5s to 15s``: seconds since load start
     subject_span: Span = NO_SPAN
     on_span: Span = NO_SPAN
     span: Span = NO_SPAN
+
+    @property
+    def windowed(self) -> bool:
+        """Only part of the load: ``last N`` or ``from A to B``."""
+        return self.last is not None or self.window is not None
 
 
 Comparison = Literal["<", "<=", ">", ">=", "==", "!="]

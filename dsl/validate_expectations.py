@@ -132,6 +132,24 @@ class ExpectationChecks(StepChecks):
                 self.error(
                     m.span, f"last {m.last:g}s is longer than the load ({self.exp.duration:g}s)"
                 )
+        if m.window is not None:
+            a, b = m.window
+            if not spec.last:
+                self.error(
+                    m.span,
+                    f"'from ... to' does not apply to {m.name}",
+                    "it applies to throughput, latency, errors, stalls, replication_lag",
+                )
+            elif m.last is not None:
+                self.error(m.span, "one window per figure: 'last N' or 'from A to B'",
+                           f"write {m.name}(...) from {max(0.0, self.exp.duration - m.last):g}s "
+                           f"to {self.exp.duration:g}s for the last {m.last:g} s")
+            elif a >= b:
+                self.error(m.span, f"from {a:g}s to {b:g}s is empty: the window's start "
+                           "comes first")
+            elif b > self.exp.duration:
+                self.error(m.span, f"to {b:g}s is after the end of the load "
+                           f"({self.exp.duration:g}s)")
         if value is not None:
             stat = resolve_stat(m.name, m.stat, value.kind)
             what = m.name if m.stat is None else f"{m.name}.{m.stat}"

@@ -79,6 +79,8 @@ def metric_text(m: Metric, stat: str | None = None) -> str:
         out += f".{stat}"
     if m.last is not None:
         out += f" last {m.last:g}s"
+    if m.window is not None:
+        out += f" from {m.window[0]:g}s to {m.window[1]:g}s"
     return out
 
 
@@ -166,8 +168,9 @@ def measure(
     spec = METRIC_SPECS.get(metric.name)
     if spec is None:
         raise Unmeasurable(f"unknown metric '{metric.name}'")
-    if metric.last is not None and not spec.last:
-        raise Unmeasurable(f"'last' is not supported for {metric.name}")
+    if metric.windowed and not spec.last:
+        word = "last" if metric.last is not None else "from ... to"
+        raise Unmeasurable(f"'{word}' is not supported for {metric.name}")
     if metric.code is not None and not spec.code:
         raise Unmeasurable(f"an error code only applies to errors(...), not {metric.name}")
     return READERS[spec.reader](Inputs(metric, quantity, results, ctx, history))

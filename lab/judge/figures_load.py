@@ -31,6 +31,9 @@ from lab.judge.figures_lookup import (
     subject_of,
     subjects_of,
     sum_of,
+    window_keyword,
+    window_seconds,
+    window_words,
 )
 
 
@@ -177,7 +180,7 @@ def _replication_lag(inp: Inputs) -> Measured:
     if not subjects:
         raise Unmeasurable("no replication lag samples were recorded")
     nodes = [node] if node is not None else sorted(subjects)
-    if inp.metric.last is not None:
+    if inp.metric.windowed:
         lo, hi = last_window(inp)
         per: dict[str, float | None] = {}
         for n in nodes:
@@ -192,7 +195,7 @@ def _replication_lag(inp: Inputs) -> Measured:
     if not known:
         raise Unmeasurable(
             f"{'no replica' if node is None else repr(node)} could be read for lag"
-            + (f" in the last {inp.metric.last:g} s" if inp.metric.last is not None else "")
+            + (f" {window_words(inp.metric)}" if inp.metric.windowed else "")
         )
     worst = max(known, key=lambda n: known[n])
     note = f"worst replica {worst}" if node is None else ""
@@ -203,20 +206,25 @@ def _throughput(inp: Inputs) -> Measured:
     r = checker_result(inp, "throughput")
     stat, path, unit = stat_of(inp)
     w, subj = subject_of(inp, r, "completed operations", single_default=True)
-    if inp.metric.last is not None:
+    if inp.metric.windowed:
         if stat == "total":
-            raise Unmeasurable("'last' applies to .mean, .p50, .min and .max, not '.total'")
+            raise Unmeasurable(f"'{window_keyword(inp.metric)}' applies to .mean, .p50, .min "
+                               "and .max, not '.total'")
         series = subj.get("per_second") or []
         load_s = float(r.metrics.get("load_seconds") or len(series))
-        hi = min(len(series), math.floor(load_s + 1e-9))
-        lo = max(0, math.floor(load_s - inp.metric.last + 1e-9))
+        a, b = window_seconds(inp.metric, load_s)
+        hi = min(len(series), math.floor(load_s + 1e-9), math.floor(b + 1e-9))
+        # last N: from the second it starts in (as before); from A: whole seconds from A on
+        lo = max(0, math.floor(a + 1e-9) if inp.metric.window is None
+                 else math.ceil(a - 1e-9))
         window = sorted(float(v) for v in series[lo:hi])
         if not window:
-            raise Unmeasurable(f"the load lasted {load_s:.1f} s: no whole second to average")
+            raise Unmeasurable(f"the load lasted {load_s:.1f} s: no whole second to average"
+                               + (f" {window_words(inp.metric)}" if inp.metric.window else ""))
         agg = {"mean": sum(window) / len(window), "min": window[0], "max": window[-1],
                "p50": window[(len(window) - 1) // 2]}[stat]  # fmt: skip
         note = f"seconds {lo}..{hi} of the load"
-        if hi - lo < inp.metric.last - 1e-9:
+        if hi - lo < (b - a) - 1e-9:
             note += f" (only {hi - lo} whole seconds)"
         return Measured(agg, unit, stat, note=note)
     value = known_number(subj.get(path), f"'{w}' has no whole second to measure")
@@ -227,17 +235,18 @@ def _latency(inp: Inputs) -> Measured:
     r = checker_result(inp, "latency")
     stat, path, unit = stat_of(inp)
     w, subj = subject_of(inp, r, "successful operations", single_default=True)
-    if inp.metric.last is not None:
+    if inp.metric.windowed:
         if subj.get("source") != "ops":
-            raise Unmeasurable(f"'last' is not available for {w} (sysbench rows)")
+            raise Unmeasurable(f"'{window_keyword(inp.metric)}' is not available for {w} "
+                               "(sysbench rows)")
         lat = [
             c.end - c.start
             for c in last_ops(inp, inp.metric.subject or w.split(" on ")[0])
             if c.type == "ok" and c.end is not None
         ]
         if not lat:
-            raise Unmeasurable(f"no successful operation of '{w}' in the last "
-                               f"{inp.metric.last:g} s")  # fmt: skip
+            raise Unmeasurable(f"no successful operation of '{w}' "
+                               f"{window_words(inp.metric)}")  # fmt: skip
         st = summary(lat, scale=1 / NS)
         return Measured(float(st[path] or 0.0), unit, stat,
                         note=f"{format_count(st['count'])} ok ops")
@@ -252,14 +261,15 @@ def _errors(inp: Inputs) -> Measured:
     stat, path, unit = stat_of(inp)
     m = inp.metric
     code_path = f"by_code.{m.code}" if m.code is not None else "total"
-    if m.last is not None:
+    if m.windowed:
         if m.subject is None:
-            raise Unmeasurable("errors ... last needs a workload")
+            raise Unmeasurable(f"errors ... {window_keyword(m)} needs a workload")
         ops = last_ops(inp, m.subject)
         bad = [c for c in ops if c.type != "ok"]
         if m.code is not None:
             bad = [c for c in bad if error_label(c) == str(m.code)]
-        count, n_ops, secs = float(len(bad)), float(len(ops)), float(m.last)
+        lo, hi = last_window(inp)
+        count, n_ops, secs = float(len(bad)), float(len(ops)), (hi - lo) / NS
     else:
         subjects = subjects_of(r)
         if m.subject is None:
@@ -292,15 +302,18 @@ def _stalls(inp: Inputs) -> Measured:
     r = checker_result(inp, "stalls")
     stat, path, unit = stat_of(inp)
     w, subj = subject_of(inp, r, "operations", single_default=True)
-    if inp.metric.last is not None:
+    if inp.metric.windowed:
         tr = checker_result(inp, "throughput")
         ts = subjects_of(tr).get(w)
         if ts is None:
             raise Unmeasurable(f"no per-second series for '{w}'")
         series = ts.get("per_second") or []
         load_s = float(tr.metrics.get("load_seconds") or len(series))
-        lo = max(0, math.floor(load_s - inp.metric.last + 1e-9), math.ceil(ts["start"] - 1e-9))
-        hi = min(len(series), math.floor(load_s + 1e-9), math.floor(ts["end"] + 1e-9))
+        a, b = window_seconds(inp.metric, load_s)
+        first = math.floor(a + 1e-9) if inp.metric.window is None else math.ceil(a - 1e-9)
+        lo = max(0, first, math.ceil(ts["start"] - 1e-9))
+        hi = min(len(series), math.floor(load_s + 1e-9), math.floor(ts["end"] + 1e-9),
+                 math.floor(b + 1e-9))
         zeros = [i for i in range(lo, hi) if series[i] == 0]
         longest = run = 0
         prev = None

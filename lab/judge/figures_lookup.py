@@ -149,30 +149,62 @@ def subject_of(inp: Inputs, r: CheckResult, what: str, *, single_default: bool =
 def history_of(inp: Inputs) -> Sequence[Op]:
     h = inp.history if inp.history is not None else inp.ctx.last_history()
     if h is None:
-        raise Unmeasurable("'last' needs the operations, and no history was given")
+        raise Unmeasurable(f"'{window_keyword(inp.metric)}' needs the operations, and no "
+                           "history was given")
     return h
 
 
+def window_keyword(m: Metric) -> str:
+    return "from ... to" if m.window is not None else "last"
+
+
+def window_words(m: Metric) -> str:
+    """``in the last 30 s`` / ``from 5 s to 15 s``: the metric's part of the load."""
+    if m.window is not None:
+        return f"from {m.window[0]:g} s to {m.window[1]:g} s"
+    return f"in the last {m.last:g} s"
+
+
+def window_between(m: Metric, t0: int, t1: int) -> tuple[int, int]:
+    """(from, to) in ns of a windowed metric within a load from ``t0`` to ``t1``: ``last N``,
+    the last N seconds; ``from A to B``, A to B seconds after the start (cut at the end)."""
+    if m.window is not None:
+        a, b = m.window
+        return min(t1, t0 + round(a * NS)), min(t1, t0 + round(b * NS))
+    assert m.last is not None
+    return max(t0, t1 - round(m.last * NS)), t1
+
+
+def window_seconds(m: Metric, load_s: float) -> tuple[float, float]:
+    """The same, in seconds since the start of a load of ``load_s`` seconds."""
+    if m.window is not None:
+        return min(load_s, m.window[0]), min(load_s, m.window[1])
+    assert m.last is not None
+    return max(0.0, load_s - m.last), load_s
+
+
 def last_window(inp: Inputs) -> tuple[int, int]:
-    """(from, to) in ns: the last N seconds of the load."""
-    assert inp.metric.last is not None
+    """(from, to) in ns: the metric's window of the load (``last N``, ``from A to B``)."""
     h = inp.history if inp.history is not None else inp.ctx.last_history()
     t0, t1 = inp.ctx.bounds(h or [])
-    return max(t0, t1 - round(inp.metric.last * NS)), t1
+    return window_between(inp.metric, t0, t1)
 
 
 def last_ops(inp: Inputs, workload: str) -> list[Any]:
-    """Operations of the workload (on ``metric.on``, if given) completed in the last N seconds
-    (an operation that never completed counts as ending at the end of the load)."""
+    """Operations of the workload (on ``metric.on``, if given) completed in the metric's window
+    (an operation that never completed counts as ending at the end of the load: in a window
+    that reaches the end)."""
     m = inp.metric
     h = history_of(inp)
     lo, hi = last_window(inp)
+    _, t1 = inp.ctx.bounds(h)
     col = inp.ctx.columns(h)  # the checkers' columns: completion order, never-completed last
     ends = col.end[: col.n_done]
     first = int(np.searchsorted(ends, lo, side="left"))
     last = int(np.searchsorted(ends, hi, side="right"))
-    # the window, then those that never completed
-    sel = np.concatenate([np.arange(first, last), np.arange(col.n_done, col.n)])
+    # the window, then those that never completed (when it reaches the end of the load)
+    never = np.arange(col.n_done, col.n) if hi >= t1 else np.arange(0)
+    sel = np.concatenate([np.arange(first, last), never])
     sel = sel[col.workload[sel] == col.code(workload)]
     if m.on is not None:
         sel = sel[col.where[sel] == col.code(m.on)]

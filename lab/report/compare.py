@@ -36,11 +36,12 @@ from typing import Any, TypeGuard, cast
 from dsl.metrics import METRICS as METRIC_SPECS
 from dsl.models import Metric, Quantity, UnitKind
 from lab.figures_format import format_figure, format_value
-from lab.history import NS, Op
+from lab.history import Op
 from lab.judge.checkers.base import CheckContext, CheckResult, WorkloadInfo
 from lab.judge.checkers.base import summary as stat_summary
 from lab.judge.claims import claim_lines
 from lab.judge.expectations import Unmeasurable, measure, metric_text
+from lab.judge.figures_lookup import window_between, window_words
 from lab.report.metrics import compared, last_from_operations, workload_sources
 from lab.report.rows import cell_info
 from lab.report.stats import CI_METHOD, Ratio, Spread, ratio, spread
@@ -231,9 +232,9 @@ def _sysbench_latency_last(data: CellData, m: Metric) -> Value | None:
     """``latency(sb).p99 last N`` of a sysbench workload: over its per-second p95 rows of the
     last N seconds (the reader of ``expect`` has no operations to use for sysbench)."""
     subj = _subjects(data, "latency").get(m.subject or "")
-    if subj is None or subj.get("source") in (None, "ops") or m.last is None:
+    if subj is None or subj.get("source") in (None, "ops") or not m.windowed:
         return None
-    lo_hi = _last_window(data, m.last)
+    lo_hi = _last_window(data, m)
     if lo_hi is None:
         return Value(None, why="the load's window is not stored")
     lo, hi = lo_hi
@@ -241,17 +242,17 @@ def _sysbench_latency_last(data: CellData, m: Metric) -> Value | None:
             if s.series == "sysbench" and s.subject == m.subject and lo <= s.time <= hi
             and _num(s.values.get("lat_p95"))]  # fmt: skip
     if not vals:
-        return Value(None, why=f"no sysbench row of '{m.subject}' in the last {m.last:g} s")
+        return Value(None, why=f"no sysbench row of '{m.subject}' {window_words(m)}")
     st = stat_summary(vals)
     v = st.get(m.stat or "p99")
     return Value(float(v), "duration") if _num(v) else Value(None, why=f"no .{m.stat}")
 
 
-def _last_window(data: CellData, last: float) -> tuple[int, int] | None:
+def _last_window(data: CellData, m: Metric) -> tuple[int, int] | None:
     lo, hi = data.ctx.load_start, data.ctx.load_end
     if lo is None or hi is None:
         return None
-    return max(lo, hi - round(last * NS)), hi
+    return window_between(m, lo, hi)
 
 
 def figure_name(m: Metric) -> str:
@@ -263,12 +264,12 @@ def figure_name(m: Metric) -> str:
 def measure_metric(data: CellData, m: Metric) -> Value:
     """The figure ``m`` names in this cell (unknown with the reason when it cannot be
     measured)."""
-    if m.name == "latency" and m.last is not None:
+    if m.name == "latency" and m.windowed:
         got = _sysbench_latency_last(data, m)
         if got is not None:
             return got
     history = None
-    if m.last is not None and last_from_operations(m.name):
+    if m.windowed and last_from_operations(m.name):
         history = data.history()
         if history is None:
             return Value(None, why="'last' needs the operations, and no store was given")
