@@ -74,7 +74,7 @@ def parse_text(text: str, path: str = "<string>") -> Experiment:
         raise LanguageErrors(exc.errors + errors_of_the_rest(exc.rest, text, path),
                              source=text) from None
     if experiment is not None:
-        errors = errors + validate(experiment, path)
+        errors = without_cascades(errors + validate(experiment, path), text)
     if not errors and experiment is not None and experiment.faults is not None:
         from dsl.space import probe_errors  # each fault of the space drawn on each node
 
@@ -82,6 +82,20 @@ def parse_text(text: str, path: str = "<string>") -> Experiment:
     if errors or experiment is None:
         raise LanguageErrors(errors or [file_error(path, "not an experiment")], source=text)
     return experiment
+
+
+def without_cascades(errors: list[LanguageError], text: str) -> list[LanguageError]:
+    """Leave out "'vary n' is not used" when the file does say ``$n`` where the language
+    refused it (``rate $n``, ``check every $n``: that error is reported, and is the one to
+    fix)."""
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("vary"))
+    out = []
+    for e in errors:
+        m = re.match(r"'vary (\w+)' is not used", e.message)
+        if m and re.search(rf"\${m.group(1)}\b", body):
+            continue
+        out.append(e)
+    return out
 
 
 def errors_of_the_rest(rest: str, text: str, path: str) -> list[LanguageError]:
@@ -95,9 +109,10 @@ def errors_of_the_rest(rest: str, text: str, path: str) -> list[LanguageError]:
     except LanguageErrors:
         return []
     if experiment is not None:
-        errors = errors + validate(experiment, path)
+        errors = without_cascades(errors + validate(experiment, path), text)
     old, new = text.split("\n"), rest.split("\n")
     blanked = " ".join(a for a, b in zip(old, new, strict=False) if a != b)
+    blanked_lines = [i + 1 for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b]
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_.-]*", blanked))
     header = next((i + 1 for i, line in enumerate(new) if line.strip()), 1)
     # without its own `duration` line the rest runs for the default: an action "after the
@@ -114,10 +129,15 @@ def errors_of_the_rest(rest: str, text: str, path: str) -> list[LanguageError]:
             w.name for w in experiment.workloads}
     out: list[LanguageError] = []
     for e in errors:
-        named = set(re.findall(r"'([^']+)'", e.message))
+        # the names an error quotes, and their parts ('router.writer': router, writer)
+        named = {w for q in re.findall(r"'([^']+)'", e.message)
+                 for w in (q, *re.findall(r"[A-Za-z_][A-Za-z0-9_-]*", q))}
         after_default = no_duration and ("end of the load" in e.message
                                          or re.search(r"\(duration \d", e.message))
         if e.span.line <= header or (named & words) - declared or after_default:
+            continue
+        # a fault space left empty by its own blanked lines
+        if e.message.endswith("names no fault") and any(n > e.span.line for n in blanked_lines):
             continue
         out.append(e)
     return out

@@ -245,7 +245,9 @@ class Rules(Transformer[Token, Any]):
                 token_span(tok),
                 f"'{what}' cannot take a parameter",
                 "only clients, threads, tables, table_size, rows and operations can "
-                "be varied with $name",
+                "be varied with $name"
+                + ("; to try several rates: lab search FILE --knob WORKLOAD.rate --from 50/s "
+                   "--to 500/s, or one variant each" if what == "rate" else ""),
             )
             return None
         # the common case first, without a Quantity and its Span: a quantity of the right

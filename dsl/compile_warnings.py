@@ -182,19 +182,30 @@ def _healed_at_end(plan: Plan) -> list[Action]:
                                                 for a in s.actions]
     timed += [(t.action, t.lasts) for t in sorted(plan.timeline, key=lambda t: t.at)]
     timed += [(t.action, t.lasts) for t in plan.triggers]
+    writers = set(plan.router.writers) if plan.router is not None else set()
     in_force: list[Action] = []
     for a, lasts in timed:
         back = undo(a)
         if back is not None and is_fault(a) and not is_left(a) and lasts is None:
             in_force.append(a)
             continue
-        key = (history_name(a), target(a))
-        in_force = [f for f in in_force
-                    if (history_name(u := undo(f)), target(u)) != key]  # type: ignore[arg-type]
+        in_force = [f for f in in_force if not _undoes(a, f, writers)]
     return in_force
 
 
+def _undoes(a: Action, fault: Action, writers: set[str]) -> bool:
+    """``a`` is the undo of ``fault``: the same action on the same node, or (``kill
+    router.writer`` is recovered by naming its node: ``start g1``) on any of the router's
+    writers, the node being known at run time only."""
+    u = undo(fault)
+    if u is None or history_name(u) != history_name(a):
+        return False
+    node = target(a)
+    return target(u) == node or (target(u) == "router.writer" and node in writers)
+
+
 def _names(a: Action) -> list[str]:
+    """The nodes an action names (``router.writer`` as written: the writer, whichever)."""
     if isinstance(a, NodeAction):
         return [a.node.name]
     if isinstance(a, NodeGroupAction):
@@ -229,7 +240,7 @@ def _heal_warnings(plan: Plan) -> list[Found]:
     down: list[Action] = [a for a in healed if isinstance(a, NodeAction | NodeGroupAction)]
     if plan.topology == "replication":
         writer = _writer_at_the_end(plan)
-        down = [a for a in down if writer in _names(a)]
+        down = [a for a in down if {writer, "router.writer"} & set(_names(a))]
     out: list[Found] = []
     for e in plan.expectations:
         for m in (e.metric, e.other):

@@ -16,6 +16,8 @@ from typing import Literal
 SubjectKind = Literal["workload", "node", "optional_workload"]
 
 WRITE_WORKLOADS = frozenset({"probe", "unique_writes", "read_your_writes", "unique_insert"})
+# the workloads whose every operation is recorded (sysbench's are per-second rows only)
+OPERATION_WORKLOADS = WRITE_WORKLOADS | {"connect", "list_append", "read_modify_write", "bank"}
 # where split_brain is not defined: its figure is NULL (lab.judge.checkers.split_brain), and lab
 # check refuses an expectation of it (dsl.validate)
 SPLIT_BRAIN_UNDEFINED = {
@@ -65,6 +67,7 @@ METRICS: dict[str, MetricSpec] = {
         "count: how many stretches; error_windows: those in which an operation failed; "
         "stalls: those in which one only took longer than 200 ms)",
         "_downtime",
+        workload_kinds=OPERATION_WORKLOADS,
         on=True,
         open_label="still down at end",
     ),

@@ -11,6 +11,7 @@ import re
 NAME = re.compile(r"^mysql-[a-z0-9_]{1,64}$")
 VALUE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # goes into an SQL literal: keep it boring
 PARAM = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*$")  # a sweep's value: `vary interval in ...`
+UNIT = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|us|MB|M|KB|K|GB|G)")  # a unit ProxySQL won't read
 RESERVED = frozenset({"mysql-interfaces", "mysql-threads", "mysql-monitor_username",
                       "mysql-monitor_password"})
 
@@ -32,7 +33,41 @@ def value_problem(name: str, value: str, params: bool = True) -> str | None:
         return None
     if not VALUE.match(value):
         return f"{name} = {value!r}: only letters, digits, '_', '.' and '-' are allowed"
+    unit = UNIT.fullmatch(value)
+    if unit:
+        return (f"{name} = {value}: ProxySQL takes a plain number in the variable's own unit "
+                f"(milliseconds for its intervals and timeouts): write {unit.group(1)}, or the "
+                "value in that unit")
     return None
+
+
+def runtime_problems(asked: dict[str, str], runtime: dict[str, str]) -> list[str]:
+    """What ProxySQL did not take of the experiment's ``set`` lines, read back from its
+    ``runtime_global_variables`` (``runtime``: name -> value): a name it does not have (a typo
+    updates nothing) or a value it kept otherwise (it refuses a value it cannot parse and keeps
+    the one it had)."""
+    out = []
+    for name, value in asked.items():
+        if name not in runtime:
+            out.append(f"ProxySQL has no variable {name} (set in the router block): misspelt? "
+                       "its names: SELECT variable_name FROM global_variables on the admin port")
+        elif not _same_value(value, runtime[name]):
+            out.append(f"ProxySQL kept {name} = {runtime[name]} where the file set {value}: it "
+                       "refused the value (see its log)")
+    return out
+
+
+_TRUE, _FALSE = {"1", "true", "on", "yes"}, {"0", "false", "off", "no"}
+
+
+def _same_value(asked: str, kept: str) -> bool:
+    a, k = asked.strip().lower(), kept.strip().lower()
+    if a == k or (a in _TRUE and k in _TRUE) or (a in _FALSE and k in _FALSE):
+        return True
+    try:
+        return float(a) == float(k)
+    except ValueError:
+        return False
 
 
 def resolve(settings: dict[str, str], sweep: dict[str, str]) -> dict[str, str]:

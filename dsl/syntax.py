@@ -181,6 +181,24 @@ def _special_token(word: str, span: Span, path: str) -> LanguageError | None:
     return None
 
 
+def _fault_space_mistake(word: str, prev: str, text: str, span: Span,
+                         path: str) -> LanguageError | None:
+    """What a fault space's ranges, targets and counts look like, where one was mistyped."""
+    if word in ("..", "...") or word.startswith(".."):
+        return LanguageError(path, span, "a range is written without spaces: low..high",
+                             f"e.g. for {prev}..4s" if re.match(r"[\d.]+\w+$", prev)
+                             else "e.g. for 1s..4s, 50ms..200ms")
+    if _enclosing_block(text, span.line, span.column) != "faults":
+        return None
+    if word == "," and re.fullmatch(r"[A-Za-z_]\w*", prev):
+        return LanguageError(path, span, "a fault of a fault space names one target",
+                             f"several nodes, one drawn each time: any of {prev}, ...")
+    if word in ("up", "upto", "max", "maximum"):
+        return LanguageError(path, span, f"'{word}' is not a count of the language",
+                             "N times (exactly), or at most N times (0 to N drawn)")
+    return None
+
+
 def _one_char(span: Span) -> Span:
     return Span(line=span.line, column=span.column, end_line=span.line, end_column=span.column + 1)
 
@@ -205,6 +223,15 @@ def _beyond_the_language(tok: Token, text: str, path: str, span: Span, prev: str
     """What new users write and the language does not have, said in its words: a
     ``$parameter`` outside a workload (a fault's size swept with ``vary``) and a variant that
     names a node."""
+    if tok.type == "PARAM" and _enclosing_block(text, span.line, span.column) == "router":
+        return LanguageError(
+            path, span,
+            f"'{tok}' cannot be used here: the router's settings are fixed in a file (a "
+            "$parameter is for a workload's numbers: threads $n)",
+            "with ProxySQL a sweep can set its own variables: set "
+            f"mysql-monitor_read_only_interval = {tok} (vary {str(tok)[1:]} in 500, 1000); "
+            f"else one file per value, compared with lab compare ({SWEEPS_DOC})",
+        )  # fmt: skip
     if tok.type == "PARAM":
         return LanguageError(
             path, span,
@@ -213,6 +240,13 @@ def _beyond_the_language(tok: Token, text: str, path: str, span: Span, prev: str
             "a fault's size and time are fixed; to try several: lab search FILE --knob "
             f"LINE:size (or LINE:for, LINE:at), a fault space's range, or one file each "
             f"({SWEEPS_DOC})",
+        )  # fmt: skip
+    if (prev == "config" and str(tok) == "{"
+            and _enclosing_block(text, span.line, span.column) == "variant"):
+        return LanguageError(
+            path, span,
+            "a variant's settings go straight in its braces, without config { }",
+            f"e.g. variant relaxed {{ sync_binlog = 0 }} ({SWEEPS_DOC})",
         )  # fmt: skip
     if prev == "config" and _enclosing_block(text, span.line, span.column) == "variant":
         return LanguageError(
@@ -267,6 +301,9 @@ def _generic(
     special = _special_token(word, span, path)
     if special is not None:
         return special
+    space = _fault_space_mistake(word, prev, text, span, path)
+    if space is not None:
+        return space
     if prev == "isolation" and tok.type not in {"_NL", "$END", "RBRACE"}:
         return LanguageError(path, span, f"unknown isolation level '{shown}'", ISOLATION_HINT)
     if tok.type in _WORDS and word in UNIT_WORDS and re.fullmatch(r"[\d.]+", prev):

@@ -105,11 +105,21 @@ class ExpectationChecks(StepChecks):
                 and workload.kind not in spec.workload_kinds
             ):
                 kinds = " or ".join(sorted(spec.workload_kinds))
-                self.error(
-                    subject_span,
-                    f"{m.name} is measured on a {kinds} workload; "
-                    f"'{workload.name}' is a {workload.kind}",
-                )
+                if workload.kind == "sysbench" and len(spec.workload_kinds) > 4:
+                    where = ", ".join(t.name for t in workload.targets) or "db1"
+                    self.error(
+                        subject_span,
+                        f"{m.name} is measured from each operation, and sysbench records "
+                        f"per-second rows only; '{workload.name}' is a sysbench",
+                        "a probe or unique_writes beside it measures downtime: "
+                        f"workload p: probe {{ target {where}  operation read }}",
+                    )
+                else:
+                    self.error(
+                        subject_span,
+                        f"{m.name} is measured on a {kinds} workload; "
+                        f"'{workload.name}' is a {workload.kind}",
+                    )
         if m.on is not None:
             self.check_on(m, spec.on, workload)
         if m.code is not None and not spec.code:

@@ -43,6 +43,7 @@ from typing import Any
 import MySQLdb
 import MySQLdb.cursors
 
+from dsl import router_settings
 from runners.components import require
 from runners.errors import ComponentError
 from runners.haproxy import Backend
@@ -205,6 +206,7 @@ class ProxySQL:
         except ValueError as e:
             raise ComponentError(COMPONENT, f"configuration refused: {e}") from None
         self.admin_execute(admin_statements(self.routing))
+        self._check_settings()
         if self.writers:
             wait_until(lambda: bool(self.up_servers("writer")), ready_timeout,
                        "routing to a writer", COMPONENT, self.log, alive=self._alive)
@@ -314,6 +316,19 @@ class ProxySQL:
             cur.close()
         finally:
             conn.close()
+
+    def _check_settings(self) -> None:
+        """The file's ``set`` lines, read back from ProxySQL's runtime: a misspelt name or a
+        refused value stops the run, never runs it with ProxySQL's default in silence."""
+        if not self.settings:
+            return
+        names = ", ".join(f"'{k}'" for k, _ in self.settings)
+        rows = self.admin_query("SELECT variable_name, variable_value FROM "
+                                f"runtime_global_variables WHERE variable_name IN ({names})")
+        runtime = {str(r["variable_name"]): str(r["variable_value"]) for r in rows}
+        problems = router_settings.runtime_problems(dict(self.settings), runtime)
+        if problems:
+            raise self._fail("; ".join(problems))
 
     def admin_query(self, sql: str, timeout: float = 2.0) -> list[dict[str, Any]]:
         conn = self._admin_connect(timeout)

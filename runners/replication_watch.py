@@ -23,8 +23,8 @@ tick adds the primary side of semi-synchronous replication, from ``SHOW GLOBAL V
 (``Rpl_semi_sync_master_status``: operational now, 0.0 once it fell back to asynchronous),
 ``semi_sync_yes_tx`` and ``semi_sync_no_tx`` (the server's counters of commits a replica
 acknowledged / that went on without one; they restart from 0 with the server); left out when
-the server has no semi-sync (``lab.judge.checkers.semi_sync``). ``configured`` is 0.0 (and the other figures 0 / NaN) when
-the node replicates from nothing.
+the server has no semi-sync (``lab.judge.checkers.semi_sync``). ``configured`` is 0.0 (and
+the other figures 0 / NaN) when the node replicates from nothing.
 A node that cannot be read (down, paused past the read timeout, refusing connections) gives
 ``{"unreadable": 1.0}`` for that tick and is reconnected on the next one. ``time_ns`` is
 ``time.monotonic_ns()`` half way through the status query.

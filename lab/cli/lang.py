@@ -24,7 +24,7 @@ from dsl.api import check_file, format_errors, load_plan
 from dsl.build_base import WORKLOAD_STATEMENTS
 from dsl.compile_warnings import plan_warnings, root_notes
 from dsl.errors import LanguageError, LanguageErrors
-from dsl.models import Action, NodeGroupAction, Span
+from dsl.models import Action, FaultSpace, NodeGroupAction, Span
 from dsl.owned import RUNTIME
 from dsl.plan import Cell, Plan, PlannedNode, PlannedWorkload
 from lab.exits import EXIT_LANGUAGE, EXIT_OK
@@ -166,11 +166,40 @@ def cmd_plan(path: str, as_json: bool) -> int:
     except Exception as exc:  # noqa: BLE001 - never a traceback at the command line
         return _internal_error(path, exc)
     print_warnings(plan, path, components=True)
+    space = _fault_space(path)
     if as_json:
-        print(plan.model_dump_json(indent=2))
+        if space is None:
+            print(plan.model_dump_json(indent=2))
+        else:  # the fault space is the file's, not the plan's: lab explore draws from it
+            import json
+
+            doc = json.loads(plan.model_dump_json())
+            doc["fault_space"] = space.model_dump(mode="json")
+            print(json.dumps(doc, indent=2))
     else:
-        render_plan(plan, Console(highlight=False))
+        console = Console(highlight=False)
+        render_plan(plan, console)
+        if space is not None:
+            console.print(Text(_fault_space_text(path, space)))
     return EXIT_OK
+
+
+def _fault_space(path: str) -> FaultSpace | None:
+    """The file's ``faults { }`` block, or None (``lab plan`` shows it beside the plan)."""
+    from dsl.api import load_experiment
+
+    try:
+        return load_experiment(path).faults
+    except Exception:  # noqa: BLE001 - the plan was made: the block is extra
+        return None
+
+
+def _fault_space_text(path: str, space: FaultSpace) -> str:
+    lines = Path(path).read_text().splitlines()
+    block = "\n".join(lines[space.span.line - 1:space.span.end_line])
+    return ("Fault space (lab explore draws timelines from it; lab run runs the file's own "
+            "timeline, if any, and draws nothing; lab explore FILE --dry-run shows the "
+            "draws):\n" + block)
 
 
 def describe_action(a: Action) -> str:
@@ -515,18 +544,29 @@ def _matrix_table(plan: Plan) -> Table:
             cell.variant or "-",
             ", ".join(f"{k}={v}" for k, v in cell.sweep.items()) or "-",
             cell.repeat,
-            _changes(cell, base),
+            _changes(plan, cell, base),
         )
     return table
 
 
-def _changes(cell: Cell, base: dict[str, dict[str, str]]) -> str:
-    changed: dict[str, str] = {}
+def _changes(plan: Plan, cell: Cell, base: dict[str, dict[str, str]]) -> str:
+    """What differs from cell 1: each server setting, with the nodes it changed on when not
+    all of them, and the router's own variables (a sweep's ``set ... = $x``)."""
+    from dsl.router_settings import resolve
+
+    changed: dict[tuple[str, str], list[str]] = {}
     for n in cell.nodes:
         for k, v in n.config.items():
             if base.get(n.name, {}).get(k) != v:
-                changed[k] = v
-    return "\n".join(f"{k} = {v}" for k, v in changed.items()) or "-"
+                changed.setdefault((k, v), []).append(n.name)
+    everyone = [n.name for n in cell.nodes]
+    lines = [f"{k} = {v}" + ("" if nodes == everyone else f" ({', '.join(nodes)})")
+             for (k, v), nodes in changed.items()]
+    if plan.router is not None and plan.router.settings and plan.cells:
+        first = resolve(plan.router.settings, plan.cells[0].sweep)
+        mine = resolve(plan.router.settings, cell.sweep)
+        lines += [f"{plan.router.kind}: {k} = {v}" for k, v in mine.items() if first.get(k) != v]
+    return "\n".join(lines) or "-"
 
 
 def render_plan(plan: Plan, console: Console) -> None:

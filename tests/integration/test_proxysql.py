@@ -229,3 +229,21 @@ def test_two_primaries_static_writer_and_a_move() -> None:
             execute_all(writer, topo.app, ["INSERT INTO t.a VALUES (2)"])
         finally:
             topo.teardown()
+
+
+@pytest.mark.parametrize(("name", "value", "said"), [
+    ("mysql-monitor_ping_intervall", "500", "ProxySQL has no variable mysql-monitor_ping_interv"),
+    ("mysql-monitor_ping_interval", "soon", "ProxySQL kept mysql-monitor_ping_interval = "),
+])
+def test_a_proxysql_variable_it_did_not_take_stops_the_deploy(name: str, value: str,
+                                                              said: str) -> None:
+    """A file's `set` read back from ProxySQL's runtime: a misspelt name (the UPDATE changed
+    no row) or a value ProxySQL refused (it keeps the one it had) stops the run with the
+    reason, never runs it on ProxySQL's default in silence."""
+    from runners.errors import ComponentError
+
+    require("mariadbd", "dbdeployer", "proxysql")
+    plan = make_plan("replication", replication_nodes(1),
+                     router_=proxysql_router(["db1"], ["db2"], settings={name: value}))
+    with Run(experiment="it") as run, pytest.raises(ComponentError, match=said):
+        Topology.deploy(plan, plan.cells[0], run)
