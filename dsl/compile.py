@@ -448,6 +448,7 @@ def _planned_workload(w: Workload, params: Mapping[str, str], duration: float) -
         txn_length=txn_length,
         read_fraction=read_fraction,
         distribution=w.distribution,
+        span=w.span,
         isolation=w.isolation,
         for_update=w.for_update,
     )

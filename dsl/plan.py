@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field
 
 from dsl.models import (
+    NO_SPAN,
     Action,
     Backend,
     ClockSkew,
@@ -26,6 +27,7 @@ from dsl.models import (
     NodeAction,
     NodeGroupAction,
     Report,
+    Span,
     Step,
     TimedAction,
     Trigger,
@@ -137,6 +139,7 @@ class PlannedWorkload(Frozen):
     distribution: Literal["uniform", "exponential"] = "uniform"
     isolation: str | None = None  # None: the server's default (tx_isolation)
     for_update: bool = False
+    span: Span = NO_SPAN  # the workload's line in the file (warnings point at it)
 
 
 class Cell(Frozen):

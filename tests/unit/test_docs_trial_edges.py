@@ -165,3 +165,25 @@ def test_a_config_block_inside_a_variant_says_where_its_settings_go() -> None:
 """, "t.exp")
     assert got[0].message == "a variant's settings go straight in its braces, without config { }"
     assert got[0].hint is not None and "variant relaxed { sync_binlog = 0 }" in got[0].hint
+
+
+PP = """experiment "t" {{
+  duration 15s
+  topology primary_primary {{ nodes p1, p2 }}
+  variant wrong {{ auto_increment_offset = 1 }}
+  workload ins: unique_insert {{ target p1, p2  clients 2  keys auto_increment{rate} }}
+{more}}}
+"""
+
+
+def test_paced_inserts_on_two_primaries_warn_that_collisions_cannot_show() -> None:
+    """The clients of a rate take turns at evenly spaced slots: with wrong offsets, two
+    primaries at 200/s never collided here, unpaced they stopped on 1062 within seconds."""
+    warned = plan_warnings(plan_text(PP.format(rate="  rate 200/s", more="")))
+    assert [w.message for w in warned][:1] == [
+        "workload 'ins' is paced (rate 200/s): its clients take turns at evenly spaced slots, "
+        "so the primaries' inserts never meet and an auto-increment collision cannot show"]
+    assert warned[0].span.line == 5
+    assert plan_warnings(plan_text(PP.format(rate="", more=""))) == []
+    cut = "  at 5s network partition p2 on replication\n  at 9s network heal p2\n"
+    assert plan_warnings(plan_text(PP.format(rate="  rate 200/s", more=cut))) == []
