@@ -50,6 +50,10 @@ class SysbenchWorkload:
         self.proc: subprocess.Popen[str] | None = None
         self.log = run.dir / f"sysbench-{spec.name}.log"
         self.exit_code: int | None = None
+        # it exited by itself with an error, before the lab stopped it (its target restarted,
+        # a connection lost: sysbench gives up): when (monotonic ns) and its last FATAL line
+        self.died_at: int | None = None
+        self.fatal: str | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -96,12 +100,16 @@ class SysbenchWorkload:
                 assert self.proc.stdout is not None
                 for line in self.proc.stdout:
                     logf.write(line)
+                    if "FATAL" in line:
+                        self.fatal = line.strip()[:300]
                     values = parse_line(line)
                     if values is not None:
                         self.sample(Sample("sysbench", self.name, time.monotonic_ns(), values))
                     if self.stop_event.is_set() and self.proc.poll() is None:
                         self.proc.terminate()
                 self.exit_code = self.proc.wait()
+                if self.exit_code != 0 and not self.stop_event.is_set():
+                    self.died_at = time.monotonic_ns()
                 self.run.forget(self.proc.pid)
         finally:
             self.finished.set()

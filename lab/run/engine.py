@@ -311,6 +311,7 @@ class CellRunner:
             self.out.notes.append(f"replication did not settle: {why}")
         if self.load is not None:
             self.out.notes.extend(self.load.slips)
+            self._workload_exits()
         self.facts.after_settle(settled)
         self.view.phase("reading the final state")
         self.facts.read_final_state(list(self.cell.workloads))
@@ -319,6 +320,28 @@ class CellRunner:
         self.view.phase("checking")
         self._check()
         self.out.status = "passed" if all_passed(self.out.expectations) else "failed"
+
+    def _workload_exits(self) -> None:
+        """A sysbench that gave up before its end (its target restarted, a connection lost):
+        ``facts["workload_exits"]`` (its seconds since the load's start, exit code, last FATAL
+        line), which throughput, stalls and errors read: the seconds after are stalled, the
+        exit an error. And a note."""
+        assert self.load is not None
+        exits: dict[str, dict[str, Any]] = {}
+        start = self.load.load_start
+        for name, wl in self.load.workloads.items():
+            died = getattr(wl, "died_at", None)
+            if died is None or start is None:
+                continue
+            at = round((died - start) / 1e9, 3)
+            fatal = getattr(wl, "fatal", None)
+            exits[name] = {"at": at, "code": getattr(wl, "exit_code", None), "message": fatal}
+            self.out.notes.append(
+                f"sysbench {name} gave up at {at:.1f} s (exit {exits[name]['code']}"
+                + (f": {fatal}" if fatal else "") + "): sysbench does not reconnect; the "
+                "seconds after it count as stalled, its exit as one error")
+        if exits:
+            self.facts.facts["workload_exits"] = exits
 
     def _check(self) -> None:
         assert self.recorder is not None

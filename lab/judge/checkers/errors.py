@@ -8,7 +8,9 @@ The code is the server/client error number (``"1062"``, ``"2013"``); without one
 for an ``info``, ``"fail"`` for a ``fail``, ``"incomplete"`` for an operation that never
 completed. ``ratio`` = errors / operations; ``per_second`` = errors per second of the load.
 For sysbench: its per-second ``errors`` and ``reconnects`` columns added up over the seconds
-(by_code ``"sysbench"``); operations = transactions + errors.
+(by_code ``"sysbench"``); operations = transactions + errors; a sysbench that gave up before
+its end (``ctx.facts["workload_exits"]``: its fatal error ends it) adds one error (by_code
+``"exit"``).
 """
 
 from __future__ import annotations
@@ -94,6 +96,12 @@ def check(history: Sequence[Op], ctx: CheckContext) -> CheckResult:
         if round(errs):
             x.by_code[SYSBENCH] = x.by_code.get(SYSBENCH, 0) + round(errs)
         x.reconnects += round(reconn)
+    exits = ctx.facts.get("workload_exits")
+    for w in exits if isinstance(exits, dict) else {}:  # sysbench gave up: its fatal error
+        x = per_w[w]
+        x.ops += 1
+        x.total += 1
+        x.by_code["exit"] = x.by_code.get("exit", 0) + 1
     load_s = ctx.duration_s(history)
     subjects: dict[str, dict[str, Any]] = {}
     for w, counts in per_w.items():

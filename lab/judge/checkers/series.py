@@ -10,9 +10,10 @@ values={"tps", "qps", "lat_p95", "errors", "reconnects"})`` rows, one per
 the ``tps`` of the row whose interval ends in (s, s+1].
 
 A workload's *active window* runs from its first invoke (first sysbench interval) to its last
-completion (last interval), within the load; a workload that started (ended) less than a second
-after the start (before the end) of the load is taken to span the whole load. Only whole seconds
-inside the active window count for stalls.
+completion (last interval), within the load (a sysbench that gave up before its end,
+``ctx.facts["workload_exits"]``: to the end of the load, its seconds after dying zero); a
+workload that started (ended) less than a second after the start (before the end) of the load
+is taken to span the whole load. Only whole seconds inside the active window count for stalls.
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ def _compute(
             node_counts.append(((w, col.name(nc)),
                                 np.bincount(bucket[gn], minlength=n).astype(float).tolist()))
 
+    exits = ctx.facts.get("workload_exits")
+    gave_up = set(exits) if isinstance(exits, dict) else set()
     by_wl: dict[str, list[Sample]] = {}
     for smp in ctx.samples:
         if smp.series == SYSBENCH:
@@ -108,6 +111,8 @@ def _compute(
                 series[b] = float(smp.values.get("tps", 0.0))
         a = max(0.0, (rows[0].time - t0) / NS - 1.0)
         e = min(load_s, max(a, (rows[-1].time - t0) / NS))
+        if w in gave_up:  # its window is the load's: the seconds after it died are stalled
+            e = load_s
         out[w] = Series(w, SYSBENCH, series, a, e, sum(series), rows)
 
     nodes: dict[str, Series] = {}
