@@ -88,7 +88,8 @@ def without_cascades(errors: list[LanguageError], text: str) -> list[LanguageErr
     """Leave out "'vary n' is not used" when the file does say ``$n`` where the language
     refused it (``rate $n``, ``check every $n``: that error is reported, and is the one to
     fix)."""
-    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("vary"))
+    code = re.sub(r'"[^"\n]*"|#[^\n]*', "", text)  # the language, not comments or strings
+    body = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("vary"))
     out = []
     for e in errors:
         m = re.match(r"'vary (\w+)' is not used", e.message)
@@ -96,6 +97,17 @@ def without_cascades(errors: list[LanguageError], text: str) -> list[LanguageErr
             continue
         out.append(e)
     return out
+
+
+def _block_end(lines: list[str], first: int) -> int:
+    """The line (1-based) that closes the block opened on line ``first``."""
+    depth, opened = 0, False
+    for i in range(first - 1, len(lines)):
+        depth += lines[i].count("{") - lines[i].count("}")
+        opened = opened or depth > 0
+        if opened and depth <= 0:
+            return i + 1
+    return len(lines)
 
 
 def errors_of_the_rest(rest: str, text: str, path: str) -> list[LanguageError]:
@@ -137,7 +149,8 @@ def errors_of_the_rest(rest: str, text: str, path: str) -> list[LanguageError]:
         if e.span.line <= header or (named & words) - declared or after_default:
             continue
         # a fault space left empty by its own blanked lines
-        if e.message.endswith("names no fault") and any(n > e.span.line for n in blanked_lines):
+        if e.message.endswith("names no fault") and any(
+                e.span.line < n <= _block_end(old, e.span.line) for n in blanked_lines):
             continue
         out.append(e)
     return out

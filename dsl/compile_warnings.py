@@ -17,7 +17,6 @@ from dsl.models import (
     NodeAction,
     NodeGroupAction,
     Promote,
-    ReplicationControl,
     Span,
 )
 from dsl.plan import (
@@ -121,6 +120,9 @@ def _cell_warnings(plan: Plan, cell: Cell) -> list[Found]:
     return out
 
 
+MAX_APART_RATE = 500.0  # /s: slots 2 ms apart or more, beyond a loopback replication delay
+
+
 def _paced_collisions(plan: Plan, cell: Cell) -> list[Found]:
     """Two primaries' auto-increment inserts at a ``rate``: the clients take turns at evenly
     spaced slots, so no two inserts are ever sent at the same moment, and the collisions
@@ -128,12 +130,9 @@ def _paced_collisions(plan: Plan, cell: Cell) -> list[Found]:
     within seconds unpaced) cannot show."""
     if plan.topology != "primary_primary":
         return []
-    # while replication between them is cut or stopped, their counters drift apart whatever
-    # the pacing: collisions show when it comes back
-    if any((isinstance(a, NetworkFault) and a.verb in ("partition", "link_down")
-            and a.link in ("all", "replication"))
-           or (isinstance(a, ReplicationControl) and a.verb == "stop")
-           for a in plan.actions()):
+    # with a fault (a cut, a stop, a delay, a node down or slowed) their counters can drift
+    # apart whatever the pacing: only a steady load is sure not to collide
+    if any(is_fault(a) for a in plan.actions()):
         return []
     return [(w.span,
              f"workload '{w.name}' is paced (rate {w.rate:g}/s): its clients take turns at "
@@ -143,7 +142,7 @@ def _paced_collisions(plan: Plan, cell: Cell) -> list[Found]:
              "application does)")
             for w in cell.workloads
             if w.kind == "unique_insert" and w.keys == "auto_increment" and w.rate is not None
-            and len(set(w.targets)) > 1 and w.span != NO_SPAN]
+            and w.rate <= MAX_APART_RATE and len(set(w.targets)) > 1 and w.span != NO_SPAN]
 
 
 def root_needs(plan: Plan) -> list[tuple[Action, str]]:

@@ -73,6 +73,8 @@ class SysbenchWorkload:
             limit = 0 if math.isinf(self.duration) else max(1, int(round(self.duration)))
             args += ["--report-interval=1", f"--time={limit}",
                      "--histogram=off"]
+            if s.ops is not None:  # `operations N`: its transactions (events), then it stops
+                args.append(f"--events={s.ops}")
             if s.rate:
                 args.append(f"--rate={int(s.rate)}")
         return [*args, command]

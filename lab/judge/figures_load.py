@@ -27,6 +27,7 @@ from lab.judge.figures_lookup import (
     last_ops,
     last_window,
     no_such_workload,
+    planned_duration,
     stat_of,
     subject_of,
     subjects_of,
@@ -212,7 +213,7 @@ def _throughput(inp: Inputs) -> Measured:
                                "and .max, not '.total'")
         series = subj.get("per_second") or []
         load_s = float(r.metrics.get("load_seconds") or len(series))
-        a, b = window_seconds(inp.metric, load_s)
+        a, b = window_seconds(inp.metric, load_s, planned_duration(inp))
         hi = min(len(series), math.floor(load_s + 1e-9), math.floor(b + 1e-9))
         # last N: from the second it starts in (as before); from A: whole seconds from A on
         lo = max(0, math.floor(a + 1e-9) if inp.metric.window is None
@@ -264,6 +265,10 @@ def _errors(inp: Inputs) -> Measured:
     if m.windowed:
         if m.subject is None:
             raise Unmeasurable(f"errors ... {window_keyword(m)} needs a workload")
+        info = inp.ctx.workloads.get(m.subject)
+        if info is not None and info.kind == "sysbench":
+            raise Unmeasurable(f"'{window_keyword(m)}' is not available for {m.subject} "
+                               "(sysbench: per-second rows, no operations)")
         ops = last_ops(inp, m.subject)
         bad = [c for c in ops if c.type != "ok"]
         if m.code is not None:
@@ -309,11 +314,14 @@ def _stalls(inp: Inputs) -> Measured:
             raise Unmeasurable(f"no per-second series for '{w}'")
         series = ts.get("per_second") or []
         load_s = float(tr.metrics.get("load_seconds") or len(series))
-        a, b = window_seconds(inp.metric, load_s)
+        a, b = window_seconds(inp.metric, load_s, planned_duration(inp))
         first = math.floor(a + 1e-9) if inp.metric.window is None else math.ceil(a - 1e-9)
         lo = max(0, first, math.ceil(ts["start"] - 1e-9))
         hi = min(len(series), math.floor(load_s + 1e-9), math.floor(ts["end"] + 1e-9),
                  math.floor(b + 1e-9))
+        if hi <= lo and inp.metric.window is not None:
+            raise Unmeasurable(f"no whole second of '{w}' {window_words(inp.metric)} (it ran "
+                               f"from {ts['start']:.1f} s to {ts['end']:.1f} s)")
         zeros = [i for i in range(lo, hi) if series[i] == 0]
         longest = run = 0
         prev = None

@@ -165,20 +165,26 @@ def window_words(m: Metric) -> str:
     return f"in the last {m.last:g} s"
 
 
-def window_between(m: Metric, t0: int, t1: int) -> tuple[int, int]:
+def window_between(m: Metric, t0: int, t1: int,
+                   duration: float | None = None) -> tuple[int, int]:
     """(from, to) in ns of a windowed metric within a load from ``t0`` to ``t1``: ``last N``,
-    the last N seconds; ``from A to B``, A to B seconds after the start (cut at the end)."""
+    the last N seconds; ``from A to B``, A to B seconds after the start (cut at the end); a
+    window whose B is the experiment's ``duration`` reaches the load's real end ``t1`` (the
+    workloads' stop comes after the duration), as ``last`` does."""
     if m.window is not None:
         a, b = m.window
-        return min(t1, t0 + round(a * NS)), min(t1, t0 + round(b * NS))
+        end = t1 if duration is not None and b >= duration - 1e-9 else t0 + round(b * NS)
+        return min(t1, t0 + round(a * NS)), min(t1, end)
     assert m.last is not None
     return max(t0, t1 - round(m.last * NS)), t1
 
 
-def window_seconds(m: Metric, load_s: float) -> tuple[float, float]:
+def window_seconds(m: Metric, load_s: float,
+                   duration: float | None = None) -> tuple[float, float]:
     """The same, in seconds since the start of a load of ``load_s`` seconds."""
     if m.window is not None:
-        return min(load_s, m.window[0]), min(load_s, m.window[1])
+        b = load_s if duration is not None and m.window[1] >= duration - 1e-9 else m.window[1]
+        return min(load_s, m.window[0]), min(load_s, b)
     assert m.last is not None
     return max(0.0, load_s - m.last), load_s
 
@@ -187,7 +193,13 @@ def last_window(inp: Inputs) -> tuple[int, int]:
     """(from, to) in ns: the metric's window of the load (``last N``, ``from A to B``)."""
     h = inp.history if inp.history is not None else inp.ctx.last_history()
     t0, t1 = inp.ctx.bounds(h or [])
-    return window_between(inp.metric, t0, t1)
+    return window_between(inp.metric, t0, t1, planned_duration(inp))
+
+
+def planned_duration(inp: Inputs) -> float | None:
+    """The experiment's ``duration`` (``facts["duration"]``; None for a run stored before)."""
+    d = inp.ctx.facts.get("duration")
+    return float(d) if isinstance(d, int | float) else None
 
 
 def last_ops(inp: Inputs, workload: str) -> list[Any]:

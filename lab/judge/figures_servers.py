@@ -379,8 +379,13 @@ def _semi_sync(inp: Inputs) -> Measured:
         notes.append(f"{subj['unseen_fallbacks']} seen by the counters only")
     bound = key in ("unacknowledged", "acknowledged") and bool(subj.get("lower_bound"))
     if bound:
-        notes.append(f"at least: the server restarted {subj.get('restarted')} time(s), the "
-                     "commits before each crash since the last sample are not counted")
+        notes.append(f"at least: the server restarted {subj.get('restarted')} time(s) or "
+                     "could not be read for a while: commits it made unread are not counted")
+    if key == "fallbacks" and subj.get("off_from_start"):
+        notes.append("asynchronous from the first sample (fell back before the load)")
+    if key == "off" and subj.get("off_lower_bound"):
+        bound = True
+        notes.append("at least: asynchronous from the first sample")
     return Measured(value, unit, stat, lower_bound=bound, note="; ".join(notes))
 
 

@@ -252,7 +252,8 @@ def _last_window(data: CellData, m: Metric) -> tuple[int, int] | None:
     lo, hi = data.ctx.load_start, data.ctx.load_end
     if lo is None or hi is None:
         return None
-    return window_between(m, lo, hi)
+    d = data.ctx.facts.get("duration")
+    return window_between(m, lo, hi, float(d) if isinstance(d, int | float) else None)
 
 
 def figure_name(m: Metric) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -335,7 +336,10 @@ class CellRunner:
                 continue
             at = round((died - start) / 1e9, 3)
             fatal = getattr(wl, "fatal", None)
-            exits[name] = {"at": at, "code": getattr(wl, "exit_code", None), "message": fatal}
+            own = getattr(wl, "duration", None)
+            exits[name] = {"at": at, "code": getattr(wl, "exit_code", None), "message": fatal,
+                           "duration": own if isinstance(own, float) and math.isfinite(own)
+                           else None}
             self.out.notes.append(
                 f"sysbench {name} gave up at {at:.1f} s (exit {exits[name]['code']}"
                 + (f": {fatal}" if fatal else "") + "): sysbench does not reconnect; the "
@@ -350,6 +354,8 @@ class CellRunner:
         if self.load is not None and self.load.repl_watch is not None:
             facts["replication_messages"] = self.load.repl_watch.messages_by_node()
         load_start, load_end = self._load_bounds()
+        if math.isfinite(self.plan.duration):  # a window 'from A to <duration>' reaches the end
+            facts["duration"] = self.plan.duration
         ctx = CheckContext(
             workloads={
                 w.name: WorkloadInfo(w.kind, tuple(w.targets), tuple(w.reads), w.key_count)

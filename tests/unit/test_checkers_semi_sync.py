@@ -121,3 +121,20 @@ def test_the_watcher_reads_mariadbs_and_mysqls_names() -> None:
                     ("Rpl_semi_sync_source_yes_tx", "0")]])
     assert ReplicationWatcher._semi_sync(mysql)["semi_sync_enabled"] == 0.0
     assert ReplicationWatcher._semi_sync(_Conn([[], []])) == {}  # no semi-sync on the server
+
+
+def test_asynchronous_from_the_first_sample_is_a_fallback_and_off_a_bound() -> None:
+    """A primary whose semi-sync never held in the load (its replica stopped before it) read
+    fallbacks 0, off 0: expectations of a healthy semi-sync passed (the reviewer's case)."""
+    r = check([], ctx(0, 1, samples=[ss(0.0, on=False, no=5), ss(0.2, on=False, no=9),
+                                     ss(0.4, on=False, no=12)]))
+    db1 = r.metrics["subjects"]["db1"]  # type: ignore[index]
+    assert (db1["fallbacks"], db1["off_from_start"], db1["still_off"]) == (1, True, True)
+    assert db1["off_lower_bound"] is True and db1["off"] == pytest.approx(0.4)
+
+
+def test_a_node_not_read_for_a_while_gives_counts_that_are_bounds() -> None:
+    unread = Sample("replication", "db1", ns(0.4), {"unreadable": 1.0})
+    r = check([], ctx(0, 1, samples=[ss(0.0, no=1), ss(0.2, no=1), unread]))
+    db1 = r.metrics["subjects"]["db1"]  # type: ignore[index]
+    assert db1["restarted"] == 0 and db1["unread_gaps"] is True and db1["lower_bound"] is True

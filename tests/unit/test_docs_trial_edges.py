@@ -187,3 +187,43 @@ def test_paced_inserts_on_two_primaries_warn_that_collisions_cannot_show() -> No
     assert plan_warnings(plan_text(PP.format(rate="", more=""))) == []
     cut = "  at 5s network partition p2 on replication\n  at 9s network heal p2\n"
     assert plan_warnings(plan_text(PP.format(rate="  rate 200/s", more=cut))) == []
+
+
+def test_a_parameter_only_in_a_comment_is_still_unused() -> None:
+    got = messages("""experiment "t" {
+  duration 10s
+  topology single { node db1 }
+  workload w: unique_writes { target db1 }   # clients $n later
+  vary n in 1, 2
+}
+""")
+    assert got == ["'vary n' is not used: no workload says $n"]
+
+
+def test_an_empty_fault_space_is_said_beside_a_typo_after_it() -> None:
+    got = messages("""experiment "t" {
+  duration 20s
+  topology replication { primary db1  replicas db2 }
+  workload w: unique_writes { target db1 }
+  faults {
+    between 3s and 12s
+  }
+  expect lost_writes = 0
+}
+""")
+    assert any(m.endswith("names no fault") for m in got), got
+
+
+def test_lost_writes_of_sysbench_gets_no_downtime_hint_and_faults_silence_the_pace_warning(
+        ) -> None:
+    errors = check_text("""experiment "t" {
+  duration 10s
+  topology replication { primary db1  replicas db2 }
+  workload rd: sysbench oltp_insert { target db1 }
+  expect lost_writes(rd) == 0
+}
+""", "t.exp")
+    assert errors and "downtime" not in (errors[0].hint or "")
+    latency = "  at 5s network latency p2 50ms on replication for 3s\n"
+    assert plan_warnings(plan_text(PP.format(rate="  rate 200/s", more=latency))) == []
+    assert plan_warnings(plan_text(PP.format(rate="  rate 2000/s", more=""))) == []

@@ -73,3 +73,40 @@ def test_the_window_is_written_back_as_written_and_refused_where_it_cannot_be() 
     assert errors == ["'from ... to' does not apply to downtime"]
     errors = [e.message for e in check_text(TEXT.format(metric="errors(w) from 5s to 25s == 0"))]
     assert errors == ["to 25s is after the end of the load (20s)"]
+
+
+def test_a_window_ending_at_the_duration_reaches_the_loads_real_end() -> None:
+    """The workloads' stop comes after the duration: a window to the duration takes what
+    completed in that tail and what never completed, as `last` does (the reviewer's case: 5
+    writes hanging from 15 s read 0 errors 'from 10s to 20s' and 5 'last 10s')."""
+    from histories import history as hist
+
+    ok = [(i * 0.1, i * 0.1 + 0.01, "ok") for i in range(150)]
+    hanging = [(15.0 + i * 0.01, None) for i in range(5)]
+    ops = probe(ok)
+    from histories import invoke_op
+    ops += [invoke_op(9, "write", t, workload="w", endpoint="db1", key=1000 + i)
+            for i, (t, _) in enumerate(hanging)]
+    h = hist(ops)
+    c = ctx(0, 20.3, workloads={"w": "unique_writes"}, facts={"duration": 20.0})
+    assert judged("errors(w) last 10s == 5", h, c)[:2] == (True, 5.0)
+    assert judged("errors(w) from 10s to 20s == 5", h, c)[:2] == (True, 5.0)
+    assert judged("errors(w) from 10s to 14s == 0", h, c)[:2] == (True, 0.0)
+
+
+def test_a_window_with_no_second_of_the_workload_and_sysbench_errors_are_unknown() -> None:
+    h = history(probe([(i * 0.1, i * 0.1 + 0.01, "ok") for i in range(80)]))  # 0 to 8 s
+    c = ctx(0, 20, workloads={"w": "unique_writes"}, facts={"duration": 20.0})
+    passed, _, why = judged("stalls(w).max from 12s to 20s < 1s", h, c)
+    assert passed is None and "no whole second of 'w' from 12 s to 20 s" in why
+    sb = ctx(0, 20, workloads={"sb": "sysbench"}, facts={"duration": 20.0},
+             samples=[Sample("sysbench", "sb", round((i + 1) * 1e9), {"tps": 10.0,
+                                                                      "errors": 1.0})
+                      for i in range(20)])
+    plan = plan_text(TEXT.format(metric="errors(w) == 0").replace(
+        "workload w: unique_writes { target db1 }",
+        "workload sb: sysbench oltp_read_only { target db1 }\n"
+        "  workload w: unique_writes { target db1 }").replace(
+        "expect errors(w) == 0", "expect errors(sb) from 5s to 10s == 0"))
+    out = evaluate(plan.expectations[0], run_checkers([], sb), sb, history=[])
+    assert out.passed is None and "sysbench: per-second rows" in out.explanation

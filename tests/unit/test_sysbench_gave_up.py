@@ -53,3 +53,25 @@ def test_a_sysbench_that_exits_with_an_error_by_itself_is_marked_dead(tmp_path: 
     wl.died_at = None
     wl._main()
     assert wl.died_at is None
+
+
+def test_a_sysbench_with_its_own_duration_is_stalled_only_until_its_end() -> None:
+    dead = run_checkers([], ctx(0, 30, workloads={"rd": "sysbench"}, samples=rows(8),
+                                facts={"workload_exits": {"rd": {"at": 8.1, "code": 1,
+                                                                 "duration": 10.0}}}))
+    stalls = dead["stalls"].metrics["subjects"]["rd"]  # type: ignore[index]
+    assert stalls["longest"] == 2  # seconds 8 and 9 of its own 10, not 22 of the load
+
+
+def test_operations_n_is_sysbenchs_events() -> None:
+    from runners.mysql import Address, Credentials
+    from runners.sysbench import SysbenchWorkload
+
+    wl = SysbenchWorkload.__new__(SysbenchWorkload)
+    wl.spec = SimpleNamespace(script="oltp_insert", targets=["db1"], tables=1,  # type: ignore[assignment]
+                              table_size=100, threads=2, clients=1, rate=None, ops=500)
+    wl.address = lambda _e: Address("127.0.0.1", 3306)  # type: ignore[assignment]
+    wl.creds, wl.duration = Credentials("u", "p"), 30.0
+    assert "--events=500" in wl._args("run")
+    wl.spec.ops = None  # type: ignore[attr-defined]
+    assert not [a for a in wl._args("run") if a.startswith("--events")]

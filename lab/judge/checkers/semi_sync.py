@@ -18,12 +18,16 @@ Per node with the primary side enabled at some sample:
   on; back: the first sample reading on again, None when it never came back).
 - ``off``: seconds from each window's first sample reading off to its ``back`` (or to the last
   sample when it never came back), added up; unseen windows add nothing. Resolution: the
-  watcher's interval (200 ms) at each end.
+  watcher's interval (200 ms) at each end. A node asynchronous from its first sample (it fell
+  back before the load, or its replica never connected) counts a fallback there
+  (``off_from_start``) and its ``off`` is a lower bound.
 - ``unacknowledged`` / ``acknowledged``: the growth of ``Rpl_semi_sync_master_no_tx`` /
   ``_yes_tx`` over the load, from its first readable sample to its last: exact while the
   server ran throughout. A counter that went down restarted with the server: what it counted
   from the restart is added, and the commits between the last sample before and the crash are
-  not seen, so the figure is then a lower bound (``restarted`` > 0, ``lower_bound``).
+  not seen, so the figure is then a lower bound (``restarted`` > 0, ``lower_bound``); so is it
+  when the node could not be read for a while after its first sample (``unread_gaps``: down,
+  paused, killed for good).
 Every commit counts, the lab's heartbeat (a beat every 50 ms on the primary) included.
 A node whose primary side was never enabled (a replica; a replica ``promote`` made the primary
 keeps only the replica's side) has ``enabled`` False and no figures: its commits never wait for
@@ -56,6 +60,11 @@ def _node(samples: list[Sample], t0: int, t_end: int) -> dict[str, Any]:
     windows: list[dict[str, Any]] = []
     prev: Sample | None = None
     cur: dict[str, Any] | None = None  # the window open now
+    # asynchronous from the first sample: it fell back before the load (or never held)
+    first_off = bool(readable) and readable[0].values.get("semi_sync_on") != 1.0
+    if first_off:
+        cur = {"at": readable[0].time, "after": None, "back": None, "seen": True}
+        windows.append(cur)
     for s in readable:
         on = s.values.get("semi_sync_on") == 1.0
         if prev is not None:
@@ -88,15 +97,22 @@ def _node(samples: list[Sample], t0: int, t_end: int) -> dict[str, Any]:
         restarted += restart
         for k in counts:
             counts[k] += vb[k] if restart else vb[k] - va[k]
+    # a node not read for a while (down, paused, killed for good) may have committed unseen
+    first_read = readable[0].time if readable else None
+    gaps = first_read is not None and any(
+        "unreadable" in s.values and s.time > first_read for s in samples)
     out.update({
         "fallbacks": len(windows),
+        "off_from_start": first_off,
+        "off_lower_bound": first_off,
         "unseen_fallbacks": sum(1 for w in windows if not w["seen"]),
         "off": round(off, 6),
         "still_off": cur is not None,
         "unacknowledged": counts["no_tx"],
         "acknowledged": counts["yes_tx"],
         "restarted": restarted,
-        "lower_bound": restarted > 0,
+        "unread_gaps": gaps,
+        "lower_bound": restarted > 0 or gaps,
         "windows": [{"at": at(w["at"]), "after": at(w["after"]), "back": at(w["back"]),
                      "seen": w["seen"]} for w in windows[:100]],
     })

@@ -111,8 +111,9 @@ def _compute(
                 series[b] = float(smp.values.get("tps", 0.0))
         a = max(0.0, (rows[0].time - t0) / NS - 1.0)
         e = min(load_s, max(a, (rows[-1].time - t0) / NS))
-        if w in gave_up:  # its window is the load's: the seconds after it died are stalled
-            e = load_s
+        if w in gave_up:  # its window is its own: the seconds after it died are stalled
+            own = exits[w].get("duration") if isinstance(exits, dict) else None
+            e = load_s if not isinstance(own, int | float) else min(load_s, a + float(own))
         out[w] = Series(w, SYSBENCH, series, a, e, sum(series), rows)
 
     nodes: dict[str, Series] = {}
