@@ -37,9 +37,9 @@ test-integration: bootstrap
 	$(MAKE) --no-print-directory integration
 
 # Real servers: two tests at a time (each run has its own ports, directories and state), then
-# the calibration whose tolerance is for an idle machine alone (visibility: tests/integration/
-# conftest.py marks it `serial`; the other calibrations run in the pool). Both parts run;
-# the target fails if either did.
+# alone what must not share the machine (tests/integration/conftest.py marks them `serial`):
+# the calibration whose tolerance is for an idle machine (visibility) and the lesson that
+# drops the whole OS page cache (10). Both parts run; the target fails if either did.
 integration:
 	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n 2 --dist loadgroup \
 	  --durations=30 || s=1; \

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dsl.models import UnitKind
 from lab.figures_format import format_count
+from lab.judge.checkers.base import CheckResult
 from lab.judge.figures_lookup import (
     Inputs,
     Measured,
@@ -222,14 +224,22 @@ def _router_failover(inp: Inputs) -> Measured:
     raise Unmeasurable(f"{key}: not before the end of the load ({note})")
 
 
-def _errant_gtids(inp: Inputs) -> Measured:
-    """Errant transactions of a node (``lab.judge.checkers.errant_gtids``)."""
-    r = checker_result(inp, "errant_gtids")
+def _per_node(inp: Inputs, checker: str, nothing: str
+              ) -> tuple[CheckResult, str, str, UnitKind, str | None, dict[str, Any]]:
+    """A per-node checker's result, the metric's statistic (name, path, unit), its node and
+    the nodes measured; ``Unmeasurable(nothing)`` when none was."""
+    r = checker_result(inp, checker)
     stat, key, unit = stat_of(inp)
-    node = inp.metric.subject
     subjects = subjects_of(r)
     if not subjects:
-        raise Unmeasurable(r.details or "errant GTIDs were not read")
+        raise Unmeasurable(r.details or nothing)
+    return r, stat, key, unit, inp.metric.subject, subjects
+
+
+def _errant_gtids(inp: Inputs) -> Measured:
+    """Errant transactions of a node (``lab.judge.checkers.errant_gtids``)."""
+    r, stat, key, unit, node, subjects = _per_node(inp, "errant_gtids",
+                                                   "errant GTIDs were not read")
     if node is None or node not in subjects:
         if node is not None and node == r.metrics.get("authority"):
             return Measured(0.0, unit, stat, note=f"{node} is the primary at the end: the "
@@ -357,12 +367,8 @@ def _anomalies(inp: Inputs) -> Measured:
 # The readers ``dsl.metrics.METRICS`` names (``MetricSpec.reader``).
 def _semi_sync(inp: Inputs) -> Measured:
     """Semi-sync on a node's primary side (``lab.judge.checkers.semi_sync``)."""
-    r = checker_result(inp, "semi_sync")
-    stat, key, unit = stat_of(inp)
-    node = inp.metric.subject
-    subjects = subjects_of(r)
-    if not subjects:
-        raise Unmeasurable(r.details or "no semi-sync samples were recorded")
+    _, stat, key, unit, node, subjects = _per_node(inp, "semi_sync",
+                                                   "no semi-sync samples were recorded")
     if node is None or node not in subjects:
         raise Unmeasurable(f"no semi-sync samples of '{node}' (sampled: "
                            f"{known_list(subjects)})")  # fmt: skip

@@ -33,6 +33,10 @@ os.environ.setdefault("LAB_HOME", str(Path(_session_dir) / "home"))
 # read 2.08 s beside a CPU-bound process and helper jobs (docs/workshop/README.md, "A busy
 # machine"); they run alone, after the pool
 IDLE_ONLY = ("visibility",)
+# lessons whose experiments act on the whole machine, not on their own run: `drop caches` (the
+# OS page cache) stalls every other test's I/O for a moment (a container ProxySQL test beside
+# lesson 10 read 705 ms of downtime on writes straight to its nodes, and failed)
+MACHINE_WIDE = ("10-cache-drop",)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
@@ -40,16 +44,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test here is ``integration``. ``make test`` runs them two at a time (two runs at
     once must not collide, and most of a run is waiting for its timeline) except the
     ``serial`` ones, which run alone afterwards: the calibrations whose tolerance is stated
-    for an idle machine (``IDLE_ONLY``). The other calibrations run in the pool: each passed
-    two at a time and beside a CPU-bound process (``make catalogue-busy``). The container
-    tests share one worker (``xdist_group``): they compare the host's network state before
-    and after."""
+    for an idle machine (``IDLE_ONLY``), and the lessons that act on the whole machine
+    (``MACHINE_WIDE``: a drop of the OS page cache). The other calibrations run in the pool:
+    each passed two at a time and beside a CPU-bound process (``make catalogue-busy``). The
+    container tests share one worker (``xdist_group``): they compare the host's network
+    state before and after."""
     for item in items:
         if "tests/integration" not in str(item.fspath):
             continue
         item.add_marker(pytest.mark.integration)
         name = Path(str(item.fspath)).name
-        if any(f"[calibration/{n}]" in item.nodeid for n in IDLE_ONLY):
+        if any(f"[calibration/{n}]" in item.nodeid for n in IDLE_ONLY) or any(
+                f"[{n}]" in item.nodeid for n in MACHINE_WIDE):
             item.add_marker(pytest.mark.serial)
         if name.startswith("test_containers") or "-containers]" in item.nodeid:
             item.add_marker(pytest.mark.xdist_group("containers"))

@@ -29,6 +29,22 @@ pytestmark = pytest.mark.integration
 LAB = [sys.executable, "-m", "lab.cli"]
 
 
+def _passing_run(tmp_path: Path, name: str, text: str, timeout: float) -> tuple[str, list]:  # type: ignore[type-arg]
+    """`lab run` of the experiment ``text`` in a home of its own, which must pass: its run id
+    and the operations of its first cell."""
+    from lab.store.db import Store
+
+    exp = tmp_path / f"{name}.exp"
+    exp.write_text(text)
+    home = tmp_path / "home"
+    out = subprocess.run([*LAB, "run", str(exp), "--json"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=timeout, env=dict(os.environ, LAB_HOME=str(home)))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    store = Store(home / "results.db")
+    rid = store.conn.execute("select id from runs order by rowid desc limit 1").fetchone()[0]
+    return str(rid), store.operations(rid, 1)
+
+
 def _require_podman() -> None:
     for name in ("podman", "runc", "mmdebstrap"):
         if not find(name).ok:
@@ -325,17 +341,7 @@ def test_incident_faults_on_a_container(tmp_path: Path) -> None:
     at least 3x slower; a memory limit is the container's; the server's clock is 30 s ahead
     under the skew and back after the heal (libfaketime in the image). Nothing is left."""
     _require_podman()
-    from lab.store.db import Store
-
-    exp = tmp_path / "ctr-faults.exp"
-    exp.write_text(FAULTS)
-    home = tmp_path / "home"
-    out = subprocess.run([*LAB, "run", str(exp), "--json"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300, env=dict(os.environ, LAB_HOME=str(home)))
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    store = Store(home / "results.db")
-    rid = store.conn.execute("select id from runs order by rowid desc limit 1").fetchone()[0]
-    ops = store.operations(rid, 1)
+    rid, ops = _passing_run(tmp_path, "ctr-faults", FAULTS, 300)
     faults = {o.f: o for o in ops if o.is_fault() and o.type == "ok" and o.f != "sql"}
     started = [o for o in ops if o.is_fault() and o.f == "sql" and o.type == "invoke"]
     done = [o for o in ops if o.is_fault() and o.f == "sql" and o.type == "ok"]
@@ -775,17 +781,7 @@ def test_a_galera_cluster_killed_at_once_is_recovered_on_containers(tmp_path: Pa
     others joined; nothing acknowledged is lost (a kill keeps the page cache) and nothing is
     left."""
     _require_podman()
-    from lab.store.db import Store
-
-    exp = tmp_path / "ctr-galera-crash.exp"
-    exp.write_text(GALERA_CRASH)
-    home = tmp_path / "home"
-    out = subprocess.run([*LAB, "run", str(exp), "--json"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=400, env=dict(os.environ, LAB_HOME=str(home)))
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    store = Store(home / "results.db")
-    rid = store.conn.execute("select id from runs order by rowid desc limit 1").fetchone()[0]
-    ops = store.operations(rid, 1)
+    rid, ops = _passing_run(tmp_path, "ctr-galera-crash", GALERA_CRASH, 400)
     done = [(o.f, o.node) for o in ops if o.process == -1 and o.type == "ok"]
     phases = [f for f, _ in done if f in ("recover_position", "bootstrap", "join")]
     assert phases == ["recover_position"] * 3 + ["bootstrap", "join", "join"]
