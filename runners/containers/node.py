@@ -116,6 +116,7 @@ class ContainerNode(Node):
         self.server_id = planned.server_id
         self.data_path = DATADIR  # its data directory in the container
         self.host_datadir: Path | None = None  # disk full: the tmpfs on this machine
+        self.merged_dir: Path | None = None  # its container's file system on this machine
         self.host_binlog_dir: Path | None = None  # disk full ... binlog: the same
 
     @property
@@ -162,6 +163,7 @@ class ContainerNode(Node):
         with contextlib.suppress(Exception):
             merged = self.inspect().get("GraphDriver", {}).get("Data", {}).get("MergedDir")
             if merged:
+                self.merged_dir = Path(merged)
                 self.datadir = Path(merged) / self.data_path.lstrip("/")
 
     def tmpfs_dir(self, target: str) -> Path:
