@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from runners.containers import conmon
 from runners.errors import ComponentError
 from runners.runtime import Run, alive, list_runs, read_run, runtime_root
 
@@ -433,10 +434,32 @@ def sweep(dead_run_ids: set[str] | None = None) -> list[str]:
         labelled = podman_labelled_runs()
         runs = {rid for rid, d in labelled.items() if dead(rid, d)}
         removed += podman_remove_labelled(runs, write_containers_conf())
+        removed += end_orphan_monitors()
     # the host's network goes back once no run registered as using it is alive (whatever the
     # LAB_RUNTIME of its lab)
     removed += HostNetState.release()
     return removed
+
+
+def end_orphan_monitors() -> list[str]:
+    """End the ``conmon``s of containers this machine's podman no longer has (an exec
+    session's, left by a run interrupted mid-exec: ``runners.containers.conmon``)."""
+    podman = shutil.which("podman")
+    found = conmon.monitors()
+    if podman is None or not found:
+        return []
+    env = podman_env(write_containers_conf())
+    try:
+        ids = subprocess.run([podman, "ps", "-a", "-q", "--no-trunc"], capture_output=True,
+                             text=True, env=env, timeout=60, check=True).stdout.split()
+        root = subprocess.run([podman, "info", "--format", "{{.Store.GraphRoot}}"],
+                              capture_output=True, text=True, env=env, timeout=60,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return []  # what exists is unknown: nothing is an orphan for sure
+    if not root:
+        return []
+    return conmon.end(conmon.orphans(found, set(ids), root))
 
 
 # --- the host's network state --------------------------------------------------------------

@@ -80,10 +80,10 @@ from runners.capabilities import (
     RouterProcess,
     UnsyncedLoss,
 )
+from runners.containers import conmon, warm
 from runners.containers import engine as engines
 from runners.containers import image as images
 from runners.containers import iofs as ctr_iofs
-from runners.containers import warm
 from runners.containers.faults import ContainerFaults
 from runners.containers.node import (
     FAKETIME_FILE,
@@ -610,8 +610,14 @@ class ContainerTopology(ContainerFaults):
                 self.toxi.stop()
         eng = self.engine
         if eng is not None:
+            ids: set[str] = set()
+            with contextlib.suppress(Exception):
+                ids = {c.id for c in eng.client.containers.list(
+                    all=True, filters={"label": f"{engines.LABEL_RUN}={self.run.id}"})}
             with contextlib.suppress(Exception):
                 engines.remove_labelled(eng.client, lambda rid, _dir: rid == self.run.id)
+            if eng.local:  # an exec cut short (Ctrl-C) leaves its conmon: ended with them
+                conmon.end([m for m in conmon.monitors() if m.container in ids])
             service = eng.service
             eng.close()
             if service is not None:
