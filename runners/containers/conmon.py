@@ -6,14 +6,15 @@ an ``iptables`` ran inside a node, say) can leave that exec session's ``conmon``
 a stopped ``make validity`` and of a killed CI, six of them. Nothing would ever end them.
 
 An orphan here is a ``conmon`` of this user whose ``-c`` names a container that the local
-podman store no longer has, and whose bundle (``-b``) lies in that store's
-``overlay-containers`` directory: a monitor of another store (another user's podman, another
-``--root``) or of a container that still exists is never touched.
+podman store no longer has (``podman ps -a --external``), and whose bundle (``-b``) is that
+container's directory in the store (``<graphroot>/<driver>-containers/<id>/``): a monitor of
+another store (another user's podman, another ``--root``) or of a container that still exists
+is never touched, and a signal goes only to the very process found (pid, command line and
+start time unchanged).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import time
@@ -28,6 +29,7 @@ class Monitor:
     pid: int
     container: str  # its -c: the container's full id
     bundle: str  # its -b
+    started: int = 0  # its start time (/proc/PID/stat, clock ticks): a reused pid is not it
 
 
 def parse(argv: list[str]) -> tuple[str, str] | None:
@@ -60,38 +62,66 @@ def monitors(proc: Path = PROC) -> list[Monitor]:
         except OSError:
             continue
         got = parse([a.decode(errors="replace") for a in argv])
-        if got is not None:
-            out.append(Monitor(int(d.name), *got))
+        started = _start_time(int(d.name), proc)
+        if got is not None and started is not None:
+            out.append(Monitor(int(d.name), *got, started))
     return out
 
 
 def orphans(found: list[Monitor], existing: set[str], graphroot: str) -> list[Monitor]:
     """Those of ``found`` whose container is not in ``existing`` (full ids) and whose bundle
-    is in ``graphroot``'s ``overlay-containers``."""
-    store = graphroot.rstrip("/") + "/overlay-containers/"
-    return [m for m in found if m.container not in existing and m.bundle.startswith(store)]
+    is that container's in ``graphroot`` (``<graphroot>/<driver>-containers/<id>/...``)."""
+    store = graphroot.rstrip("/") + "/"
+    return [m for m in found if m.container not in existing and m.bundle.startswith(store)
+            and f"-containers/{m.container}/" in m.bundle[len(store):]]
 
 
 def end(found: list[Monitor], grace: float = 2.0) -> list[str]:
-    """SIGTERM, then SIGKILL after ``grace`` seconds; what was ended, one line each."""
+    """SIGTERM, then SIGKILL to what is left after ``grace`` seconds; what was ended, one line
+    each. Each signal goes only to the process found (its pid, command line and start time
+    still the same): a pid reused since is never signalled."""
     ended: list[str] = []
+    termed: list[Monitor] = []
     for m in found:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(m.pid, signal.SIGTERM)
+        if _signal(m, signal.SIGTERM):
+            termed.append(m)
             ended.append(f"conmon {m.pid} (of removed container {m.container[:12]})")
     deadline = time.monotonic() + grace
-    for m in found:
-        while time.monotonic() < deadline and _alive(m.pid):
+    for m in termed:
+        while time.monotonic() < deadline and _alive(m):
             time.sleep(0.05)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(m.pid, signal.SIGKILL)
+        if _alive(m):
+            _signal(m, signal.SIGKILL)
     return ended
 
 
-def _alive(pid: int) -> bool:
-    """Running, not a zombie waiting for its parent."""
+def _signal(m: Monitor, sig: int) -> bool:
+    if not _alive(m):
+        return False
     try:
-        stat = (PROC / str(pid) / "stat").read_text()
+        os.kill(m.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _start_time(pid: int, proc: Path = PROC) -> int | None:
+    """The process's start time in clock ticks since boot (None: gone), and only while it is
+    not a zombie."""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return None if fields[0] == "Z" else int(fields[19])
+
+
+def _alive(m: Monitor) -> bool:
+    """The same process is still running (not a zombie, not a pid reused by another)."""
+    if _start_time(m.pid) != m.started:
+        return False
+    try:
+        argv = (PROC / str(m.pid) / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
     except OSError:
         return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+    return parse([a.decode(errors="replace") for a in argv]) == (m.container, m.bundle)

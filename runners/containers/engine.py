@@ -450,8 +450,9 @@ def end_orphan_monitors() -> list[str]:
         return []
     env = podman_env(write_containers_conf())
     try:
-        ids = subprocess.run([podman, "ps", "-a", "-q", "--no-trunc"], capture_output=True,
-                             text=True, env=env, timeout=60, check=True).stdout.split()
+        ids = subprocess.run([podman, "ps", "-a", "-q", "--no-trunc", "--external"],
+                             capture_output=True, text=True, env=env, timeout=60,
+                             check=True).stdout.split()
         root = subprocess.run([podman, "info", "--format", "{{.Store.GraphRoot}}"],
                               capture_output=True, text=True, env=env, timeout=60,
                               check=True).stdout.strip()

@@ -155,16 +155,17 @@ class ContainerNode(Node):
         return self.error_log
 
     def locate_datadir(self) -> None:
-        if self.host_datadir is not None:
-            self.datadir = self.host_datadir
-            return
         if not self.engine.local:
+            if self.host_datadir is not None:
+                self.datadir = self.host_datadir
             return
         with contextlib.suppress(Exception):
             merged = self.inspect().get("GraphDriver", {}).get("Data", {}).get("MergedDir")
             if merged:
                 self.merged_dir = Path(merged)
                 self.datadir = Path(merged) / self.data_path.lstrip("/")
+        if self.host_datadir is not None:  # disk full: the tmpfs, not the container's layer
+            self.datadir = self.host_datadir
 
     def tmpfs_dir(self, target: str) -> Path:
         if target == "binlog" and self.host_binlog_dir is not None:

@@ -234,6 +234,13 @@ class ContainerTopology(ContainerFaults):
         self.run.set_state("up", backend="containers", endpoints=self.endpoints(),
                            nodes=self.describe_nodes())
 
+    def _container_ids(self, eng: engines.Engine) -> set[str] | None:
+        """The run's containers on the engine (full ids); None when it cannot say."""
+        with contextlib.suppress(Exception):
+            return {c.id for c in eng.client.containers.list(
+                all=True, filters={"label": f"{engines.LABEL_RUN}={self.run.id}"})}
+        return None
+
     def _warm_images(self, parts: list[Any]) -> None:
         """Each image's server read into the page cache, through one container of it (its
         lower layers are the same files for all): ``runners.containers.warm``."""
@@ -244,7 +251,8 @@ class ContainerTopology(ContainerFaults):
             image = str((getattr(part.container, "attrs", None) or {}).get("Image"))
             if merged is not None and image not in seen:
                 seen.add(image)
-                warm.read_whole(warm.image_files(merged))
+                with contextlib.suppress(OSError):  # a layer this user may not read
+                    warm.read_whole(warm.image_files(merged))
         self.timings["warm_images"] = self.timings.get("warm_images", 0.0) + (
             time.monotonic() - t)
 
@@ -610,14 +618,13 @@ class ContainerTopology(ContainerFaults):
                 self.toxi.stop()
         eng = self.engine
         if eng is not None:
-            ids: set[str] = set()
-            with contextlib.suppress(Exception):
-                ids = {c.id for c in eng.client.containers.list(
-                    all=True, filters={"label": f"{engines.LABEL_RUN}={self.run.id}"})}
+            before = self._container_ids(eng)
             with contextlib.suppress(Exception):
                 engines.remove_labelled(eng.client, lambda rid, _dir: rid == self.run.id)
-            if eng.local:  # an exec cut short (Ctrl-C) leaves its conmon: ended with them
-                conmon.end([m for m in conmon.monitors() if m.container in ids])
+            after = self._container_ids(eng) if eng.local and before else None
+            if before and after is not None:  # an exec cut short (Ctrl-C) leaves its conmon:
+                gone = before - after  # ended with the containers that were removed
+                conmon.end([m for m in conmon.monitors() if m.container in gone])
             service = eng.service
             eng.close()
             if service is not None:

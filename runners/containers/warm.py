@@ -1,6 +1,7 @@
 """The container engine's helper programs, and each node image's server, read into the page
 cache at a run's bring-up, so that their first use in the load does not read them from the
-disk.
+disk — as long as that use comes within the host's idle time of the bring-up (a minute here:
+a ``pause`` two minutes into a long load finds them cold again).
 
 Some hosts page out file pages nobody touched for a while (this machine: a DAMON ``pageout``
 scheme for pages idle 60 s, /sys/kernel/mm/damon/admin). Then the first ``runc pause`` of a run
@@ -47,8 +48,14 @@ def engine_files() -> list[Path]:
 
 
 def image_files(merged: Path) -> list[Path]:
-    """The server of a node's image, in its container's merged file system on this machine."""
-    return [merged / rel for rel in SERVER_IN_IMAGE if (merged / rel).is_file()]
+    """The server of a node's image, in its container's merged file system on this machine
+    (none when this user may not look there)."""
+    found = []
+    for rel in SERVER_IN_IMAGE:
+        with contextlib.suppress(OSError):
+            if (merged / rel).is_file():
+                found.append(merged / rel)
+    return found
 
 
 def read_whole(paths: Iterable[Path]) -> int:

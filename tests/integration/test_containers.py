@@ -717,39 +717,44 @@ def test_kill_9_of_lab_then_lab_gc_leaves_nothing(tmp_path: Path) -> None:
     known = {i.id for i in list_runs()}
     proc = subprocess.Popen([*LAB, "up", str(exp)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
+    monitor: subprocess.Popen[bytes] | None = None
     try:
         run_id = run_up(proc, known, timeout=120)
         assert len(_left_by(run_id)) == 3  # two containers, one network
-        monitor = _exec_monitor_left_of(run_id)
-    finally:
+        monitor = _exec_monitor_left_of(run_id, tmp_path)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)  # the lab, as `kill -9` would
         proc.wait(10)
-    assert _left_by(run_id), "kill -9 of the lab should leave its containers to lab gc"
-    gc = subprocess.run([*LAB, "gc", "--db", str(tmp_path / "r.db")], capture_output=True,
-                        text=True, cwd=ROOT, timeout=120)
-    assert gc.returncode == 0, gc.stderr
-    assert _left_by(run_id) == []
-    try:  # the monitor of a container gc removed: ended too (SIGTERM)
+        assert _left_by(run_id), "kill -9 of the lab should leave its containers to lab gc"
+        gc = subprocess.run([*LAB, "gc", "--db", str(tmp_path / "r.db")], capture_output=True,
+                            text=True, cwd=ROOT, timeout=120)
+        assert gc.returncode == 0, gc.stderr
+        assert _left_by(run_id) == []
+        # the monitor of a container gc removed: ended too (SIGTERM)
         assert monitor.wait(timeout=5) == -signal.SIGTERM, gc.stdout
         assert f"conmon {monitor.pid} (of removed container" in gc.stdout
     finally:
-        monitor.kill()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        if monitor is not None:
+            monitor.kill()
     assert _podman_services() == []
     assert _host_state() == before
     assert json.dumps(gc.stdout).count("container") >= 1
 
 
-def _exec_monitor_left_of(run_id: str) -> subprocess.Popen[bytes]:
+def _exec_monitor_left_of(run_id: str, tmp_path: Path) -> subprocess.Popen[bytes]:
     """A process standing for the ``conmon`` of an exec session that a run cut short mid-exec
     left behind (its ``-c`` one of the run's containers, its bundle in the store: what such a
     conmon's command line has), which no removal of the container ends: ``lab gc`` must."""
     cid = _podman("ps", "-a", "-q", "--no-trunc", "--filter", f"label=lab.run={run_id}")[0]
     root = _podman("info", "--format", "{{.Store.GraphRoot}}")[0]
     bundle = f"{root}/overlay-containers/{cid}/userdata/exec-session"
-    proc = subprocess.Popen(
-        ["bash", "-c", 'exec -a /usr/bin/conmon "$0" - -c "$1" -b "$2"', sys.executable, cid,
-         bundle], stdin=subprocess.PIPE, start_new_session=True)
+    link = tmp_path / "conmon"  # an interpreter named conmon, its program on its stdin
+    link.symlink_to(sys.executable)
+    proc = subprocess.Popen([str(link), "-", "-c", cid, "-b", bundle], stdin=subprocess.PIPE,
+                            start_new_session=True)
     assert proc.stdin is not None
     proc.stdin.write(b"import time\ntime.sleep(600)\n")  # the program, on its stdin
     proc.stdin.close()
