@@ -116,7 +116,6 @@ class ContainerNode(Node):
         self.server_id = planned.server_id
         self.data_path = DATADIR  # its data directory in the container
         self.host_datadir: Path | None = None  # disk full: the tmpfs on this machine
-        self.merged_dir: Path | None = None  # its container's file system on this machine
         self.host_binlog_dir: Path | None = None  # disk full ... binlog: the same
 
     @property
@@ -155,17 +154,15 @@ class ContainerNode(Node):
         return self.error_log
 
     def locate_datadir(self) -> None:
+        if self.host_datadir is not None:
+            self.datadir = self.host_datadir
+            return
         if not self.engine.local:
-            if self.host_datadir is not None:
-                self.datadir = self.host_datadir
             return
         with contextlib.suppress(Exception):
             merged = self.inspect().get("GraphDriver", {}).get("Data", {}).get("MergedDir")
             if merged:
-                self.merged_dir = Path(merged)
                 self.datadir = Path(merged) / self.data_path.lstrip("/")
-        if self.host_datadir is not None:  # disk full: the tmpfs, not the container's layer
-            self.datadir = self.host_datadir
 
     def tmpfs_dir(self, target: str) -> Path:
         if target == "binlog" and self.host_binlog_dir is not None:

@@ -80,7 +80,7 @@ from runners.capabilities import (
     RouterProcess,
     UnsyncedLoss,
 )
-from runners.containers import conmon, warm
+from runners.containers import conmon
 from runners.containers import engine as engines
 from runners.containers import image as images
 from runners.containers import iofs as ctr_iofs
@@ -159,10 +159,6 @@ class ContainerTopology(ContainerFaults):
         self.run.set_state("starting", backend="containers")
         self.engine = engines.connect(self.run)
         self.timings["engine"] = time.monotonic() - t0
-        if self.engine.local:  # before the load needs them (runners.containers.warm)
-            t = time.monotonic()
-            warm.read_whole(warm.engine_files())
-            self.timings["warm_engine"] = time.monotonic() - t
         local_only = [describe(a) for a in self.plan.actions() if needs_local_engine(a)]
         if self.plan.iofs_nodes and self.plan.topology == "mongodb_replset":
             raise ComponentError("containers", "io faults and unsynced loss on containers: "
@@ -198,7 +194,6 @@ class ContainerTopology(ContainerFaults):
             node.wait_ready()
             assert isinstance(node, ContainerNode)
             node.locate_datadir()
-        self._warm_images(list(self.nodes.values()))
         self._shrink_disks()
         t = time.monotonic()
         for name in unsynced_nodes(self.plan.actions()):  # the deploy's writes: synced
@@ -229,7 +224,6 @@ class ContainerTopology(ContainerFaults):
             t = time.monotonic()
             self._start_router()
             self.timings["router_ready"] = time.monotonic() - t
-            self._warm_router()
         self.timings["ready"] = time.monotonic() - t0
         self.run.set_state("up", backend="containers", endpoints=self.endpoints(),
                            nodes=self.describe_nodes())
@@ -240,36 +234,6 @@ class ContainerTopology(ContainerFaults):
             return {c.id for c in eng.client.containers.list(
                 all=True, filters={"label": f"{engines.LABEL_RUN}={self.run.id}"})}
         return None
-
-    def _warm_images(self, parts: list[Any]) -> None:
-        """Each image's server read into the page cache, through one container of it (its
-        lower layers are the same files for all): ``runners.containers.warm``."""
-        t = time.monotonic()
-        seen: set[str] = set()
-        for part in parts:
-            merged = getattr(part, "merged_dir", None)
-            image = str((getattr(part.container, "attrs", None) or {}).get("Image"))
-            if merged is not None and image not in seen:
-                seen.add(image)
-                with contextlib.suppress(OSError):  # a layer this user may not read
-                    warm.read_whole(warm.image_files(merged))
-        self.timings["warm_images"] = self.timings.get("warm_images", 0.0) + (
-            time.monotonic() - t)
-
-    def _warm_router(self) -> None:
-        """ProxySQL's binary in its container's image (``start router`` after a kill runs it
-        again, mid-load)."""
-        container = getattr(self.router, "container", None)
-        if container is None or self.engine is None or not self.engine.local:
-            return
-        t = time.monotonic()
-        with contextlib.suppress(Exception):
-            doc = engines.inspect(self.engine.client, container.id)
-            merged = doc.get("GraphDriver", {}).get("Data", {}).get("MergedDir")
-            if merged:
-                warm.read_whole(warm.image_files(Path(merged)))
-        self.timings["warm_images"] = self.timings.get("warm_images", 0.0) + (
-            time.monotonic() - t)
 
     def _start_router(self) -> None:
         """HAProxy in its own container (``runners.containers.router``), or ProxySQL in its
