@@ -58,14 +58,22 @@ def monitors(proc: Path = PROC) -> list[Monitor]:
         try:
             if d.stat().st_uid != uid:
                 continue
-            argv = (d / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
         except OSError:
             continue
-        got = parse([a.decode(errors="replace") for a in argv])
-        started = _start_time(int(d.name), proc)
+        got = _command(int(d.name), proc)
+        started = _start_time(int(d.name), proc) if got is not None else None
         if got is not None and started is not None:
             out.append(Monitor(int(d.name), *got, started))
     return out
+
+
+def _command(pid: int, proc: Path = PROC) -> tuple[str, str] | None:
+    """``parse`` of the process's command line (None: gone, or not a conmon)."""
+    try:
+        argv = (proc / str(pid) / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+    except OSError:
+        return None
+    return parse([a.decode(errors="replace") for a in argv])
 
 
 def orphans(found: list[Monitor], existing: set[str], graphroot: str) -> list[Monitor]:
@@ -118,10 +126,4 @@ def _start_time(pid: int, proc: Path = PROC) -> int | None:
 
 def _alive(m: Monitor) -> bool:
     """The same process is still running (not a zombie, not a pid reused by another)."""
-    if _start_time(m.pid) != m.started:
-        return False
-    try:
-        argv = (PROC / str(m.pid) / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
-    except OSError:
-        return False
-    return parse([a.decode(errors="replace") for a in argv]) == (m.container, m.bundle)
+    return _start_time(m.pid) == m.started and _command(m.pid) == (m.container, m.bundle)

@@ -582,10 +582,10 @@ class ContainerTopology(ContainerFaults):
                 self.toxi.stop()
         eng = self.engine
         if eng is not None:
-            before = self._container_ids(eng)
+            before = self._container_ids(eng) if eng.local else None  # its conmons are here
             with contextlib.suppress(Exception):
                 engines.remove_labelled(eng.client, lambda rid, _dir: rid == self.run.id)
-            after = self._container_ids(eng) if eng.local and before else None
+            after = self._container_ids(eng) if before else None
             if before and after is not None:  # an exec cut short (Ctrl-C) leaves its conmon:
                 gone = before - after  # ended with the containers that were removed
                 conmon.end([m for m in conmon.monitors() if m.container in gone])
