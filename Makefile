@@ -40,8 +40,9 @@ test-integration: bootstrap
 # alone what must not share the machine (tests/integration/conftest.py marks them `serial`):
 # the calibration whose tolerance is for an idle machine (visibility) and the lesson that
 # drops the whole OS page cache (10). Both parts run; the target fails if either did.
+IT_WORKERS ?= 2
 integration:
-	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n 2 --dist loadgroup \
+	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n $(IT_WORKERS) --dist loadgroup \
 	  --durations=30 || s=1; \
 	$(PYTEST) tests/integration -q -m "integration and serial" --durations=10 || s=1; exit $$s
 

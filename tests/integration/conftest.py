@@ -61,8 +61,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("containers"))
     # what acts on the whole machine runs last: after a drop of the page cache every binary
     # and file is read back from the disk (8 ms a read on this machine), which an idle-machine
-    # calibration run right after it would pay for
-    items.sort(key=lambda it: any(f"[{n}]" in it.nodeid for n in MACHINE_WIDE))
+    # calibration run right after it would pay for. The lessons first: they are the longest
+    # tests (30-150 s, several runs each), and a long one handed out last to a worker would
+    # keep the others idle at the end
+    items.sort(key=lambda it: (any(f"[{n}]" in it.nodeid for n in MACHINE_WIDE),
+                               "test_lesson_runs_as_written[" not in it.nodeid))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
