@@ -79,7 +79,7 @@ def test_a_cpu_limit_makes_a_cpu_bound_query_at_least_3x_slower(tmp_path: Path) 
     assert limit.value["quota_us"] == 10_000
     run_id = last_run_id(tmp_path)
     assert Path(limit.value["cgroup"]).name == cgroups.group_name(run_id, "db1")
-    # the run's group is gone after it (only this run's: the suite runs two tests at a time)
+    # the run's group is gone after it (only this run's: the suite runs several tests at a time)
     assert cgroups.run_groups(run_id) == []
     assert not our_processes()
 
