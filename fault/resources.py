@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from dsl.models import CpuLimit, MemoryLimit
 from fault.context import ActionFailed, Context, Detail, Handler, Needs
@@ -50,6 +50,8 @@ class ResourceState:
     groups: dict[tuple[str, str], Limit] = field(default_factory=dict)
     watchers: dict[str, OomWatcher] = field(default_factory=dict)
     left: dict[tuple[str, str], Limit] = field(default_factory=dict)  # for good
+    # a node's cpu limit: when it started, and its CPU reading then (``cpu heal`` reports since)
+    cpu_since: dict[str, tuple[float, cgroups.CpuUse]] = field(default_factory=dict)
     root: Path = cgroups.CGROUP_ROOT
 
 
@@ -139,14 +141,27 @@ def _group(ctx: Context, controller: str, name: str) -> Limit:
 
 def cpu_limit(ctx: Context, a: CpuLimit) -> Detail:
     name = a.node.name
+    st = ctx.state(ResourceState)
     if a.verb == "heal":
-        return {"released": release(ctx, "cpu", name)}
+        group = st.groups.get(("cpu", name))
+        since = st.cpu_since.pop(name, None)
+        used = group.cpu_use() if group is not None and since is not None else None
+        detail: dict[str, Any] = {"released": release(ctx, "cpu", name)}
+        if used is not None and since is not None:
+            detail.update(limited_seconds=round(time.monotonic() - since[0], 3),
+                          **used.since(since[1]))
+            if detail["cpu_seconds"] is not None and detail["throttled_periods"] is not None:
+                detail["note"] = (f"{detail['cpu_seconds']:.2f} s of CPU in "
+                                  f"{detail['limited_seconds']:.1f} s, throttled in "
+                                  f"{detail['throttled_periods']} periods")
+        return detail
     assert a.share is not None
     group = _group(ctx, "cpu", name)
     try:
         quota = group.set_cpu(a.share)
     except (cgroups.CgroupError, ComponentError) as e:
         raise ActionFailed(f"cpu limit {name}: {e}") from None
+    st.cpu_since.setdefault(name, (time.monotonic(), group.cpu_use()))
     return {"cgroup": str(group.path), "pid": group.pid, "quota_us": quota,
             "period_us": cgroups.CFS_PERIOD_US, "share": a.share}
 
@@ -194,6 +209,7 @@ def heal(ctx: Context) -> list[str]:
     for watcher in st.watchers.values():
         watcher.close()
     st.watchers.clear()
+    st.cpu_since.clear()
     done: list[str] = []
     for controller, name in sorted(st.groups):
         with contextlib.suppress(Exception):

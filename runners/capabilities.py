@@ -30,9 +30,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from runners.netcut import PeerCuts
+
+if TYPE_CHECKING:
+    from runners.cgroups import CpuUse
 
 Capabilities = frozenset[type]
 
@@ -131,6 +134,7 @@ class NodeLimit(Protocol):
     def set_memory(self, limit: int) -> Mapping[str, int | None]: ...
     def memory_usage(self) -> int | None: ...
     def oom_kills(self) -> int: ...
+    def cpu_use(self) -> CpuUse: ...
     def release(self) -> list[int]: ...
 
 

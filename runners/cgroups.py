@@ -195,14 +195,11 @@ class NodeGroup:
         (``memory.oom_control``: ``oom_kill N``)."""
         return oom_kills(self.path)
 
-    def throttled(self) -> dict[str, int]:
-        """``cpu.stat``: periods, throttled periods, throttled time (ns)."""
-        out: dict[str, int] = {}
-        for line in _read(self.path / "cpu.stat").splitlines():
-            k, _, v = line.partition(" ")
-            if v.strip().isdigit():
-                out[k] = int(v)
-        return out
+    def cpu_use(self) -> CpuUse:
+        """What the group's server has used and been denied so far: its process's CPU time
+        (``/proc/<pid>/stat``: the server alone, as its ``cpuacct`` group is not this one) and
+        the group's throttling (``cpu.stat``)."""
+        return cpu_use(self.path, process_cpu_seconds(self.pid))
 
     def release(self) -> list[int]:
         """Move every task back to where the server came from (the controller's root when that
@@ -218,6 +215,57 @@ class NodeGroup:
             moved.append(pid)
         remove_group(self.path)
         return moved
+
+
+@dataclass(frozen=True)
+class CpuUse:
+    """A reading of a limited node's CPU: seconds of CPU used, throttled periods and seconds
+    (each None when it cannot be read: a remote engine, a server gone)."""
+
+    cpu_seconds: float | None
+    throttled_periods: int | None
+    throttled_seconds: float | None
+
+    def since(self, before: CpuUse) -> dict[str, float | int | None]:
+        """What happened between ``before`` and this reading (None where either is unknown,
+        or the counter went back: the group or the process is not the same one)."""
+        def delta(a: float | None, b: float | None) -> float | None:
+            return None if a is None or b is None or a < b else a - b
+        periods = delta(self.throttled_periods, before.throttled_periods)
+        cpu, throttled = (delta(self.cpu_seconds, before.cpu_seconds),
+                          delta(self.throttled_seconds, before.throttled_seconds))
+        return {"cpu_seconds": None if cpu is None else round(cpu, 3),
+                "throttled_periods": None if periods is None else int(periods),
+                "throttled_seconds": None if throttled is None else round(throttled, 3)}
+
+
+def cpu_stat(group: Path) -> dict[str, int]:
+    """A v1 ``cpu`` group's ``cpu.stat`` (``nr_periods``, ``nr_throttled``,
+    ``throttled_time`` in ns); empty when it cannot be read."""
+    out: dict[str, int] = {}
+    for line in _read(group / "cpu.stat").splitlines():
+        k, _, v = line.partition(" ")
+        if v.strip().isdigit():
+            out[k] = int(v)
+    return out
+
+
+def cpu_use(group: Path | None, cpu_seconds: float | None) -> CpuUse:
+    stat = cpu_stat(group) if group is not None else {}
+    ns = stat.get("throttled_time")
+    return CpuUse(cpu_seconds, stat.get("nr_throttled"), None if ns is None else ns / 1e9)
+
+
+def process_cpu_seconds(pid: int | None, proc: Path = Path("/proc")) -> float | None:
+    """User + system CPU time of a process, every thread (``/proc/<pid>/stat``); None when
+    it is gone."""
+    if pid is None:
+        return None
+    text = _read(proc / str(pid) / "stat")
+    fields = text[text.rfind(")") + 2:].split()
+    if len(fields) < 13:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def oom_kills(group: Path) -> int:

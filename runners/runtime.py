@@ -473,18 +473,24 @@ def gc_runs(include_live: bool = False) -> list[RunInfo]:
     for info in list_runs():
         if info.owner_alive and not include_live:
             continue
-        kill_records(info.records)
-        kill_records(strays(info.dir, info.id))
-        claim = ports_dir() / str(info.meta.get("base_port"))
-        with contextlib.suppress(OSError, ValueError):
-            if json.loads(claim.read_text()).get("run_id") == info.id:
-                claim.unlink()
-        unmount_under(info.dir)
-        remove_run_groups(info.id)
-        remove_run_rules(info.id)
-        shutil.rmtree(info.dir, ignore_errors=True)
+        remove_run(info)
         removed.append(info)
     return removed
+
+
+def remove_run(info: RunInfo) -> None:
+    """Put back everything a run whose owner is gone left: its processes, its ports' claim,
+    its mounts, cgroups and iptables rules, its directory (``lab gc``, ``lab down``)."""
+    kill_records(info.records)
+    kill_records(strays(info.dir, info.id))
+    claim = ports_dir() / str(info.meta.get("base_port"))
+    with contextlib.suppress(OSError, ValueError):
+        if json.loads(claim.read_text()).get("run_id") == info.id:
+            claim.unlink()
+    unmount_under(info.dir)
+    remove_run_groups(info.id)
+    remove_run_rules(info.id)
+    shutil.rmtree(info.dir, ignore_errors=True)
 
 
 def signal_owner(info: RunInfo, sig: int = signal.SIGTERM) -> bool:

@@ -112,10 +112,7 @@ def cmd_down(prefix: str) -> int:
             while info.dir.exists() and time.monotonic() < deadline:
                 time.sleep(0.05)
         if info.dir.exists():  # the owner is gone or did not clean up: do it here
-            runtime.kill_records(info.records)
-            import shutil
-
-            shutil.rmtree(info.dir, ignore_errors=True)
+            runtime.remove_run(info)
         print(f"run {info.id} is down")
     return EXIT_OK
 

@@ -151,6 +151,17 @@ class ContainerLimit:
     def alive(self) -> bool:
         return bool(self.node.is_running())
 
+    def cpu_use(self) -> cgroups.CpuUse:
+        """The container's CPU time (its ``cpuacct`` group: every process of the container)
+        and its throttling (``cpu.stat``); unknown on a remote engine."""
+        acct = cgroup_dir(self.pid, "cpuacct") if self.local and self.pid is not None else None
+        ns = None
+        if acct is not None:
+            with contextlib.suppress(OSError, ValueError):
+                ns = int((acct / "cpuacct.usage").read_text().strip())
+        return cgroups.cpu_use(self._dir() if self.controller == "cpu" else None,
+                               None if ns is None else ns / 1e9)
+
     def release(self) -> list[int]:
         """Lift the limit (the engine keeps an update in the container's configuration: a
         container killed while limited would start again limited). A container that is gone

@@ -11,7 +11,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import MySQLdb
 import pytest
@@ -158,6 +158,22 @@ def eventually(check: Callable[[], bool], timeout: float = 10.0,
             pass
         time.sleep(0.05)
     return False
+
+
+def assert_capped(heal: dict[str, Any], share: float, free: float, limited: float) -> None:
+    """What a cpu limit did, from ``cpu heal``'s detail (the kernel's accounting, not wall
+    times that depend on what else runs): the server used at most ``share`` of a core while
+    limited (40 ms of slack: the kernel hands the quota out in 5 ms slices per CPU and checks
+    it at its ticks; measured: 1.184 s of a 1.199 s quota on a container), its group was
+    throttled in at least half of the periods of the limited query (a cpu-bound query wants
+    more than the quota in each), and that query (``limited`` seconds) took longer than the
+    free one (``free``)."""
+    assert heal["released"] is True
+    cap = share * heal["limited_seconds"] + 0.04
+    assert heal["cpu_seconds"] is not None and heal["cpu_seconds"] <= cap, (heal, cap)
+    assert heal["throttled_periods"] >= 0.5 * limited / 0.1, (heal, limited)
+    assert heal["throttled_seconds"] > 0, heal
+    assert limited > free, (free, limited)
 
 
 def port_via(addr: Address, creds: Credentials) -> int | None:

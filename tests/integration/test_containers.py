@@ -22,7 +22,7 @@ import pytest
 
 from runners.components import find
 
-from .conftest import ROOT
+from .conftest import ROOT, assert_capped
 
 pytestmark = pytest.mark.integration
 
@@ -337,17 +337,18 @@ experiment "ctr-faults" {{
 
 def test_incident_faults_on_a_container(tmp_path: Path) -> None:
     """The incident faults on a node's container, each read back from the history of one
-    `lab run`: a cpu limit (the container's cgroup, through the API) makes a cpu-bound query
-    at least 3x slower; a memory limit is the container's; the server's clock is 30 s ahead
-    under the skew and back after the heal (libfaketime in the image). Nothing is left."""
+    `lab run`: a cpu limit (the container's cgroup, through the API) caps the container's
+    CPU and holds back a cpu-bound query (the kernel's accounting: ``assert_capped``); a
+    memory limit is the container's; the server's clock is 30 s ahead under the skew and back
+    after the heal (libfaketime in the image). Nothing is left."""
     _require_podman()
     rid, ops = _passing_run(tmp_path, "ctr-faults", FAULTS, 300)
     faults = {o.f: o for o in ops if o.is_fault() and o.type == "ok" and o.f != "sql"}
     started = [o for o in ops if o.is_fault() and o.f == "sql" and o.type == "invoke"]
     done = [o for o in ops if o.is_fault() and o.f == "sql" and o.type == "ok"]
     free, limited = ((d.time - s.time) / 1e9 for s, d in zip(started, done, strict=True))
-    assert limited >= 3 * free, (free, limited)
     assert faults["cpu_limit"].value["quota_us"] == 10_000
+    assert_capped(faults["cpu_heal"].value, 0.10, free, limited)
     assert "libpod" in faults["cpu_limit"].value["cgroup"]  # the container's own group
     assert faults["memory_limit"].value["limit_bytes"] == 400 * 1024**2
     assert faults["memory_heal"].value["released"] is True

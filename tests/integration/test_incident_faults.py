@@ -18,7 +18,7 @@ import pytest
 from lab.store.db import Store
 from runners import cgroups
 
-from .conftest import ROOT, lab_iofs_left, our_processes, require
+from .conftest import ROOT, assert_capped, lab_iofs_left, our_processes, require
 
 LAB = [sys.executable, "-m", "lab.cli"]
 pytestmark = pytest.mark.integration
@@ -52,11 +52,14 @@ def needs_cgroups() -> None:
         pytest.skip("cgroup v1 cpu and memory controllers not mounted")
 
 
-def test_a_cpu_limit_makes_a_cpu_bound_query_at_least_3x_slower(tmp_path: Path) -> None:
+def test_a_cpu_limit_caps_the_server_and_holds_back_a_cpu_bound_query(tmp_path: Path) -> None:
+    """The limit, read from the kernel's accounting (cpu heal's detail): the server used at
+    most its quota of CPU while limited, and its group was throttled in most periods the
+    query ran; the query is slower than free. Wall-time ratios alone depend on what else
+    runs: a free query slowed by tests beside it (4 s instead of 0.7 s) made a 3x ratio fail."""
     needs_cgroups()
     require("mariadbd", "dbdeployer")
-    # about 0.7 s of CPU: about 7 s under a 10 % quota, inside the 11 s before the heal; a free
-    # run slowed by another test beside it still leaves the ratio far above 3
+    # about 0.7 s of CPU: about 7 s under a 10 % quota, inside the 11 s before the heal
     query = "SELECT BENCHMARK(1500000, MD5('x'))"
     cell, ops = run_lab(tmp_path, f"""experiment "cpu-it" {{
   duration 18s
@@ -74,9 +77,10 @@ def test_a_cpu_limit_makes_a_cpu_bound_query_at_least_3x_slower(tmp_path: Path) 
     assert [(d.value["node"], d.value["row_count"], d.value["rows"]) for d in done] == [
         ("db1", 1, [["0"]])] * 2
     free, limited = ((d.time - s.time) / 1e9 for s, d in zip(started, done, strict=True))
-    assert limited >= 3 * free, (free, limited)
     limit = next(o for o in ops if o.f == "cpu_limit" and o.type == "ok")
     assert limit.value["quota_us"] == 10_000
+    assert_capped(next(o for o in ops if o.f == "cpu_heal" and o.type == "ok").value,
+                  0.10, free, limited)
     run_id = last_run_id(tmp_path)
     assert Path(limit.value["cgroup"]).name == cgroups.group_name(run_id, "db1")
     # the run's group is gone after it (only this run's: the suite runs several tests at a time)

@@ -11,6 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from runners import runtime
 from runners.mysql import Address, Credentials, scalar
 
 from .conftest import ROOT, our_processes, require
@@ -62,7 +65,11 @@ def test_up_status_down(tmp_path: Path) -> None:
     assert not our_processes()
 
 
-def test_gc_removes_what_a_killed_lab_up_left(tmp_path: Path) -> None:
+@pytest.mark.parametrize("clean", ["gc", "down"])
+def test_gc_or_down_removes_what_a_killed_lab_up_left(tmp_path: Path, clean: str) -> None:
+    """After `kill -9` of `lab up`, `lab gc` (every dead run) and `lab down RUN` (that one)
+    put back the same: its processes, its directory and its ports' claim (`lab down` once
+    removed only the first two, leaving a kept Galera run's cgroups behind)."""
     require("mariadbd", "dbdeployer", "haproxy")
     proc, run_id, _ = _up(tmp_path)
     proc.send_signal(signal.SIGKILL)  # no teardown: the servers stay
@@ -71,10 +78,15 @@ def test_gc_removes_what_a_killed_lab_up_left(tmp_path: Path) -> None:
     status = subprocess.run([*LAB, "status"], cwd=ROOT, capture_output=True, text=True,
                             env=dict(os.environ, COLUMNS="250"))
     assert "dead" in status.stdout
-    gc = subprocess.run([*LAB, "gc"], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert run_id in gc.stdout
+    run_dir = Path(os.environ["LAB_RUNTIME"]) / run_id
+    claims = [c for c in runtime.ports_dir().iterdir() if run_id in c.read_text()]
+    assert claims
+    argv = [*LAB, "gc"] if clean == "gc" else [*LAB, "down", run_id]
+    out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and run_id in out.stdout, out
     deadline = time.monotonic() + 10
     while our_processes() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not our_processes()
-    assert not (Path(os.environ["LAB_RUNTIME"]) / run_id).exists()
+    assert not run_dir.exists()
+    assert not [c for c in claims if c.exists()]

@@ -3,6 +3,7 @@ triggers: syntax, validation, plan, and the pure parts of the runtime."""
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,28 @@ def test_a_cpu_limit_moves_the_server_in_and_writes_the_quota(tmp_path: Path,
     assert g.release() == [4242]
     assert (root / "cpu" / "machine" / "cgroup.procs").read_text() == "4242"
     assert not g.path.exists()
+
+
+def test_a_cpu_reading_is_the_servers_cpu_time_and_the_groups_throttling(
+        tmp_path: Path, fake_rmdir: None) -> None:
+    root, proc = fake_tree(tmp_path)
+    g = cgroups.NodeGroup.make("cpu", "abc123", "db1", 4242, root, proc)
+    (g.path / "cpu.stat").write_text("nr_periods 50\nnr_throttled 10\nthrottled_time 900000000\n")
+    tick = os.sysconf("SC_CLK_TCK")
+    # comm with a space and a parenthesis: the fields are counted after the last ")"
+    (proc / "4242" / "stat").write_text(
+        f"4242 (my (d) b) S 1 1 1 0 -1 0 0 0 0 0 {2 * tick} {tick} 0 0 20 0 30 0\n")
+    assert cgroups.process_cpu_seconds(4242, proc) == 3.0
+    assert cgroups.process_cpu_seconds(999, proc) is None  # gone
+    before = cgroups.cpu_use(g.path, 3.0)
+    assert before == cgroups.CpuUse(3.0, 10, 0.9)
+    (g.path / "cpu.stat").write_text("nr_periods 80\nnr_throttled 35\nthrottled_time 3400000000\n")
+    after = cgroups.cpu_use(g.path, 3.25)
+    assert after.since(before) == {"cpu_seconds": 0.25, "throttled_periods": 25,
+                                   "throttled_seconds": 2.5}
+    # a restarted server (its CPU time went back) or an unreadable group: unknown, never 0
+    assert cgroups.CpuUse(1.0, None, None).since(before) == {
+        "cpu_seconds": None, "throttled_periods": None, "throttled_seconds": None}
 
 
 def test_quota_is_a_share_of_the_period_with_the_kernels_floor() -> None:
