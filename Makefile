@@ -38,8 +38,8 @@ test-integration: bootstrap
 
 # Real servers: four tests at a time (each run has its own ports, directories and state), then
 # alone what must not share the machine (tests/integration/conftest.py marks them `serial`):
-# the calibration whose tolerance is for an idle machine (visibility) and the lesson that
-# drops the whole OS page cache (10). Both parts run; the target fails if either did.
+# the calibrations whose tolerance is for an idle machine (visibility, lost-writes) and the
+# lesson that drops the whole OS page cache (10). Both parts run; the target fails if either did.
 # One test keeps 16-25 % of this 2-core machine busy, waiting on its load most of the time;
 # four at a time keep it 80-100 % busy: the pool took 861-916 s against 1,483 s two at a time.
 # `make test IT_WORKERS=2` for a quieter machine.

@@ -54,6 +54,7 @@ class OwnProcess(Protocol):
     """A router whose own process the faults address (ProxySQL's)."""
 
     proc: Any
+    start_crashes: list[str]  # the last start_process's attempts a signal ended
 
     def kill_process(self) -> None: ...
     def pause_process(self) -> None: ...
@@ -96,7 +97,12 @@ def router_action(ctx: Context, a: NodeAction) -> Detail:
         ready = router.start_process()
         st.down, st.paused = False, False
         ctx.left_down.discard(ROUTER_PROCESS)
-        return {"ready_seconds": round(ready, 3)}
+        detail: dict[str, Any] = {"ready_seconds": round(ready, 3)}
+        crashes = list(router.start_crashes)
+        if crashes:  # it died while starting and was started again (start_process)
+            detail.update(start_crashes=crashes, note=f"crashed while starting: {crashes[0]}; "
+                          "started again")
+        return detail
     else:
         raise ActionFailed(f"{verb} router: not a router fault")
     return {"pid": router.proc.pid if router.proc is not None else None}

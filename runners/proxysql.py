@@ -33,6 +33,7 @@ data (hostgroups, ``Routing``, the admin statements, the cnf file) is in
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -70,6 +71,10 @@ from runners.proxysql_config import (
     states_from_rows,
 )
 from runners.runtime import Run, terminate
+
+log = logging.getLogger(__name__)
+
+START_ATTEMPTS = 2  # a start that crashes is made once more (``ProxySQL.start_process``)
 
 
 def mode_for(topology: str) -> Mode:
@@ -154,6 +159,7 @@ class ProxySQL:
         # ProxySQL's errorlog and its stdout/stderr (early messages) share one file.
         self.log = self.dir / "proxysql.log"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.start_crashes: list[str] = []  # the last start_process's crashed attempts
         self.routing: Routing | None = None
         self.admin_host = HOST  # where the lab reaches the admin interface
 
@@ -264,17 +270,42 @@ class ProxySQL:
 
     def start_process(self, ready_timeout: float = 15.0) -> float:
         """Start it again from what it saved in its datadir; wait until it answers on its
-        admin port and routes writes. Returns the seconds it took."""
+        admin port and routes writes. Returns the seconds it took. A start that a signal ends
+        before it answers (ProxySQL 2.7.2 crashed once here with SIGSEGV while loading its
+        servers at start, in ``ev_async_send``: sysown/proxysql#3233) is made once more, as
+        ProxySQL's own angel process restarts a crashed one; ``start_crashes`` says so (the
+        fault's detail), never silently."""
         t0 = time.monotonic()
-        if self.proc is not None and self.proc.poll() is None:
+        self.start_crashes = []
+        if self._alive():
             return 0.0
-        self._launch(initial=False)
-        wait_until(self._admin_answers, ready_timeout, "answering on its admin port",
-                   COMPONENT, self.log, alive=self._alive)
-        if self.writers:
-            wait_until(lambda: bool(self.up_servers("writer")), ready_timeout,
-                       "routing to a writer", COMPONENT, self.log, alive=self._alive)
-        return time.monotonic() - t0
+        for attempt in range(START_ATTEMPTS):
+            self._launch(initial=False)
+            try:
+                wait_until(self._admin_answers, ready_timeout, "answering on its admin port",
+                           COMPONENT, self.log, alive=self._alive)
+                if self.writers:
+                    wait_until(lambda: bool(self.up_servers("writer")), ready_timeout,
+                               "routing to a writer", COMPONENT, self.log, alive=self._alive)
+                return time.monotonic() - t0
+            except ComponentError:
+                sig = self._crash_signal()
+                if sig is None or attempt == START_ATTEMPTS - 1:
+                    raise
+                try:
+                    name = signal.Signals(sig).name
+                except ValueError:
+                    name = f"signal {sig}"
+                self.start_crashes.append(f"{name} {time.monotonic() - t0:.2f} s into the "
+                                          f"start (its log: {self.log})")
+                log.warning("proxysql died of %s while starting: started again", name)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _crash_signal(self) -> int | None:
+        """The signal that ended the process, when one did (a crash); None while it runs,
+        when it exited by itself, or when it is not a process of this machine."""
+        code = self.proc.poll() if isinstance(self.proc, subprocess.Popen) else None
+        return -code if code is not None and code < 0 else None
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

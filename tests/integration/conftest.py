@@ -32,7 +32,10 @@ os.environ.setdefault("LAB_HOME", str(Path(_session_dir) / "home"))
 # calibrations whose tolerance is stated for an idle machine: visibility's p99 (2 s + 60 ms)
 # read 2.08 s beside a CPU-bound process and helper jobs (docs/workshop/README.md, "A busy
 # machine"); they run alone, after the pool
-IDLE_ONLY = ("visibility",)
+IDLE_ONLY = ("visibility",
+             # its replica's lag (300 ms of link, at most 500 ms) read 611 ms with four tests
+             # at a time: a starved replica applies late, truly, but that is not the link's
+             "lost-writes")
 # lessons whose experiments act on the whole machine, not on their own run: `drop caches` (the
 # OS page cache) stalls every other test's I/O for a moment (a container ProxySQL test beside
 # lesson 10 read 705 ms of downtime on writes straight to its nodes, and failed)
