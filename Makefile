@@ -36,14 +36,17 @@ test-random: bootstrap
 test-integration: bootstrap
 	$(MAKE) --no-print-directory integration
 
-# Real servers: four tests at a time (each run has its own ports, directories and state), then
+# Real servers: two tests at a time (each run has its own ports, directories and state), then
 # alone what must not share the machine (tests/integration/conftest.py marks them `serial`):
 # the calibrations whose tolerance is for an idle machine (visibility, lost-writes) and the
 # lesson that drops the whole OS page cache (10). Both parts run; the target fails if either did.
-# One test keeps 16-25 % of this 2-core machine busy, waiting on its load most of the time;
-# four at a time keep it 80-100 % busy: the pool took 861-916 s against 1,483 s two at a time.
-# `make test IT_WORKERS=2` for a quieter machine.
-IT_WORKERS ?= 4
+# One test keeps 16-25 % of this 2-core machine busy, waiting on its load most of the time.
+# Four at a time (IT_WORKERS=4) take 13.5-15 minutes instead of 25 for the pool, but none of
+# five CI runs with four passed: each failed on 1-3 figures of timing, others each time (a cpu
+# limit against wall time, a recovery within its load, a write stalled by a sync, a replica's
+# lag, ProxySQL crashing as it started, a pid file read before it was written). Those are
+# fixed; two stay the default until four pass run after run.
+IT_WORKERS ?= 2
 integration:
 	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n $(IT_WORKERS) --dist loadgroup \
 	  --durations=30 || s=1; \

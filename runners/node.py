@@ -181,6 +181,7 @@ def _ppid(pid: int) -> int | None:
 
 
 SLEEP_TIME = "0.1"  # seconds between the sandbox scripts' polls (dbdeployer's SLEEP_TIME)
+PID_FILE_WAIT = 5.0  # seconds a started server may take to write its pid in its pid file
 START_POLLS = 1800  # the start script's TIMEOUT, in polls: 180 s at SLEEP_TIME, as dbdeployer's
 
 
@@ -265,6 +266,13 @@ class SandboxNode(Node):
         cmd = [str(self.sandbox_dir / "start"), *option_args(options or {})]
         out = subprocess.run(cmd, capture_output=True, text=True, env=self.script_env(),
                              timeout=120)
+        if out.returncode == 0:
+            # the script is done once the pid file exists; the server creates it and then
+            # writes its pid in it, so on a busy machine it can still be empty here (a start
+            # read as failed, "sandbox server started" in its output)
+            deadline = time.monotonic() + PID_FILE_WAIT
+            while not self.is_running() and time.monotonic() < deadline:
+                time.sleep(0.05)
         if out.returncode != 0 or not self.is_running():
             raise ComponentError(self.component,
                                  f"start failed: {(out.stdout + out.stderr).strip()[-400:]}",

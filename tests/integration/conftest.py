@@ -44,12 +44,12 @@ MACHINE_WIDE = ("10-cache-drop",)
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test here is ``integration``. ``make test`` runs them four at a time (runs at
+    """Every test here is ``integration``. ``make test`` runs them two at a time (runs at
     once must not collide, and most of a run is waiting for its timeline) except the
     ``serial`` ones, which run alone afterwards: the calibrations whose tolerance is stated
     for an idle machine (``IDLE_ONLY``), and the lessons that act on the whole machine
     (``MACHINE_WIDE``: a drop of the OS page cache). The other calibrations run in the pool:
-    each passed four at a time and beside a CPU-bound process (``make catalogue-busy``). The
+    each passed two at a time and beside a CPU-bound process (``make catalogue-busy``). The
     container tests share one worker (``xdist_group``): they compare the host's network
     state before and after."""
     for item in items:
