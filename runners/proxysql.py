@@ -298,6 +298,8 @@ class ProxySQL:
                     name = f"signal {sig}"
                 self.start_crashes.append(f"{name} {time.monotonic() - t0:.2f} s into the "
                                           f"start (its log: {self.log})")
+                if self.proc is not None:
+                    self.run.forget(self.proc.pid)  # dead: its pid may be another's soon
                 log.warning("proxysql died of %s while starting: started again", name)
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -20,11 +20,14 @@ RUNS = [sys.executable, "-c", "import time; time.sleep(30)"]
 
 
 class _Run:
+    def __init__(self) -> None:
+        self.pids: set[int] = set()
+
     def record(self, pid: int, name: str) -> None:
-        pass
+        self.pids.add(pid)
 
     def forget(self, pid: int) -> None:
-        pass
+        self.pids.discard(pid)
 
 
 def _router(tmp_path: Path, launches: list[list[str]]) -> Any:
@@ -36,6 +39,7 @@ def _router(tmp_path: Path, launches: list[list[str]]) -> Any:
 
     def launch(initial: bool = True) -> None:
         r.proc = subprocess.Popen(launches.pop(0))
+        r.run.record(r.proc.pid, "proxysql")
         started.append(r.proc)
 
     r._launch = launch
@@ -56,6 +60,7 @@ def test_a_start_that_crashes_is_made_once_more_and_said(tmp_path: Path) -> None
         assert r.start_process(ready_timeout=10) < 10
         assert r.proc.poll() is None and len(r.started) == 2
         assert len(r.start_crashes) == 1 and r.start_crashes[0].startswith("SIGSEGV")
+        assert r.run.pids == {r.proc.pid}  # the crashed one forgotten, the running one kept
     finally:
         _stop(r)
 
