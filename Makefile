@@ -42,10 +42,11 @@ test-integration: bootstrap
 # lesson that drops the whole OS page cache (10). Both parts run; the target fails if either did.
 # One test keeps 16-25 % of this 2-core machine busy, waiting on its load most of the time.
 # Four at a time (IT_WORKERS=4) take 13.5-15 minutes instead of 25 for the pool, but none of
-# five CI runs with four passed: each failed on 1-3 figures of timing, others each time (a cpu
-# limit against wall time, a recovery within its load, a write stalled by a sync, a replica's
-# lag, ProxySQL crashing as it started, a pid file read before it was written). Those are
-# fixed; two stay the default until four pass run after run.
+# the first five CI runs with four passed: each failed on 1-3 figures of timing, others each
+# time (a cpu limit against wall time, a recovery within its load, a write stalled by a sync, a
+# replica's lag, ProxySQL crashing as it started, a pid file read before it was written). With
+# those fixed the sixth passed (17 min 13 s in all); two stay the default until four pass run
+# after run.
 IT_WORKERS ?= 2
 integration:
 	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n $(IT_WORKERS) --dist loadgroup \
