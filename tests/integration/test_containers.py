@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import MySQLdb
 import pytest
@@ -426,7 +427,7 @@ experiment "ctr-remote" {
   at 9.5s kill db2
   at 10s start db2
   expect downtime(probe) >= 1.95s
-  expect downtime(probe) < 2.1s
+  expect downtime(probe) < 2.5s
   expect lost_writes(w) == 0
   expect lost_writes(w).not_replicated == 0
 }
@@ -477,15 +478,17 @@ def test_an_engine_named_by_docker_host_through_its_api_only(tmp_path: Path) -> 
         exp.write_text(REMOTE)
         # an engine on this machine: its changes to the host's network are put back after
         # the run, as for the lab's own engine (ip_forward, the NETAVARK chains)
-        out = subprocess.run([*LAB, "run", str(exp)], cwd=ROOT, capture_output=True,
+        out = subprocess.run([*LAB, "run", str(exp), "--json"], cwd=ROOT, capture_output=True,
                              text=True, timeout=300, env=local)
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        _assert_pause_measured(json.loads(out.stdout)["cells"][0])
         assert _host_state() == before
         # taken as another machine's from here: the test holds the host's network for it
         HostNetState.remember(holder.dir)
         out = subprocess.run([*LAB, "run", str(exp), "--json"], cwd=ROOT, capture_output=True,
                              text=True, timeout=300, env=env)
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        _assert_pause_measured(json.loads(out.stdout)["cells"][0])
         store = Store(tmp_path / "home" / "results.db")
         rid = store.conn.execute("select id from runs order by rowid desc limit 1").fetchone()[0]
         ops = store.operations(rid, 1)
@@ -652,6 +655,20 @@ experiment "ctr-pause" {
 """
 
 
+def _assert_pause_measured(cell: dict[str, Any]) -> None:
+    """The probe's longest window (``cell`` from `lab run --json`) is the pause of db1: it lies
+    between the end of the pause's API call (in force by then) and the end of the resume's —
+    whatever the engine's latency (a pause call took 140 ms once under the suite's load, a
+    resume ran 30 ms late) — within the probe's 10 ms and its answer's time."""
+    faults = {f["name"]: f for f in cell["faults"]}
+    pause, resume = faults["pause"], faults["resume"]
+    assert resume["at"] - pause["end"] >= 2.0  # `for 2s` counts from when it took effect
+    windows = cell["measurements"]["downtime"]["subjects"]["probe"]["windows"]
+    longest = max(windows, key=lambda w: w["duration"])
+    low, high = resume["at"] - pause["end"], resume["end"] - pause["at"]
+    assert low - 0.01 <= longest["duration"] <= high + 0.02, (windows, pause, resume)
+
+
 def test_lab_run_backend_containers_measures_a_pause_as_native_does(tmp_path: Path) -> None:
     """The outage calibration's 2 s freeze (experiments/calibration/outage.exp), on containers
     through `lab run --backend containers`: the probe's one window is the freeze, which lies
@@ -666,13 +683,8 @@ def test_lab_run_backend_containers_measures_a_pause_as_native_does(tmp_path: Pa
                          cwd=ROOT, timeout=240)
     assert out.returncode in (0, 1), out.stdout[-3000:] + out.stderr[-3000:]
     cell = json.loads(out.stdout)["cells"][0]
-    faults = {f["name"]: f for f in cell["faults"]}
-    pause, resume = faults["pause"], faults["resume"]
-    assert resume["at"] - pause["end"] >= 2.0  # `for 2s` counts from when it took effect
-    windows = cell["measurements"]["downtime"]["subjects"]["probe"]["windows"]
-    assert len(windows) == 1, windows
-    low, high = resume["at"] - pause["end"], resume["end"] - pause["at"]
-    assert low - 0.01 <= windows[0]["duration"] <= high + 0.02, (windows, pause, resume)
+    assert len(cell["measurements"]["downtime"]["subjects"]["probe"]["windows"]) == 1
+    _assert_pause_measured(cell)
     failed = [e["text"] for e in cell["expectations"] if e["passed"] is not True]
     assert not failed, failed
     # every operation knows the node that answered it (by @@server_id: every container's
