@@ -4,6 +4,7 @@ may be left running; the directory goes when every test passed (pytest_sessionfi
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -50,18 +51,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for an idle machine (``IDLE_ONLY``), and the lessons that act on the whole machine
     (``MACHINE_WIDE``: a drop of the OS page cache). The other calibrations run in the pool:
     each passed two at a time and beside a CPU-bound process (``make catalogue-busy``). The
-    container tests share one worker (``xdist_group``): they compare the host's network
-    state before and after."""
+    container tests that compare the host's network before and after (``host_network``)
+    share one worker (``xdist_group``) and hold the machine's container runs off while they
+    run (``host_network_lock``)."""
     for item in items:
         if "tests/integration" not in str(item.fspath):
             continue
         item.add_marker(pytest.mark.integration)
-        name = Path(str(item.fspath)).name
         if any(f"[calibration/{n}]" in item.nodeid for n in IDLE_ONLY) or any(
                 f"[{n}]" in item.nodeid for n in MACHINE_WIDE):
             item.add_marker(pytest.mark.serial)
-        if name.startswith("test_containers") or "-containers]" in item.nodeid:
-            item.add_marker(pytest.mark.xdist_group("containers"))
+        if item.get_closest_marker("host_network"):
+            item.add_marker(pytest.mark.xdist_group("host-network"))
     # what acts on the whole machine runs last: after a drop of the page cache every binary
     # and file is read back from the disk (8 ms a read on this machine), which an idle-machine
     # calibration run right after it would pay for. The lessons first: they are the longest
@@ -81,6 +82,44 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail("xdist_group did not take effect, so this test may share the host with "
                     "another container test (pytest-xdist#1386: keep pytest < 9.2, see "
                     "pyproject.toml)", pytrace=False)
+
+
+# Every container run changes this machine's network while it runs (ip_forward, podman's
+# iptables chains); a test that compares that state before and after (``host_network``) must
+# see no other container run in between, in any worker or session. A readers-writer lock over
+# flock(2): a container test holds HOST_NET_LOCK shared, a host_network test exclusive; the
+# turnstile (HOST_NET_TURN), held by a waiting writer, keeps new readers from overtaking it.
+HOST_NET_LOCK = Path("/tmp/rcl-it-host-network.lock")
+HOST_NET_TURN = Path("/tmp/rcl-it-host-network.turn")
+
+
+def uses_containers(item: pytest.Item) -> bool:
+    return (Path(str(item.fspath)).name.startswith("test_containers")
+            or "-containers]" in item.nodeid)
+
+
+@pytest.fixture(autouse=True)
+def host_network_lock(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Shared for a container test, exclusive for one that compares the host's network
+    (``host_network``); nothing for the others."""
+    item = request.node
+    exclusive = item.get_closest_marker("host_network") is not None
+    if not exclusive and not uses_containers(item):
+        yield
+        return
+    with open(HOST_NET_TURN, "a") as turn, open(HOST_NET_LOCK, "a") as lock:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            if not exclusive:
+                fcntl.flock(turn, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            if exclusive:
+                fcntl.flock(turn, fcntl.LOCK_UN)
 
 
 def require(*components: str) -> None:

@@ -94,6 +94,7 @@ experiment "ctr-topology" {
 """
 
 
+@pytest.mark.host_network
 def test_replication_on_containers_kill_start_pause_and_nothing_left() -> None:
     _require_podman()
     from dsl.api import plan_text
@@ -434,6 +435,7 @@ experiment "ctr-remote" {
 """
 
 
+@pytest.mark.host_network
 def test_an_engine_named_by_docker_host_through_its_api_only(tmp_path: Path) -> None:
     """The one switch: an engine named by LAB_DOCKER_HOST — podman's TCP API on the loopback,
     started with the plain command the docs give; first as this machine's engine (the host's
@@ -720,6 +722,7 @@ experiment "ctr-up" {
 """
 
 
+@pytest.mark.host_network
 def test_kill_9_of_lab_then_lab_gc_leaves_nothing(tmp_path: Path) -> None:
     _require_podman()
     from runners.runtime import list_runs

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dsl.api import load_experiment
 
 from .conftest import ROOT, our_processes
@@ -34,6 +36,7 @@ experiment "ctr-explore" {
 """
 
 
+@pytest.mark.host_network
 def test_explore_on_containers_then_replay_there(tmp_path: Path) -> None:
     _require_podman()
     before = _host_state()
