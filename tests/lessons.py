@@ -89,6 +89,38 @@ def commands(path: Path) -> list[Command]:
     return out
 
 
+@dataclass(frozen=True)
+class Part:
+    """A slice of a lesson that stands on its own: one ``lab run`` with the commands after it
+    up to the next ``lab run`` (they read that run: ``lab show RUN``); the first part also has
+    the commands before the first run (``lab check``, ``lab plan``). A lesson without a run is
+    one part. ``id``: the lesson's name, and the experiment's when the lesson has more runs."""
+
+    lesson: Path
+    commands: tuple[Command, ...]
+    id: str
+
+    @property
+    def run_files(self) -> list[str]:
+        return [f for c in self.commands if c.sub == "run" for f in c.files]
+
+
+def parts(path: Path) -> list[Part]:
+    """A lesson's commands as parts, in order (``Part``)."""
+    groups: list[list[Command]] = []
+    for c in commands(path):
+        if not groups or (c.sub == "run" and any(x.sub == "run" for x in groups[-1])):
+            groups.append([])
+        groups[-1].append(c)
+    runs = sum(c.sub == "run" for c in commands(path))
+    out = []
+    for g in groups:
+        files = [f for c in g if c.sub == "run" for f in c.files]
+        name = path.stem if runs <= 1 or not files else f"{path.stem}/{Path(files[0]).stem}"
+        out.append(Part(path, tuple(g), name))
+    return out
+
+
 def substitute(cmd: Command, run_id: str | None) -> list[str]:
     """The command's arguments, with RUN replaced by the last run's id."""
     return [run_id if a == RUN and run_id else a for a in cmd.argv]

@@ -94,8 +94,9 @@ HOST_NET_TURN = Path("/tmp/rcl-it-host-network.turn")
 
 
 def uses_containers(item: pytest.Item) -> bool:
+    """A test that runs containers: in a test_containers* file, or marked ``containers``."""
     return (Path(str(item.fspath)).name.startswith("test_containers")
-            or "-containers]" in item.nodeid)
+            or item.get_closest_marker("containers") is not None)
 
 
 @pytest.fixture(autouse=True)

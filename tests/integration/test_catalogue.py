@@ -1,5 +1,6 @@
 """The workshop's lessons run as written, and with them the catalogue: every `$ lab ...` line
-of docs/workshop/NN-*.md is run in order (RUN is the id of the lesson's last `lab run`), each
+of docs/workshop/NN-*.md is run in order (RUN is the id of the lesson's last `lab run`; a
+lesson's runs are tests of their own, each with the commands that read it), each
 must exit with the status the lesson documents (0, unless its line ends with `# exits N`:
 tests/lessons.py), and every expectation of each `lab run` must hold. An experiment no lesson
 runs (the calibration files) runs on its own here. Experiments that need what this machine lacks
@@ -26,7 +27,7 @@ from dsl.api import load_plan
 from runners.components import MissingComponent
 from runners.disk import any_disk_nodes
 from runners.topology import check_components
-from tests.lessons import Command, commands, lessons, substitute
+from tests.lessons import Command, Part, commands, lessons, parts, substitute
 
 from .conftest import ROOT, SESSION_DIR, our_processes
 
@@ -318,8 +319,17 @@ def _run(argv: list[str], env: dict[str, str], where: str, lab: list[str] = LAB,
     return out
 
 
-@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
-def test_lesson_runs_as_written(lesson: Path, tmp_path: Path) -> None:
+def _part_param(part: Part) -> Any:
+    """A lesson's part as a test: marked ``containers`` when its run is on containers."""
+    containers = any(load_plan(str(ROOT / f)).backend == "containers" for f in part.run_files)
+    return pytest.param(part, id=part.id, marks=[pytest.mark.containers] if containers else [])
+
+
+@pytest.mark.parametrize("part", [_part_param(x) for p in LESSONS for x in parts(p)])
+def test_lesson_runs_as_written(part: Part, tmp_path: Path) -> None:
+    """A lesson's part (tests/lessons.py ``Part``: one ``lab run`` and the commands that read
+    it), so that a lesson's runs may run at once, as its readers' would on their machines."""
+    lesson = part.lesson
     home = tmp_path / "home"
     env = dict(os.environ, LAB_HOME=str(home))
     lab = LAB
@@ -328,7 +338,7 @@ def test_lesson_runs_as_written(lesson: Path, tmp_path: Path) -> None:
     run_id: str | None = None
     skipped: list[str] = []
     ran = 0
-    for cmd in commands(lesson):
+    for cmd in part.commands:
         where = f"{cmd.lesson}:{cmd.line}: $ {cmd.text}"
         if cmd.sub == "run":
             path = ROOT / cmd.files[0]

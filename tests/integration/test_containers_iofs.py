@@ -25,7 +25,6 @@ from .conftest import ROOT, lab_iofs_left
 from .test_containers import (
     LAB,
     _left_by,
-    _podman,
     _podman_services,
     _require_podman,
     run_up,
@@ -40,10 +39,6 @@ def _require_iofs() -> None:
         pytest.skip("lab-iofs mounts a FUSE filesystem: /dev/fuse is missing")
     if not find("lab-iofs").ok:
         pytest.skip("lab-iofs is not built here (make bootstrap)")
-
-
-def _lab_containers() -> set[str]:
-    return set(_podman("ps", "-a", "-q", "--filter", "label=lab.run"))
 
 
 def _run(exp: Path, tmp_path: Path) -> tuple[dict[str, Any], Any]:
@@ -69,7 +64,6 @@ def test_io_stall_on_a_container_stalls_fsyncs_fails_writes_and_leaves_nothing(
     first write that fails with EIO stops the server (InnoDB aborts on a failed redo log
     write): the probe is down at least 2 s with errors — the file's own expectations."""
     _require_iofs()
-    before = _lab_containers()
     summary, store = _run(ROOT / "experiments" / "io-stall.exp", tmp_path)
     (cell,) = summary["cells"]
     assert cell["status"] == "passed", (cell.get("error"), cell["expectations"])
@@ -82,7 +76,7 @@ def test_io_stall_on_a_container_stalls_fsyncs_fails_writes_and_leaves_nothing(
     fail = next(o for o in ops if o.f == "io_fail" and o.type == "ok")
     assert fail.value["faults"]["fail"] == ["writes"]
     assert lab_iofs_left() == []
-    assert _lab_containers() <= before
+    assert _left_by(summary["run_id"]) == []  # the run's (other tests' may run meanwhile)
     assert _podman_services() == []
 
 
@@ -91,7 +85,6 @@ def test_unsynced_loss_calibration_on_containers(tmp_path: Path) -> None:
     innodb_flush_log_at_trx_commit = 1 a kill losing unsynced writes loses no acknowledged
     insert; with = 2 it loses some, at most about a second's worth (750) — as natively."""
     _require_iofs()
-    before = _lab_containers()
     summary, store = _run(ROOT / "experiments" / "calibration" / "unsynced-loss.exp", tmp_path)
     cells = {c["variant"]: c for c in summary["cells"]}
     assert set(cells) == {"synced", "os_cache"}, list(cells)
@@ -102,7 +95,7 @@ def test_unsynced_loss_calibration_on_containers(tmp_path: Path) -> None:
     # what lab-iofs put back: the server's unsynced redo log writes, at least
     assert kill.value["unsynced"]["restored_files"] >= 1, kill.value
     assert lab_iofs_left() == []
-    assert _lab_containers() <= before
+    assert _left_by(summary["run_id"]) == []
 
 
 UP = """

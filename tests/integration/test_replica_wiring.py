@@ -66,9 +66,9 @@ def _eventually(check, timeout: float = 15.0) -> bool:  # type: ignore[no-untype
     return False
 
 
-# the ids end in "-containers]": the container test runs in the containers' xdist group
-@pytest.mark.parametrize("backend", ["native", "containers"],
-                         ids=["wiring-native", "wiring-containers"])
+@pytest.mark.parametrize("backend", [
+    pytest.param("native", id="wiring-native"),
+    pytest.param("containers", id="wiring-containers", marks=pytest.mark.containers)])
 def test_file_position_delay_health_check_user_and_rewiring(backend: str) -> None:
     _require(backend)
     from dsl.api import plan_text
