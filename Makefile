@@ -47,7 +47,7 @@ test-integration: bootstrap
 # replica's lag, ProxySQL crashing as it started, a pid file read before it was written). With
 # those fixed the sixth passed (17 min 13 s in all); two stay the default until four pass run
 # after run.
-IT_WORKERS ?= 2
+IT_WORKERS ?= 4
 integration:
 	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n $(IT_WORKERS) --dist loadgroup \
 	  --durations=30 || s=1; \
