@@ -36,17 +36,17 @@ test-random: bootstrap
 test-integration: bootstrap
 	$(MAKE) --no-print-directory integration
 
-# Real servers: two tests at a time (each run has its own ports, directories and state), then
-# alone what must not share the machine (tests/integration/conftest.py marks them `serial`):
-# the calibrations whose tolerance is for an idle machine (visibility, lost-writes) and the
-# lesson that drops the whole OS page cache (10). Both parts run; the target fails if either did.
-# One test keeps 16-25 % of this 2-core machine busy, waiting on its load most of the time.
-# Four at a time (IT_WORKERS=4) take 13.5-15 minutes instead of 25 for the pool, but none of
-# the first five CI runs with four passed: each failed on 1-3 figures of timing, others each
-# time (a cpu limit against wall time, a recovery within its load, a write stalled by a sync, a
-# replica's lag, ProxySQL crashing as it started, a pid file read before it was written). With
-# those fixed the sixth passed (17 min 13 s in all); two stay the default until four pass run
-# after run.
+# Real servers: four tests at a time (each run has its own ports, directories and state; a
+# lesson's runs are tests of their own), then alone what must not share the machine
+# (tests/integration/conftest.py marks them `serial`): the calibrations whose tolerance is for
+# an idle machine (visibility, lost-writes) and the lesson that drops the whole OS page cache
+# (10). Both parts run; the target fails if either did. One test keeps 16-25 % of this 2-core
+# machine busy, waiting on its load most of the time: four keep it about 60 % busy, and the
+# pool takes 13 minutes instead of 24 with two. Each test that failed on a figure of timing at
+# four was fixed (a cpu limit against wall time, a recovery within its load, a write stalled
+# by a sync, a replica's lag, ProxySQL crashing as it started, a pid file read before it was
+# written, a pause's and a disk's outage against fixed bounds instead of the recorded actions).
+# Six (IT_WORKERS=6) took 11 minutes for the pool, about 70 % busy, with two such failures.
 IT_WORKERS ?= 4
 integration:
 	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n $(IT_WORKERS) --dist loadgroup \

@@ -108,6 +108,25 @@ class ContainerProxySQL(ContainerPart, ProxySQL):
         except ComponentError as e:
             raise ComponentError("proxysql (container)", e.message, self.save_log()) from None
 
+    def start_process(self, ready_timeout: float = 15.0) -> float:
+        """``ProxySQL.start_process`` (once more after a crash while starting) on its
+        container; a failure carries the container's output and ProxySQL's log."""
+        try:
+            return super().start_process(ready_timeout)
+        except ComponentError as e:
+            raise ComponentError("proxysql (container)", e.message, self.save_log()) from None
+
+    def _crash_signal(self) -> int | None:
+        """The signal that ended ProxySQL, from its container's exit code: its init exits
+        with 128 + the signal that ended its one child (139: SIGSEGV); None while it runs or
+        when it exited by itself."""
+        with contextlib.suppress(Exception):
+            state = engines.inspect(self.engine.client, self.container.id).get("State", {})
+            code = state.get("ExitCode")
+            if not state.get("Running") and isinstance(code, int) and 128 < code < 128 + 65:
+                return code - 128
+        return None
+
     def config_text(self) -> str:
         return config_text(Path(DATADIR), self.admin_creds, self.stats_creds, self.admin_port,
                            self.writer_port, self.reader_port, self.pgsql_admin_port,

@@ -45,12 +45,12 @@ MACHINE_WIDE = ("10-cache-drop",)
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test here is ``integration``. ``make test`` runs them two at a time (runs at
+    """Every test here is ``integration``. ``make test`` runs them four at a time (runs at
     once must not collide, and most of a run is waiting for its timeline) except the
     ``serial`` ones, which run alone afterwards: the calibrations whose tolerance is stated
     for an idle machine (``IDLE_ONLY``), and the lessons that act on the whole machine
     (``MACHINE_WIDE``: a drop of the OS page cache). The other calibrations run in the pool:
-    each passed two at a time and beside a CPU-bound process (``make catalogue-busy``). The
+    each passed four at a time and beside a CPU-bound process (``make catalogue-busy``). The
     container tests that compare the host's network before and after (``host_network``)
     share one worker (``xdist_group``) and hold the machine's container runs off while they
     run (``host_network_lock``)."""
@@ -66,7 +66,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # what acts on the whole machine runs last: after a drop of the page cache every binary
     # and file is read back from the disk (8 ms a read on this machine), which an idle-machine
     # calibration run right after it would pay for. The lessons first: they are the longest
-    # tests (30-150 s, several runs each), and a long one handed out last to a worker would
+    # tests (20-180 s: a run of several cells, a search), and a long one handed out last would
     # keep the others idle at the end
     items.sort(key=lambda it: (any(f"[{n}]" in it.nodeid for n in MACHINE_WIDE),
                                "test_lesson_runs_as_written[" not in it.nodeid))

@@ -47,7 +47,7 @@ def test_proxysql_experiment_holds_on_containers(name: str, tmp_path: Path) -> N
         exp.write_text(text.replace(NATIVE_BOUND, "expect downtime(routed) < 4.5s"))
     out = subprocess.run([*LAB, "run", str(exp), "--backend", "containers", "--json"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode in (0, 1), out.stderr[-3000:]
+    assert out.returncode in (0, 1), out.stdout[-3000:] + out.stderr[-3000:]  # the cell's error
     summary = json.loads(out.stdout)
     cell = summary["cells"][0]
     failed = [(e["text"], e["explanation"]) for e in cell["expectations"]

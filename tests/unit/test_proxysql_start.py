@@ -77,3 +77,23 @@ def test_an_exit_or_a_second_crash_is_the_components_error(tmp_path: Path,
         assert len(r.started) == n - 1  # the last launch never made
     finally:
         _stop(r)
+
+
+@pytest.mark.parametrize("state, signal_", [
+    ({"Running": False, "ExitCode": 139}, 11),  # its init: 128 + SIGSEGV of its one child
+    ({"Running": False, "ExitCode": 1}, None),  # exited by itself
+    ({"Running": False, "ExitCode": 0}, None),
+    ({"Running": True, "ExitCode": 0}, None),
+    ({}, None),
+])
+def test_a_container_s_crash_is_read_from_its_exit_code(monkeypatch: pytest.MonkeyPatch,
+                                                        state: dict[str, Any],
+                                                        signal_: int | None) -> None:
+    from runners.containers import engine as engines
+    from runners.containers.proxysql import ContainerProxySQL
+
+    r: Any = object.__new__(ContainerProxySQL)
+    r.engine = type("E", (), {"client": None})()
+    r.container = type("C", (), {"id": "abc"})()
+    monkeypatch.setattr(engines, "inspect", lambda client, cid: {"State": state})
+    assert r._crash_signal() == signal_
