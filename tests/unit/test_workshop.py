@@ -119,3 +119,22 @@ def test_the_commands_other_than_run_work(cmd: Command, tmp_path: Path,
     store.conn.close()
     assert main(substitute(cmd, run_id)[1:]) == 0, capsys.readouterr().err
     assert capsys.readouterr().out.strip()
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+def test_a_lesson_s_parts_hold_its_commands_once_each_with_the_run_they_read(
+        lesson: Path) -> None:
+    """The integration suite runs a lesson part by part (tests/lessons.py ``Part``), each part
+    in a home of its own: together the parts are the lesson's commands, in order; a part has
+    at most one ``lab run``, and a command that reads a run (``RUN``, ``lab show``) is in the
+    part of the run before it; the ids are distinct."""
+    from tests.lessons import parts
+
+    ps = parts(lesson)
+    assert [c for p in ps for c in p.commands] == commands(lesson)
+    assert len({p.id for p in ps}) == len(ps)
+    for p in ps:
+        runs = [i for i, c in enumerate(p.commands) if c.sub == "run"]
+        assert len(runs) <= 1, p.id
+        readers = [i for i, c in enumerate(p.commands) if RUN in c.argv or c.sub == "show"]
+        assert all(runs and i > runs[0] for i in readers), (p.id, readers, runs)
