@@ -46,9 +46,9 @@ test-integration: bootstrap
 # four was fixed (a cpu limit against wall time, a recovery within its load, a write stalled
 # by a sync, a replica's lag, ProxySQL crashing as it started, a pid file read before it was
 # written, a pause's and a disk's outage against fixed bounds instead of the recorded actions).
-# Three CI runs in a row at four passed (16 min 27 s to 18 min 53 s in all), two with the
-# container tests spread over the workers failed on such figures, fixed since (conftest.py's
-# CONTAINERS_APART). Six (IT_WORKERS=6, the container tests spread) took 11 minutes for the
+# The last three CI runs at four with the container tests on one worker passed (17 min 13 s,
+# 16 min 27 s, 18 min 53 s in all); the two between them with the container tests spread over
+# the workers failed on such figures, fixed since (conftest.py's CONTAINERS_APART). Six (IT_WORKERS=6, the container tests spread) took 11 minutes for the
 # pool, about 70 % busy, with two such failures (fixed).
 IT_WORKERS ?= 4
 integration:
