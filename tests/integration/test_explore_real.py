@@ -53,6 +53,11 @@ def test_sigint_during_the_second_schedule_stops_the_exploration(tmp_path: Path)
     assert "interrupted" in out + err
     assert not our_processes()
     runs = _runs(db_path)
-    assert [s for _, s in runs] == ["passed", "interrupted"], runs  # schedule 3 never started
+    # the first schedule ran to its verdict and is kept: it passes on an idle machine, and with
+    # four tests at a time it lost one write once (acknowledged by db1 just before its kill,
+    # not yet on db2: asynchronous replication), which is that schedule's truth, not this
+    # test's subject; the second is interrupted, and schedule 3 never started
+    assert [s for _, s in runs][1:] == ["interrupted"], runs
+    assert runs[0][1] in ("passed", "failed"), runs
     schedules = tmp_path / "home" / "schedules"
     assert sorted(p.stem for p in schedules.glob("*.exp")) == sorted(r for r, _ in runs)
