@@ -45,8 +45,9 @@ MACHINE_WIDE = ("10-cache-drop",)
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test here is ``integration``. ``make test`` runs them four at a time (runs at
-    once must not collide, and most of a run is waiting for its timeline) except the
+    """Every test here is ``integration``. ``make test`` runs them two at a time (four with
+    ``IT_WORKERS=4``: runs at once must not collide, and most of a run is waiting for its
+    timeline) except the
     ``serial`` ones, which run alone afterwards: the calibrations whose tolerance is stated
     for an idle machine (``IDLE_ONLY``), and the lessons that act on the whole machine
     (``MACHINE_WIDE``: a drop of the OS page cache). The other calibrations run in the pool:

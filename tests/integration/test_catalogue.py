@@ -298,7 +298,7 @@ def _run(argv: list[str], env: dict[str, str], where: str, lab: list[str] = LAB,
     """Run one command of a lesson; it must end with ``expected``, the exit status the lesson
     documents (``Command.exit``: an exploration that finds the failure it is about exits 1,
     and must). ``again``: a lesson's ``lab run`` whose expectations did
-    not hold runs once more, with a warning that shows what failed. The lessons run four at a
+    not hold runs once more, with a warning that shows what failed. The lessons run two or four at a
     time on a 2-core machine, and their timing figures (a router's switch, a client's
     timeout) are a demonstration's, measured on an idle one; the calibrations, whose figures
     are the lab's claims (docs/validity.md), never run twice: they hold beside another test
