@@ -658,17 +658,19 @@ experiment "ctr-pause" {
 
 
 def _assert_pause_measured(cell: dict[str, Any]) -> None:
-    """The probe's longest window (``cell`` from `lab run --json`) is the pause of db1: it lies
-    between the end of the pause's API call (in force by then) and the end of the resume's —
-    whatever the engine's latency (a pause call took 140 ms once under the suite's load, a
-    resume ran 30 ms late) — within the probe's 10 ms and its answer's time."""
+    """The probe's longest window (``cell`` from `lab run --json`) is the pause of db1: it has
+    begun by the end of the pause's API call (in force by then) and ends between the resume's
+    start and end — whatever the engine's latency (a pause call took 140 ms once under the
+    suite's load, a resume ran 30 ms late) — within the probe's 10 ms and its answer's time.
+    Its start may be earlier: a stall of the busy machine just before the pause joins it (a
+    window began 125 ms before the pause's call once, with four tests at a time)."""
     faults = {f["name"]: f for f in cell["faults"]}
     pause, resume = faults["pause"], faults["resume"]
     assert resume["at"] - pause["end"] >= 2.0  # `for 2s` counts from when it took effect
     windows = cell["measurements"]["downtime"]["subjects"]["probe"]["windows"]
-    longest = max(windows, key=lambda w: w["duration"])
-    low, high = resume["at"] - pause["end"], resume["end"] - pause["at"]
-    assert low - 0.01 <= longest["duration"] <= high + 0.02, (windows, pause, resume)
+    w = max(windows, key=lambda x: x["duration"])
+    assert w["start"] <= pause["end"] + 0.01, (windows, pause)
+    assert resume["at"] - 0.01 <= w["end"] <= resume["end"] + 0.02, (windows, resume)
 
 
 def test_lab_run_backend_containers_measures_a_pause_as_native_does(tmp_path: Path) -> None:
