@@ -56,7 +56,7 @@ test-integration: bootstrap
 # conftest.py's CONTAINERS_APART). Six (IT_WORKERS=6, spread) took 11 minutes for the pool,
 # about 70 % busy, with two such failures (fixed). Two stay the default (about 27 minutes in
 # all) until four pass run after run.
-IT_WORKERS ?= 6
+IT_WORKERS ?= 4
 integration:
 	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n $(IT_WORKERS) --dist loadgroup \
 	  --durations=30 || s=1; \

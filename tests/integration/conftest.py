@@ -92,7 +92,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # two CI runs with them spread failed on the latency of container actions under load (a kill
 # through the API that took 0.6 s, a host stall of 1.27 s), since fixed; more workers will need
 # them spread (host_network_lock already keeps the tests that compare the host's network apart).
-CONTAINERS_APART = False
+CONTAINERS_APART = True
 
 # Every container run changes this machine's network while it runs (ip_forward, podman's
 # iptables chains); a test that compares that state before and after (``host_network``) must

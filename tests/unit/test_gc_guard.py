@@ -31,8 +31,10 @@ def test_what_is_recorded_while_held_is_frozen_then_handed_back() -> None:
     with gc_guard.history_frozen():
         assert gc_guard.holding()
         assert _until(lambda: gc.get_freeze_count() >= 20_000)
-        later = [Rec(i) for i in range(20_000)]  # made while held: frozen at the next turn
+        # counted before they are made: the thread may freeze them before the next line runs
+        # (read after, the count had them already, and a busy machine's run waited in vain)
         n = gc.get_freeze_count()
+        later = [Rec(i) for i in range(20_000)]  # made while held: frozen at the next turn
         assert _until(lambda: gc.get_freeze_count() >= n + 20_000)
     assert not gc_guard.holding()
     assert gc.get_freeze_count() == 0  # everything back to the collector
@@ -46,8 +48,8 @@ def test_nested_holders_unfreeze_only_at_the_last_release() -> None:
         assert _until(lambda: gc.get_freeze_count() > 0)
         gc_guard.release()
         assert gc_guard.holding()
+        n = gc.get_freeze_count()  # before they are made, as above
         x = [Rec(i) for i in range(5_000)]
-        n = gc.get_freeze_count()
         assert _until(lambda: gc.get_freeze_count() >= n + 5_000)  # still freezing
         assert x
     finally:
