@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 import MySQLdb
 
-from runners.mysql import LabTimeout, read_result, send_statement
+from runners.mysql import LabTimeout, read_answer, send_statement
 from runners.workloads import Client
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,7 @@ class Statement(NamedTuple):
     value: Any
     is_write: bool = True
     key_from_insert: bool = False
+    query: bytes | None = None  # ``sql`` with its arguments, ready to send (else built here)
 
 
 NextStatement = Callable[[int, Client], "Statement | None"]
@@ -144,7 +145,10 @@ class _Multiplexer:
         conn = client.conn
         slot.deadline = time.monotonic() + client.timeout
         try:
-            send_statement(conn, stmt.sql, stmt.args)
+            if stmt.query is not None:
+                conn.send_query(stmt.query)
+            else:
+                send_statement(conn, stmt.sql, stmt.args)
         except MySQLdb.Error as e:
             return e
         slot.fd = conn.fileno()
@@ -174,12 +178,12 @@ class _Multiplexer:
         assert stmt is not None
         self._unwatch(slot)
         try:
-            got = read_result(client.conn)
+            insert_id = read_answer(client.conn, stmt.key_from_insert)
         except MySQLdb.Error as e:
             client.failed(stmt.f, e, True, stmt.key, stmt.value, stmt.is_write)
             self._next(slot)
             return
-        key = got.insert_id if stmt.key_from_insert else stmt.key
+        key = insert_id if stmt.key_from_insert else stmt.key
         self._next(slot, (stmt.f, key, stmt.value, time.monotonic_ns()))
 
     def _timed_out(self, slot: _Slot) -> None:

@@ -30,11 +30,17 @@ class ProbeWorkload(Workload):
         if self.spec.operation == "read":
             return Statement("read", "SELECT 1", (), None, None, is_write=False)
         k = next(self._counter)
-        return Statement("write", self._insert, (k, k, client.process), k, k)
+        args = (k, k, client.process)
+        return Statement("write", self._insert, args, k, k, query=self._insert_query % args)
 
     @functools.cached_property
     def _insert(self) -> str:
         return f"INSERT INTO {table_name(self.name)} (k, v, c) VALUES (%s, %s, %s)"
+
+    @functools.cached_property
+    def _insert_query(self) -> bytes:
+        """The same, encoded once: its arguments are integers, their own SQL literals."""
+        return self._insert.replace("%s", "%d").encode()
 
     def run_client(self, i: int, client: Client, pace: Callable[[], None]) -> None:
         while (st := self.statement(client)) is not None:

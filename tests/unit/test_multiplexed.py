@@ -57,6 +57,9 @@ class SockConn:
         if err is not None:
             raise err
 
+    def field_count(self) -> int:
+        return 0  # a write's OK: no result set
+
     def store_result(self) -> None:
         return None
 
