@@ -675,7 +675,7 @@ def _assert_pause_measured(cell: dict[str, Any]) -> None:
 
 def test_lab_run_backend_containers_measures_a_pause_as_native_does(tmp_path: Path) -> None:
     """The outage calibration's 2 s freeze (experiments/calibration/outage.exp), on containers
-    through `lab run --backend containers`: the probe's one window is the freeze, which lies
+    through `lab run --backend containers`: the probe's window of the freeze lies
     between the end of the pause's API call (it is in force by then) and the end of the
     resume's — whatever the engine's latency (a pause call took 140 ms once under the suite's
     load) — within the probe's 10 ms."""
@@ -687,8 +687,18 @@ def test_lab_run_backend_containers_measures_a_pause_as_native_does(tmp_path: Pa
                          cwd=ROOT, timeout=240)
     assert out.returncode in (0, 1), out.stdout[-3000:] + out.stderr[-3000:]
     cell = json.loads(out.stdout)["cells"][0]
-    assert len(cell["measurements"]["downtime"]["subjects"]["probe"]["windows"]) == 1
     _assert_pause_measured(cell)
+    # the freeze is one window; another is only a stall of the busy machine, away from the
+    # pause and short (one of 384 ms, 2 s after the resume, with four tests and the unit
+    # tests beside this one), never a second piece of the freeze
+    faults = {f["name"]: f for f in cell["faults"]}
+    windows = cell["measurements"]["downtime"]["subjects"]["probe"]["windows"]
+    freeze = max(windows, key=lambda x: x["duration"])
+    for w in windows:
+        if w is not freeze:
+            assert w["duration"] < 0.5, windows
+            assert w["end"] < faults["pause"]["at"] or w["start"] > faults["resume"]["end"], \
+                windows
     failed = [e["text"] for e in cell["expectations"] if e["passed"] is not True]
     assert not failed, failed
     # every operation knows the node that answered it (by @@server_id: every container's
