@@ -14,7 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTEST=(.venv/bin/python -m pytest)
-workers=${IT_WORKERS:-4}
+workers=${IT_WORKERS:-2}
 lint=0
 [[ ${1:-} == --lint ]] && lint=1
 
