@@ -513,7 +513,7 @@ class Metric(Frozen):
     on: str | None = None  # a node, for per-node figures
     code: int | None = None  # errors(w, 1062)
     stat: str | None = None  # p50, p95, p99, max, total, count, rate, mean, min, after ...
-    last: float | None = None  # seconds: only the last N seconds of the load
+    last: float | None = None  # seconds: the last N (of the workload's run; a node's: the load)
     window: tuple[float, float] | None = None  # ``from 5s to 15s``: seconds since load start
     subject_span: Span = NO_SPAN
     on_span: Span = NO_SPAN

@@ -213,7 +213,11 @@ def _throughput(inp: Inputs) -> Measured:
                                "and .max, not '.total'")
         series = subj.get("per_second") or []
         load_s = float(r.metrics.get("load_seconds") or len(series))
-        a, b = window_seconds(inp.metric, load_s, planned_duration(inp))
+        end = subj.get("end")
+        own_end = float(end) if isinstance(end, int | float) else load_s
+        # last N: the last N seconds of the workload's own run (last_window)
+        a, b = window_seconds(inp.metric, own_end if inp.metric.window is None else load_s,
+                              planned_duration(inp))
         hi = min(len(series), math.floor(load_s + 1e-9), math.floor(b + 1e-9))
         # last N: from the second it starts in (as before); from A: whole seconds from A on
         lo = max(0, math.floor(a + 1e-9) if inp.metric.window is None
@@ -227,6 +231,8 @@ def _throughput(inp: Inputs) -> Measured:
         note = f"seconds {lo}..{hi} of the load"
         if hi - lo < (b - a) - 1e-9:
             note += f" (only {hi - lo} whole seconds)"
+        if inp.metric.window is None and own_end < load_s - 1e-9:
+            note += f"; {w} ran until {own_end:.1f} s of the {load_s:.1f} s load"
         return Measured(agg, unit, stat, note=note)
     value = known_number(subj.get(path), f"'{w}' has no whole second to measure")
     return Measured(value, unit, stat, note=f"over {float(subj.get('seconds') or 0):.1f} s")
@@ -273,7 +279,7 @@ def _errors(inp: Inputs) -> Measured:
         bad = [c for c in ops if c.type != "ok"]
         if m.code is not None:
             bad = [c for c in bad if error_label(c) == str(m.code)]
-        lo, hi = last_window(inp)
+        lo, hi = last_window(inp, m.subject)
         count, n_ops, secs = float(len(bad)), float(len(ops)), (hi - lo) / NS
     else:
         subjects = subjects_of(r)

@@ -189,11 +189,27 @@ def window_seconds(m: Metric, load_s: float,
     return max(0.0, load_s - m.last), load_s
 
 
-def last_window(inp: Inputs) -> tuple[int, int]:
-    """(from, to) in ns: the metric's window of the load (``last N``, ``from A to B``)."""
+def last_window(inp: Inputs, workload: str | None = None) -> tuple[int, int]:
+    """(from, to) in ns: the metric's window of the load (``last N``, ``from A to B``). With
+    a ``workload``, ``last N`` is the last N seconds of that workload's own run (its active
+    window, ``lab.judge.checkers.series``): a workload that stopped before the load ended (its
+    own duration, a budget of operations, a timeline still waiting) is measured where it ran,
+    never over seconds in which it no longer ran."""
     h = inp.history if inp.history is not None else inp.ctx.last_history()
     t0, t1 = inp.ctx.bounds(h or [])
+    if workload is not None and inp.metric.window is None:
+        t1 = min(t1, t0 + round(workload_end_s(inp, workload, h or []) * NS))
     return window_between(inp.metric, t0, t1, planned_duration(inp))
+
+
+def workload_end_s(inp: Inputs, workload: str, history: Sequence[Op]) -> float:
+    """When the workload's run ended, in seconds since the load started (the load's end if
+    it ran to within a second of it, or has no operations)."""
+    from lab.judge.checkers.series import per_second  # the checkers' own series, memoised
+
+    s = per_second(history, inp.ctx).get(workload)
+    t0, t1 = inp.ctx.bounds(history)
+    return s.active_end if s is not None else (t1 - t0) / NS
 
 
 def planned_duration(inp: Inputs) -> float | None:
@@ -208,7 +224,7 @@ def last_ops(inp: Inputs, workload: str) -> list[Any]:
     that reaches the end)."""
     m = inp.metric
     h = history_of(inp)
-    lo, hi = last_window(inp)
+    lo, hi = last_window(inp, workload)
     _, t1 = inp.ctx.bounds(h)
     col = inp.ctx.columns(h)  # the checkers' columns: completion order, never-completed last
     ends = col.end[: col.n_done]

@@ -389,13 +389,33 @@ def test_cli_compare_usage_errors_exit_2(store: Store, capsys: pytest.CaptureFix
 
 def test_faults_are_not_figures(store: Store) -> None:
     """The nemesis's operations are in the history; they are never a workload's figures."""
-    ops = _ops([(1.0, 0.001)]) + [Op("invoke", "kill", NEMESIS, T0 + 2 * S, "", None, "db2",
-                                     None, None, index=2)]  # fmt: skip
+    ops = _ops([(1.0, 0.001), (9.5, 0.004)]) + [
+        Op("invoke", "kill", NEMESIS, T0 + 2 * S, "", None, "db2", None, None, index=4)]
     store_run(store, [{"results": results(1.0, 0.001), "ops": ops}], run_id="abab00000001")
     store_run(store, [{"results": results(1.0, 0.001), "ops": ops}], run_id="abab00000002")
     cmp = compare_runs(store, ["abab00000001", "abab00000002"], last=5.0)
-    assert _row(cmp, "latency(w).p50 last 5s").values[0].value is None  # 1 s: not in the window
-    assert "no successful operation" in str(_row(cmp, "latency(w).p50 last 5s").values[0].why)
+    # w's last 5 s hold its write at 9.5 s only (the one at 1 s is before them); the kill,
+    # never completed, is no operation of w's
+    assert _row(cmp, "latency(w).p50 last 5s").values[0].value == 0.004
+    assert not any(r.figure.startswith(("latency(kill)", "throughput(kill)"))
+                   for r in cmp.rows)
+
+
+def test_the_last_seconds_of_a_workload_that_stopped_before_the_load_ended(store: Store) -> None:
+    """``last N`` of a workload is the last N seconds of its own run: writes that stopped at
+    10 s of a load that went on to 20 s (a timeline still waiting: lesson 1 on a busy machine
+    read 0.0/s over the seconds after the writes had stopped) are measured over 0..10 s."""
+    ops = _ops([(s + 0.5, 0.002) for s in range(10)])
+    ops += [Op("invoke", "read", 2, T0 + 19 * S + S // 2, "r", "db1", None, 99, None, index=40),
+            Op("ok", "read", 2, T0 + 19 * S + S // 2 + 1000, "r", "db1", "db1", 99, None,
+               index=41)]  # another workload runs to the end of the load
+    res = results(1.0, 0.002, per_second=[1.0] * 10 + [0.0] * 10)
+    res["throughput"].metrics["subjects"]["w"]["end"] = 10.002  # w's own run: 0..10 s
+    store_run(store, [{"results": res, "ops": ops}], run_id="acac00000001")
+    store_run(store, [{"results": res, "ops": ops}], run_id="acac00000002")
+    cmp = compare_runs(store, ["acac00000001", "acac00000002"], last=5.0)
+    assert _row(cmp, "throughput(w).mean last 5s").values[0].value == 1.0  # not 0.0
+    assert _row(cmp, "latency(w).p50 last 5s").values[0].value == 0.002  # its last 5 writes
 
 
 # --- identity, claims, 80 columns (issue 24) ----------------------------------------------------

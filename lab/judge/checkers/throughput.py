@@ -4,7 +4,7 @@ throughput: per workload, and per workload and answering node (``"w on db2"``), 
 (completed ok operations / seconds of the workload's active window; sysbench: the mean of its
 per-second tps), p50, min and max over whole seconds, the total, and the
 per-second series (``per_second[s]`` = second [s, s+1) of the load) from which an expectation
-takes the mean over the last N seconds of the load.
+takes the mean over the last N seconds of the workload's run (``figures_lookup.last_window``).
 
 stalls: per workload the whole seconds inside its active window with zero completed operations
 (sysbench: tps 0 or no row), their count, the longest run of consecutive ones (seconds) and the
