@@ -21,6 +21,7 @@ from dsl.models import Engine
 from dsl.plan import Cell, Plan, PlannedNode, PlannedRouter, PlannedWorkload
 from runners.components import find
 from runners.mysql import Address, Credentials, scalar
+from tests.integration import cpu_account
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,6 +42,10 @@ IDLE_ONLY = ("visibility",
 # OS page cache) stalls every other test's I/O for a moment (a container ProxySQL test beside
 # lesson 10 read 705 ms of downtime on writes straight to its nodes, and failed)
 MACHINE_WIDE = ("10-cache-drop",)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    cpu_account.register(config)  # RCL_TEST_CPU=FILE: each test's CPU (tools/test_cpu.py)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
