@@ -53,8 +53,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import networkx as nx
-
+# networkx (0.1 s to import) is imported in the functions that build graphs: a `lab` process
+# that checks no transactions never pays for it
 from lab.history import NS, Completed, Op
 from lab.judge.checkers.anomalies_cycles import (
     _PROJECTIONS,
@@ -356,6 +356,7 @@ class _Workload:
         return order[i - 1] if i > 0 else None
 
     def _graph(self, possible: list[_Txn], index: dict[tuple[Any, Any], list[int]]) -> None:
+        import networkx as nx
         edges: dict[tuple[int, int], int] = {}
         writer = self.writer
         for t in possible:
@@ -398,6 +399,7 @@ class _Workload:
             _PROJECTIONS.clear()  # nothing of this run stays alive after it
 
     def _component(self, comp: set[int]) -> None:
+        import networkx as nx
         edges = self.edges
         succ = self.succ
         inner = {(u, v): edges[(u, v)] for u in comp for v in succ[u] if v in comp}

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
-
+# networkx (0.1 s to import) is imported in the functions that build graphs: a `lab` process
+# that checks no transactions never pays for it
 from lab.judge.checkers.consistency_models import implied_anomalies
 
 SEARCH_BUDGET = 500_000  # node visits one cycle search may spend in one component
@@ -53,6 +53,7 @@ _PROJECTIONS: dict[tuple[int, int], tuple[dict[tuple[int, int], int], Any]] = {}
 def _project(edges: dict[tuple[int, int], int], allowed: int) -> Any:
     """The graph of the edges of ``allowed`` relations (the last few are kept: the searches
     of one component share them; callers never modify them)."""
+    import networkx as nx
     hit = _PROJECTIONS.get((id(edges), allowed))
     if hit is not None and hit[0] is edges:
         return hit[1]
@@ -77,6 +78,7 @@ def _cycle_in(edges: dict[tuple[int, int], int], allowed: int, required: int,
               budget: _Budget) -> Cycle | None:  # fmt: skip
     """A short cycle of ``allowed`` edges through an edge of ``required``: an edge lies on a cycle
     exactly when both its ends are in one strongly connected component."""
+    import networkx as nx
     g = _project(edges, allowed)
     if not budget.spend(g.number_of_nodes() + 1):
         return None
@@ -95,6 +97,7 @@ def _one_rw_cycle(edges: dict[tuple[int, int], int], nodes: Iterable[int], allow
                   budget: _Budget) -> Cycle | None:  # fmt: skip
     """A cycle of exactly one rw edge, the others of ``allowed`` (no rw): an rw edge u -> v with
     a path v ~> u in the graph of ``allowed`` edges (reachability over its condensation)."""
+    import networkx as nx
     h = _project(edges, allowed).copy()
     h.add_nodes_from(nodes)
     rws = [e for e, m in edges.items() if m & RW]
@@ -122,6 +125,7 @@ def _multi_rw_cycle(edges: dict[tuple[int, int], int], allowed: int,
     """A simple cycle of two or more rw edges (the others of ``allowed``): for an rw edge u -> v,
     a shortest path from v back to u that takes another rw edge, searched in a two-layer graph
     (layer 1: no rw taken yet after u -> v; layer 2: at least one)."""
+    import networkx as nx
     layered = nx.DiGraph()
     rws = []
     for (u, v), m in edges.items():
@@ -201,6 +205,7 @@ class _Found:
 
 def _data_cycles(edges: dict[tuple[int, int], int], nodes: set[int]) -> tuple[_Found, bool]:
     """Elle's cycle classes in one component of the data graph; (found, search complete)."""
+    import networkx as nx
     found = _Found()
     budget = _Budget()
     g0 = _cycle_in(edges, WW, WW, budget)
