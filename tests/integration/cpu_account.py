@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+from runners.cgroups import CGROUP_ROOT, controller_dir, remove_group
 
 
 def _machine() -> tuple[int, int]:
@@ -32,9 +32,9 @@ def _machine() -> tuple[int, int]:
 
 
 class CpuAccount:
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, root: Path = CGROUP_ROOT) -> None:
         self.out = out
-        self.group = CPUACCT / f"rcl-acct-{os.getpid()}"
+        self.group = controller_dir("cpuacct", root) / f"rcl-acct-{os.getpid()}"
         self.group.mkdir(exist_ok=True)
         (self.group / "cgroup.procs").write_text(str(os.getpid()))
 
@@ -54,22 +54,19 @@ class CpuAccount:
             f.write(json.dumps(line) + "\n")
 
     def pytest_unconfigure(self) -> None:
-        """Back to the root cgroup, and the empty group removed."""
-        try:
-            (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
-            self.group.rmdir()
-        except OSError:
-            pass  # a server still in it (a leak the leak check reports)
+        """The group removed, whatever is still in it moved to the controller's root first
+        (a server left running is the leak check's to report)."""
+        remove_group(self.group, busy_wait=0)
 
 
-def register(config: pytest.Config) -> None:
+def register(config: pytest.Config, root: Path = CGROUP_ROOT) -> None:
     out = os.environ.get("RCL_TEST_CPU")
     if not out:
         return
     try:
-        account = CpuAccount(Path(out))
+        account = CpuAccount(Path(out), root)
     except OSError as e:  # no cgroup v1 cpuacct here, or not root: the tests run, uncounted
-        warnings.warn(f"RCL_TEST_CPU: cannot count CPU through {CPUACCT} ({e}); not recorded",
-                      stacklevel=1)
+        warnings.warn(f"RCL_TEST_CPU: cannot count CPU through {controller_dir('cpuacct', root)}"
+                      f" ({e}); not recorded", stacklevel=1)
         return
     config.pluginmanager.register(account, "rcl-cpu-account")
