@@ -303,10 +303,14 @@ def test_two_primaries_on_containers_through_toxiproxy_links() -> None:
         # machine are evicted from the page cache
         dirs = topo.nodes["p2"].cache_dirs()
         assert dirs and all(run.id not in str(d) for d in dirs)  # the engine's storage
-        assert sum(resident_bytes(d) for d in dirs) > 0
+        before = sum(resident_bytes(d) for d in dirs)
+        assert before > 0
         for d in dirs:
             evict_files(d)
-        assert sum(resident_bytes(d) for d in dirs) == 0
+        # the server runs on: a page it writes meanwhile (its redo log's) is cached again at
+        # once (4,096 bytes seen in CI); every other page is gone
+        after = sum(resident_bytes(d) for d in dirs)
+        assert after <= min(before // 2, 64 * 1024), (before, after)
     finally:
         if topo is not None:
             topo.teardown()
