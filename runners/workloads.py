@@ -99,6 +99,10 @@ class Client:
         self.conn: Any = None
         self.node: str | None = None
         self.session_sql: tuple[str, ...] = ()  # run on every new connection (isolation level)
+        # after a connection that could not be opened, the next attempt waits until this long
+        # after it (``Workload.new_client``: an unpaced client's ``RETRY_WAIT``)
+        self.retry_wait = 0.0
+        self._not_opened_at: float | None = None
 
     def _ensure(self) -> Any:
         if self.conn is None:
@@ -118,6 +122,7 @@ class Client:
                         conn.close()
                     raise
             self.conn = conn
+            self._not_opened_at = None
             rows = got.rows
             self.node = self.env.node_by_server_id(int(rows[0][0])) if rows else None
         return self.conn
@@ -169,7 +174,12 @@ class Client:
              key: int | None = None, value: Any = None, is_write: bool = True,
              transaction: bool = False) -> Op:
         """Record ``invoke``, run ``work(conn, txn)`` on the (re)opened connection, record the
-        outcome (see ``op`` and ``txn``)."""
+        outcome (see ``op`` and ``txn``). A client with a ``retry_wait`` whose last attempt
+        to open a connection failed waits until ``retry_wait`` after it before invoking."""
+        if self.conn is None and self._not_opened_at is not None and self.retry_wait:
+            left = self._not_opened_at + self.retry_wait - time.monotonic()
+            if left > 0:
+                self.env.stop.wait(left)
         self.invoke(f, key, value)
         sent = False
         txn = Txn(self)
@@ -205,6 +215,8 @@ class Client:
         self.close()
         self.node = node  # the node that did not answer, in the completion
         was_sent = sent and e.sent  # a timeout while opening the connection sent nothing
+        if not sent:
+            self._not_opened_at = time.monotonic()
         may_apply = is_write and was_sent and (not transaction or committing)
         typ: OpType = "info" if may_apply else "fail"
         code = None if was_sent else CONNECT_TIMEOUT
@@ -225,6 +237,8 @@ class Client:
         if code == 0:  # mysqlclient's "connection unusable": the outcome is unknown
             code = None
         never_sent = not sent or code in CONNECT_ERRORS
+        if not sent:
+            self._not_opened_at = time.monotonic()
         outcome: OpType = "fail"
         unknown = code in UNKNOWN_OUTCOME or code is None
         if is_write and not never_sent and unknown and (not transaction or committing):
@@ -352,10 +366,19 @@ class Workload:
         """Each client waits between its operations (``every`` or ``rate``)."""
         return bool(self.spec.every or self.spec.rate)
 
+    # an unpaced client whose connection could not be opened (refused: a server down) tries
+    # again 10 ms later, not at once: thousands of refused connects a second (72,000 in 8 s
+    # from one read_your_writes writer while its node was dead) cost a core and resolve an
+    # outage no better than the 10 ms a probe does
+    RETRY_WAIT = 0.01
+
     def new_client(self, i: int) -> Client:
         """Client ``i``: process ``first_process + i``, on the targets in turn."""
         endpoint = self.targets()[i % len(self.targets())]
-        return Client(self.env, self.name, self.first_process + i, endpoint, self.spec.timeout)
+        c = Client(self.env, self.name, self.first_process + i, endpoint, self.spec.timeout)
+        if not self.paced():
+            c.retry_wait = self.RETRY_WAIT
+        return c
 
     def _client_main(self, i: int) -> None:
         client = self.new_client(i)

@@ -828,3 +828,28 @@ def test_a_replica_behind_shows_its_last_writes_after_the_load() -> None:
     assert 0.5 <= vis["p99"] <= 0.5 + POLL + 0.3, vis
     note = w.after_load()
     assert note is not None and "were polled for" in note and "every one seen" in note
+
+
+def test_an_unpaced_client_tries_a_refused_server_again_10_ms_later_not_at_once() -> None:
+    """A real refused connect (a port nobody listens on): an unpaced workload's client waits
+    ``RETRY_WAIT`` after a connection it could not open before its next operation's invoke (so
+    the wait is in no operation's latency); a paced one goes on its own pace, without it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed when the block ends: nobody listens there
+    hist = History()
+    env = wl.ClientEnv(address=lambda ep: Address("127.0.0.1", port),
+                       node_by_server_id=NODE_BY_PORT.get, creds=Credentials("app", "secret"),
+                       record=hist.record, stop=threading.Event(), seed=7)
+    unpaced = PlannedWorkload(name="u", kind="unique_insert", targets=["db1"], clients=1)
+    c = probe.UniqueInsertWorkload(unpaced, env, 0, 1.0).new_client(0)
+    assert c.retry_wait == wl.Workload.RETRY_WAIT == 0.01
+    for k in range(5):
+        c.op("insert", "INSERT INTO t VALUES (%s)", (k,), key=k)
+    ops = hist.ops
+    assert [o.type for o in ops] == ["invoke", "fail"] * 5
+    assert all(never_sent(o.error, o.error_msg) for o in ops[1::2])
+    gaps = [(ops[i + 1].time - ops[i].time) / 1e9 for i in range(1, 9, 2)]  # fail -> invoke
+    assert min(gaps) >= 0.0099, gaps
+    paced = probe.UniqueInsertWorkload(unpaced.model_copy(update={"rate": 100.0}), env, 0, 1.0)
+    assert paced.new_client(0).retry_wait == 0.0
