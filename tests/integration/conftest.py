@@ -42,6 +42,14 @@ IDLE_ONLY = ("visibility",
 # OS page cache) stalls every other test's I/O for a moment (a container ProxySQL test beside
 # lesson 10 read 705 ms of downtime on writes straight to its nodes, and failed)
 MACHINE_WIDE = ("10-cache-drop",)
+# the tests that keep a core or more busy through their load (RCL_TEST_CPU at 821edcf, four at
+# a time: CPU seconds over wall seconds 0.66 to 1.18, 13 to 46 CPU s each; 317 s of test time
+# together): they share one worker (``xdist_group``), so two of them never run at once and the
+# timing figures of the tests beside them see one such load, not two or three
+HEAVY = ("[02-read-your-writes/ryw-galera]", "[05-galera-certification/galera-conflicts]",
+         "[13-connect-cost/", "[14-config-variants]", "[25-galera-isolation/",
+         "test_the_timeline_recovers_a_galera_cluster_killed_at_once",
+         "test_kill_9_during_a_recovery_then_gc_leaves_nothing")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -71,6 +79,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("containers"))
         elif item.get_closest_marker("host_network"):  # they would wait for each other
             item.add_marker(pytest.mark.xdist_group("host-network"))
+        elif any(n in item.nodeid for n in HEAVY):
+            item.add_marker(pytest.mark.xdist_group("heavy"))
     # what acts on the whole machine runs last: after a drop of the page cache every binary
     # and file is read back from the disk (8 ms a read on this machine), which an idle-machine
     # calibration run right after it would pay for. The lessons first: they are the longest
