@@ -38,24 +38,14 @@ CONTAINER_TOPOLOGIES = ("replication", "single", "galera", "primary_primary",
                         "mongodb_replset")
 _NATIVE = "run it with `backend native` (the default) until then"
 
-def is_group_cut(a: NetworkFault, topology: str) -> bool:
-    """A cut of a Galera or replica-set node's group traffic: ``on group``, or a Galera
-    ``partition`` of ``all`` (``fault.network``): iptables rules on the group ports, no proxy."""
-    return a.link == "group" or (topology == "galera" and a.verb == "partition"
-                                 and a.link == "all")
-
-
-def uses_links(actions: Sequence[Action], backend: str, topology: str) -> bool:
+def uses_links(actions: Sequence[Action], backend: str) -> bool:
     """Whether a run puts toxiproxy links on the clients' and replicas' paths. Natively, with
-    a network fault that goes through them: every one but a group cut (``is_group_cut``) and a
-    heal (which heals what the others did), so a Galera run whose only network faults are
-    group partitions keeps its clients on the nodes' own ports (through toxiproxy they cost
-    12 CPU s of its 35 in ``galera-failover.exp``, for nothing). On containers only with
-    latency or bandwidth, or a fault on the clients link: partitions between nodes are
+    any network fault (every one but a Galera group cut goes through them). On containers only
+    with latency or bandwidth, or a fault on the clients link: partitions between nodes are
     iptables cuts inside the node there (``runners.netcut``), which need no proxy."""
     faults = [a for a in actions if isinstance(a, NetworkFault)]
     if backend != "containers":
-        return any(a.verb != "heal" and not is_group_cut(a, topology) for a in faults)
+        return bool(faults)
     return any(a.verb in ("latency", "bandwidth") or (a.link == "clients" and a.verb != "heal")
                for a in faults)
 

@@ -67,9 +67,7 @@ def network(ctx: Context, a: NetworkFault) -> Detail:
     if a.link == "group" or (topo.plan.topology == "galera" and a.verb == "partition"
                              and a.link == "all"):
         return galera_partition(ctx, node, heal=a.verb == "heal")
-    # a heal in a run without links (its only network faults cut group traffic) heals the
-    # group partitions alone
-    detail = link_faults(ctx, a) if topo.toxi is not None or a.verb != "heal" else None
+    detail = link_faults(ctx, a)
     if a.verb == "heal" and (node is None or a.link in ("all", "group")):
         group = galera_partition(ctx, node, heal=True)  # fails if a rule stays in place
         if group and group.get("removed_rules"):

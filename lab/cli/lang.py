@@ -495,7 +495,7 @@ def links_rows(plan: Plan) -> list[tuple[str, str, str, str]]:
     from dsl.backends import uses_links
     from dsl.ports import CLIENT_PROXY_OFFSET, REPLICATION_PROXY_OFFSET, TOXIPROXY_API_OFFSET
 
-    if not plan.cells or not uses_links(plan.actions(), plan.backend, plan.topology):
+    if not plan.cells or not uses_links(plan.actions(), plan.backend):
         return []
     ctr = plan.backend == "containers"
     base = plan.base_port

@@ -206,7 +206,7 @@ class ContainerTopology(ContainerFaults):
             initiate([n for n in self.nodes.values() if isinstance(n, MongoNode)],
                      replset_name(self.run.id))
         self.timings["nodes_up"] = time.monotonic() - t
-        if uses_links(self.plan.actions(), "containers", self.plan.topology):
+        if uses_links(self.plan.actions(), "containers"):
             t = time.monotonic()
             self._start_links()
             self.timings["links_ready"] = time.monotonic() - t

@@ -40,29 +40,16 @@ DB1 = NodeRef(name="db1")
 DB2 = NodeRef(name="db2")
 
 
-def test_a_run_gets_links_natively_with_a_fault_on_them_on_containers_only_for_shaping() -> None:
+def test_a_run_gets_links_natively_with_any_network_fault_on_containers_only_for_shaping() -> None:
     cut = NetworkFault(verb="partition", node=DB2, link="replication")
     slow = NetworkFault(verb="latency", node=DB2, latency=0.1)
     thin = NetworkFault(verb="bandwidth", node=DB2, bandwidth=1024.0)
     clients = NetworkFault(verb="link_down", node=DB2, link="clients")
     heal_clients = NetworkFault(verb="heal", node=DB2, link="clients")
-    assert uses_links([cut], "native", "replication")
-    assert not uses_links([], "native", "replication")
-    assert not uses_links([cut, heal_clients], "containers", "replication")
+    assert uses_links([cut], "native") and not uses_links([], "native")
+    assert not uses_links([cut, heal_clients], "containers")
     for a in (slow, thin, clients):
-        assert uses_links([cut, a], "containers", "replication")
-
-
-def test_a_galera_run_whose_only_network_faults_cut_group_traffic_gets_no_links() -> None:
-    g3 = NodeRef(name="g3")
-    group = NetworkFault(verb="partition", node=g3, link="group")
-    every = NetworkFault(verb="partition", node=g3)  # `on all` on Galera: the group cut
-    heal = NetworkFault(verb="heal", node=g3)
-    assert not uses_links([group, heal], "native", "galera")
-    assert not uses_links([every, heal], "native", "galera")
-    assert uses_links([every], "native", "replication")  # a replica's links there
-    assert uses_links([group, NetworkFault(verb="latency", node=g3, latency=0.1)], "native",
-                      "galera")
+        assert uses_links([cut, a], "containers")
 
 
 def test_only_the_page_cache_a_tmpfs_and_lab_iofs_need_the_engine_on_this_machine() -> None:
