@@ -105,27 +105,36 @@ class Client:
         self._not_opened_at: float | None = None
 
     def _ensure(self) -> Any:
+        """The client's connection, opened if it has none; a failure to open it is noted
+        (``retry_wait``) and raised."""
         if self.conn is None:
-            addr = self.env.address(self.endpoint)
-            conn = connect_within(addr, self.env.creds, self.timeout)
             try:
-                got = run_within(conn, "SELECT @@server_id", timeout=self.timeout)
+                self._open()
+            except BaseException:
+                self._not_opened_at = time.monotonic()
+                raise
+            self._not_opened_at = None
+        return self.conn
+
+    def _open(self) -> None:
+        addr = self.env.address(self.endpoint)
+        conn = connect_within(addr, self.env.creds, self.timeout)
+        try:
+            got = run_within(conn, "SELECT @@server_id", timeout=self.timeout)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                conn.close()
+            raise
+        for stmt in self.session_sql:
+            try:
+                run_within(conn, stmt, timeout=self.timeout)
             except BaseException:
                 with contextlib.suppress(Exception):
                     conn.close()
                 raise
-            for stmt in self.session_sql:
-                try:
-                    run_within(conn, stmt, timeout=self.timeout)
-                except BaseException:
-                    with contextlib.suppress(Exception):
-                        conn.close()
-                    raise
-            self.conn = conn
-            self._not_opened_at = None
-            rows = got.rows
-            self.node = self.env.node_by_server_id(int(rows[0][0])) if rows else None
-        return self.conn
+        self.conn = conn
+        rows = got.rows
+        self.node = self.env.node_by_server_id(int(rows[0][0])) if rows else None
 
     def close(self) -> None:
         if self.conn is not None:
@@ -215,8 +224,6 @@ class Client:
         self.close()
         self.node = node  # the node that did not answer, in the completion
         was_sent = sent and e.sent  # a timeout while opening the connection sent nothing
-        if not sent:
-            self._not_opened_at = time.monotonic()
         may_apply = is_write and was_sent and (not transaction or committing)
         typ: OpType = "info" if may_apply else "fail"
         code = None if was_sent else CONNECT_TIMEOUT
@@ -237,8 +244,6 @@ class Client:
         if code == 0:  # mysqlclient's "connection unusable": the outcome is unknown
             code = None
         never_sent = not sent or code in CONNECT_ERRORS
-        if not sent:
-            self._not_opened_at = time.monotonic()
         outcome: OpType = "fail"
         unknown = code in UNKNOWN_OUTCOME or code is None
         if is_write and not never_sent and unknown and (not transaction or committing):

@@ -52,8 +52,8 @@ def deploy(plan) -> Iterator[tuple[Topology, Nemesis, History]]:  # type: ignore
 
 
 def _with_network_faults(plan):  # type: ignore[no-untyped-def]
-    # A fault on a link in the timeline makes the topology put toxiproxy on its links (a heal
-    # alone does not: dsl.backends.uses_links); the tests apply their own faults, not this one
+    # A network fault in the timeline makes the topology put toxiproxy on its links
+    # (dsl.backends.uses_links); the tests apply their own faults, not this one
     from dsl.models import TimedAction
 
     return plan.model_copy(update={"timeline": [TimedAction(
