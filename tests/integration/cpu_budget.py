@@ -9,9 +9,10 @@ make test`` and ``tools/test_cpu.py FILE --costs tests/integration/cpu_costs.jso
 measured costs ``DEFAULT_COST``. Before a test starts (its fixtures' servers included) its
 worker takes the test's cost from the budget (``RCL_TEST_BUDGET`` cores, default ``BUDGET``)
 and gives it back when the test has ended; a test that does not fit waits until enough is
-given back. A test costing more than the whole budget waits until nothing else holds any.
-The waiting is first come, first served: the worker that waits holds a turnstile (flock), so
-small tests arriving later do not keep a large one waiting for ever.
+given back. A test is counted for at most ``LARGEST_SHARE`` of the budget, and one is always
+let in when nothing is held. The waiting is first come, first served: every taker passes a turnstile
+(flock) and the one that waits holds it, so small tests arriving later cannot keep a large one
+waiting for ever.
 
 The budget's state is a file of holders (worker pid: cores) under an flock; a holder whose
 process is gone (a worker killed) is dropped, so a crash cannot keep its share. Off outside
@@ -34,7 +35,8 @@ from pathlib import Path
 import pytest
 
 COSTS = Path(__file__).with_name("cpu_costs.json")
-BUDGET = 1.5       # cores of this 2-core machine that the tests' own work may keep busy
+BUDGET = 1.7       # cores of this 2-core machine that the tests' own work may keep busy
+LARGEST_SHARE = 0.7  # of the budget, the most one test is counted for
 DEFAULT_COST = 0.5  # a test not measured yet
 POLL = 0.1          # seconds between looks at the budget while waiting for it
 
@@ -69,6 +71,9 @@ class Budget:
     def __init__(self, directory: Path, total: float) -> None:
         self.dir = directory
         self.total = total
+        # a test costs at most this much: the largest (1.4 cores) would otherwise wait for the
+        # budget to empty while the workers idle behind it
+        self.largest = LARGEST_SHARE * total
         directory.mkdir(parents=True, exist_ok=True)
         self.state = directory / "held.json"
 
@@ -109,12 +114,15 @@ class Budget:
             return True
 
     def take(self, holder: str, cores: float) -> float:
-        """Wait until ``cores`` fit (or nothing is held), take them; the seconds waited."""
-        t0 = time.monotonic()
-        if self._try_take(holder, cores):
-            return 0.0
-        with self._locked("turn"):  # one waiter at a time: first come, first served
-            while not self._try_take(holder, cores):
+        """Wait until ``cores`` fit (or nothing is held), take them; the seconds waited. Every
+        taker passes the turnstile, one at a time: first come, first served (a taker that
+        went straight to the budget when it fitted kept a larger test waiting for ever: the
+        small ones always fitted, the large one never)."""
+        t0, cost = time.monotonic(), min(cores, self.largest)
+        with self._locked("turn"):
+            if self._try_take(holder, cost):
+                return 0.0
+            while not self._try_take(holder, cost):
                 time.sleep(POLL)
         return time.monotonic() - t0
 

@@ -34,11 +34,31 @@ def test_what_fits_is_taken_at_once_and_what_does_not_waits_for_a_give_back(
 def test_a_test_larger_than_the_budget_runs_when_nothing_else_does(tmp_path: Path) -> None:
     b = Budget(tmp_path, 1.5)
     assert b.take("1:gw0", 2.5) == 0.0  # nothing held: it may run, alone
+    assert abs(b.held() - 1.05) < 1e-9  # counted for 70 % of the budget
     done = threading.Event()
-    threading.Thread(target=lambda: (b.take("2:gw1", 0.1), done.set())).start()
+    threading.Thread(target=lambda: (b.take("2:gw1", 0.5), done.set())).start()
     assert not done.wait(0.3)
     b.give_back("1:gw0")
     assert done.wait(5)
+
+
+def test_a_small_test_arriving_later_does_not_overtake_a_waiting_large_one(
+        tmp_path: Path) -> None:
+    b = Budget(tmp_path, 1.5)
+    b.take("1:gw0", 0.6)
+    b.take("2:gw1", 0.6)
+    order: list[str] = []
+    large = threading.Thread(target=lambda: (b.take("3:gw2", 0.8), order.append("large")))
+    large.start()
+    time.sleep(0.3)  # the large one waits (1.2 held; 0.8 more does not fit)
+    small = threading.Thread(target=lambda: (b.take("4:gw3", 0.1), order.append("small")))
+    small.start()
+    time.sleep(0.3)
+    assert order == [], "0.1 fits beside 1.2 but must wait behind the large one"
+    b.give_back("1:gw0")
+    large.join(5)
+    small.join(5)
+    assert order == ["large", "small"]
 
 
 def test_a_dead_holder_loses_its_share(tmp_path: Path) -> None:
