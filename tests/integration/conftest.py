@@ -21,7 +21,7 @@ from dsl.models import Engine
 from dsl.plan import Cell, Plan, PlannedNode, PlannedRouter, PlannedWorkload
 from runners.components import find
 from runners.mysql import Address, Credentials, scalar
-from tests.integration import cpu_account, cpu_budget
+from tests.integration import cpu_account
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,11 +54,6 @@ HEAVY = ("[02-read-your-writes/ryw-galera]", "[05-galera-certification/galera-co
 
 def pytest_configure(config: pytest.Config) -> None:
     cpu_account.register(config)  # RCL_TEST_CPU=FILE: each test's CPU (tools/test_cpu.py)
-    cpu_budget.register(config)   # the workers share a CPU budget (cpu_budget.py)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    cpu_budget.remove(config)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
