@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Protocol
 
 from dsl import router_settings
 from dsl.actions import describe
+from dsl.backends import uses_links
 from dsl.compile_warnings import root_needs
 from dsl.models import NetworkFault, Promote
 from dsl.owned import normal_key
@@ -83,7 +84,7 @@ def needed_components(plan: Plan) -> list[str]:
         need += ["galera", "rsync"]
     if plan.router is not None:
         need.append(plan.router.kind)
-    if any(isinstance(a, NetworkFault) for a in plan.actions()):
+    if uses_links(plan.actions(), "native"):
         need.append("toxiproxy")
     if faketime.skew_nodes(plan.actions()):
         need.append("faketime")
@@ -214,7 +215,8 @@ class NativeTopology(NodePrimitives):
         return deploy_cell(cls, plan, cell, run)
 
     def _uses_network_faults(self) -> bool:
-        return any(isinstance(a, NetworkFault) for a in self.plan.actions())
+        """Whether the run's clients and replicas go through toxiproxy links."""
+        return uses_links(self.plan.actions(), "native")
 
     def _deploy(self) -> None:
         t0 = time.monotonic()
