@@ -1,4 +1,5 @@
-"""Many clients in one thread (runners/multiplexed.py): the unpaced unique_writes workload.
+"""Many clients in one thread (runners/multiplexed.py): the unpaced unique_writes workload, whose
+clients are shared between ``probe.multiplex_threads`` such threads.
 
 The connections are fakes over socket pairs (the poll watches real sockets): a statement sent is
 answered by a byte written to the other end, at once, or never (a server that hangs). What
@@ -150,9 +151,11 @@ def pairs(hist: History) -> dict[int, list[Op]]:
     return by
 
 
-def test_unpaced_unique_writes_run_every_client_in_one_thread(server: Server) -> None:
+def test_unpaced_unique_writes_run_every_client_in_one_thread(
+        server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """200 writes by 4 clients: one thread, each client one statement at a time, every key
     once, every invoke completed, the statements' literals as sent."""
+    monkeypatch.setattr(probe, "MULTIPLEX_THREADS", 1)
     hist = History()
     spec = PlannedWorkload(name="w", kind="unique_writes", targets=["db1", "db2"], clients=4,
                            ops=200)
@@ -171,6 +174,42 @@ def test_unpaced_unique_writes_run_every_client_in_one_thread(server: Server) ->
     assert all(c.closed for c in server.conns) and len(server.conns) == 4
     assert b"INSERT INTO `lab`.`w_w` (k, v, c) VALUES (1, 1, 1" in b"".join(
         q for c in server.conns for q in c.sent)
+
+
+def test_unpaced_clients_are_shared_between_two_threads(
+        server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """5 clients in two threads (clients 0, 2, 4 and 1, 3): each key written once by one
+    client, every invoke completed, on as many connections as clients."""
+    monkeypatch.setattr(probe.os, "cpu_count", lambda: 2)
+    hist = History()
+    spec = PlannedWorkload(name="w", kind="unique_writes", targets=["db1"], clients=5, ops=500)
+    w = probe.UniqueWritesWorkload(spec, make_env(hist), 0, 1.0)
+    seen: dict[int, set[str]] = {}
+    record = w.env.record
+
+    def by_thread(op: Op) -> Op:
+        seen.setdefault(op.process, set()).add(threading.current_thread().name)
+        return record(op)
+
+    w.env.record = by_thread
+    w.start()
+    w.join(5.0)
+    assert w.finished.wait(1.0)
+    assert len(w._threads) == 2
+    assert seen == {0: {"wl-w-0"}, 1: {"wl-w-1"}, 2: {"wl-w-0"}, 3: {"wl-w-1"}, 4: {"wl-w-0"}}
+    pairs(hist)
+    done = [o for o in hist.ops if o.type != "invoke"]
+    assert [o.type for o in done] == ["ok"] * 500
+    assert sorted(o.key for o in done) == list(range(1, 501))
+    assert len(server.conns) == 5 and all(c.closed for c in server.conns)
+
+
+@pytest.mark.parametrize(("clients", "cpus", "threads"),
+                         [(1, 2, 1), (4, 2, 2), (16, 2, 2), (16, 1, 1), (16, 64, 2), (3, None, 1)])
+def test_multiplex_threads(monkeypatch: pytest.MonkeyPatch, clients: int, cpus: int | None,
+                           threads: int) -> None:
+    monkeypatch.setattr(probe.os, "cpu_count", lambda: cpus)
+    assert probe.multiplex_threads(clients) == threads
 
 
 def test_a_paced_unique_writes_keeps_a_thread_per_client(server: Server) -> None:
