@@ -51,9 +51,9 @@ class ProbeWorkload(Workload):
 
 # The threads an unpaced unique_writes shares its clients between (never more than the
 # clients, nor the CPUs). A thread's sends and reads are system calls, made without the
-# interpreter's lock, so a second thread's run while the first one's are in the kernel: on
-# this 2-core machine, 16 clients wrote 8.8 % faster in two threads than in one (29,650 against
-# 25,949 ops/s, medians of 8 paired rounds of 5 s, two threads ahead in each round), and in four
+# interpreter's lock, so one thread's statements go on while the other's are in the kernel: on
+# this 2-core machine, 16 clients streaming to SQLite wrote 8.8 % faster in two threads than in
+# one (29,650 against 25,949 ops/s, medians of 8 paired rounds of 5 s, two ahead in each), in four
 # at 27,349 (the threads wait for the lock more than they gain); at 4 clients, two threads
 # are level with one (+1.1 %). Measured with bench/bench_workload.py's load.
 MULTIPLEX_THREADS = 2
