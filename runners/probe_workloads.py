@@ -59,9 +59,18 @@ class ProbeWorkload(Workload):
 MULTIPLEX_THREADS = 2
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: a container's or ``taskset``'s limit),
+    else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no sched_getaffinity on this platform
+        return os.cpu_count() or 1
+
+
 def multiplex_threads(clients: int) -> int:
     """How many threads run ``clients`` unpaced clients (``MULTIPLEX_THREADS`` at most)."""
-    return max(1, min(MULTIPLEX_THREADS, clients, os.cpu_count() or 1))
+    return max(1, min(MULTIPLEX_THREADS, clients, usable_cpus()))
 
 
 class UniqueWritesWorkload(ProbeWorkload):

@@ -180,7 +180,7 @@ def test_unpaced_clients_are_shared_between_two_threads(
         server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """5 clients in two threads (clients 0, 2, 4 and 1, 3): each key written once by one
     client, every invoke completed, on as many connections as clients."""
-    monkeypatch.setattr(probe.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(probe, "usable_cpus", lambda: 2)
     hist = History()
     spec = PlannedWorkload(name="w", kind="unique_writes", targets=["db1"], clients=5, ops=500)
     w = probe.UniqueWritesWorkload(spec, make_env(hist), 0, 1.0)
@@ -205,11 +205,24 @@ def test_unpaced_clients_are_shared_between_two_threads(
 
 
 @pytest.mark.parametrize(("clients", "cpus", "threads"),
-                         [(1, 2, 1), (4, 2, 2), (16, 2, 2), (16, 1, 1), (16, 64, 2), (3, None, 1)])
-def test_multiplex_threads(monkeypatch: pytest.MonkeyPatch, clients: int, cpus: int | None,
+                         [(1, 2, 1), (4, 2, 2), (16, 2, 2), (16, 1, 1), (16, 64, 2)])
+def test_multiplex_threads(monkeypatch: pytest.MonkeyPatch, clients: int, cpus: int,
                            threads: int) -> None:
-    monkeypatch.setattr(probe.os, "cpu_count", lambda: cpus)
+    monkeypatch.setattr(probe, "usable_cpus", lambda: cpus)
     assert probe.multiplex_threads(clients) == threads
+
+
+def test_usable_cpus_are_the_process_s_affinity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process allowed one CPU of many (``taskset``, a container's cpuset) gets one thread;
+    where the platform has no affinity, the machine's CPU count."""
+    monkeypatch.setattr(probe.os, "sched_getaffinity", lambda _pid: {3}, raising=False)
+    monkeypatch.setattr(probe.os, "cpu_count", lambda: 8)
+    assert probe.usable_cpus() == 1
+    assert probe.multiplex_threads(16) == 1
+    monkeypatch.delattr(probe.os, "sched_getaffinity")
+    assert probe.usable_cpus() == 8
+    monkeypatch.setattr(probe.os, "cpu_count", lambda: None)
+    assert probe.usable_cpus() == 1
 
 
 def test_a_paced_unique_writes_keeps_a_thread_per_client(server: Server) -> None:
