@@ -406,3 +406,67 @@ def test_run_all_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert "`python bench/run_all.py --only a_ok --out" in md2 and "Partial run" in md2
     assert "bench_b_miss" not in md2
     assert run_all.main(["--only", "zzz", "--out", str(out2)]) == 2
+
+
+# --- bench_workload: every measure from a settled server ---------------------------------------
+
+
+class FakeServer:
+    """What ``bench_workload.settle`` asks a server: its dirty pages fall by ``step`` a poll,
+    its undo is purged after ``purge_polls`` polls; every SET GLOBAL recorded."""
+
+    def __init__(self, dirty: int, step: int, purge_polls: int = 0) -> None:
+        self.dirty, self.step, self.purge_polls = dirty, step, purge_polls
+        self.polls = 0
+        self.sets: list[str] = []
+
+    def query(self, _addr: Any, _creds: Any, sql: str) -> list[dict[str, Any]]:
+        if sql.startswith("SELECT @@GLOBAL.innodb_max_dirty_pages_pct"):
+            return [{"pct": 90.0}]
+        self.polls += 1
+        dirty, self.dirty = self.dirty, max(0, self.dirty - self.step)
+        purge = 5 if self.polls <= self.purge_polls else 0
+        return [{"Variable_name": "Innodb_buffer_pool_pages_dirty", "Value": str(dirty)},
+                {"Variable_name": "Innodb_buffer_pool_pages_total", "Value": "4000"},
+                {"Variable_name": "Innodb_history_list_length", "Value": str(purge)}]
+
+    def execute_all(self, _addr: Any, _creds: Any, statements: list[str]) -> None:
+        self.sets += statements
+
+
+@pytest.fixture
+def workload_bench(monkeypatch: pytest.MonkeyPatch) -> Any:
+    import bench_workload
+
+    monkeypatch.setattr(bench_workload.time, "sleep", lambda _s: None)
+    return bench_workload
+
+
+def _topo() -> Any:
+    node = type("N", (), {"addr": None})()
+    return type("T", (), {"nodes": {"db1": node}, "admin": None})()
+
+
+def test_settle_waits_for_the_dirty_pages_and_the_purge_and_puts_the_setting_back(
+        workload_bench: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    srv = FakeServer(dirty=2034, step=500, purge_polls=6)
+    monkeypatch.setattr(workload_bench, "query", srv.query)
+    monkeypatch.setattr(workload_bench, "execute_all", srv.execute_all)
+    workload_bench.settle(_topo())
+    # 2034 -> 1534 -> 1034 -> 534 -> 34 (<= 5 % of 4000 from the 5th poll), purged after the 6th
+    assert srv.polls == 7
+    assert srv.sets == ["SET GLOBAL innodb_max_dirty_pages_pct = 0",
+                        "SET GLOBAL innodb_max_dirty_pages_pct = 90.0"]
+
+
+def test_settle_that_does_not_come_says_how_far_it_got(workload_bench: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    srv = FakeServer(dirty=3000, step=0)
+    monkeypatch.setattr(workload_bench, "query", srv.query)
+    monkeypatch.setattr(workload_bench, "execute_all", srv.execute_all)
+    clock = iter(range(0, 10_000, 7))
+    monkeypatch.setattr(workload_bench.time, "monotonic", lambda: float(next(clock)))
+    with pytest.raises(RuntimeError, match=r"did not settle in 60 s: 3000 of 4000 pages dirty, "
+                                           r"0 undo logs to purge"):
+        workload_bench.settle(_topo())
+    assert srv.sets[-1] == "SET GLOBAL innodb_max_dirty_pages_pct = 90.0"  # put back
