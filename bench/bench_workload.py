@@ -64,7 +64,8 @@ def server_state(topo: Topology) -> dict[str, int]:
     return {r["Variable_name"]: int(r["Value"]) for r in rows}
 
 
-def settle(topo: Topology) -> None:
+def settle(topo: Topology, clock: Callable[[], float] = time.monotonic,
+           sleep: Callable[[float], None] = time.sleep) -> None:
     """Wait until the server has written out the dirty pages of the measures before (at most
     ``SETTLED_DIRTY`` of the pool's pages dirty) and purged their undo, flushing at full speed
     meanwhile (``innodb_max_dirty_pages_pct`` 0, then back to what it was)."""
@@ -72,7 +73,7 @@ def settle(topo: Topology) -> None:
     was = query(a, topo.admin, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct AS pct")[0]["pct"]
     execute_all(a, topo.admin, ["SET GLOBAL innodb_max_dirty_pages_pct = 0"])
     try:
-        t0 = time.monotonic()
+        t0 = clock()
         while True:
             st = server_state(topo)
             dirty = st["Innodb_buffer_pool_pages_dirty"]
@@ -80,10 +81,10 @@ def settle(topo: Topology) -> None:
             purge = st["Innodb_history_list_length"]
             if dirty <= SETTLED_DIRTY * total and purge == 0:
                 return
-            if time.monotonic() - t0 > SETTLE_LIMIT:
+            if clock() - t0 > SETTLE_LIMIT:
                 raise RuntimeError(f"the server did not settle in {SETTLE_LIMIT:g} s: {dirty} of "
                                    f"{total} pages dirty, {purge} undo logs to purge")
-            time.sleep(0.2)
+            sleep(0.2)
     finally:
         execute_all(a, topo.admin, [f"SET GLOBAL innodb_max_dirty_pages_pct = {float(was)}"])
 

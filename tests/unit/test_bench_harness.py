@@ -435,11 +435,14 @@ class FakeServer:
 
 
 @pytest.fixture
-def workload_bench(monkeypatch: pytest.MonkeyPatch) -> Any:
+def workload_bench() -> Any:
     import bench_workload
 
-    monkeypatch.setattr(bench_workload.time, "sleep", lambda _s: None)
     return bench_workload
+
+
+def _no_sleep(_s: float) -> None:
+    pass
 
 
 def _topo() -> Any:
@@ -452,7 +455,7 @@ def test_settle_waits_for_the_dirty_pages_and_the_purge_and_puts_the_setting_bac
     srv = FakeServer(dirty=2034, step=500, purge_polls=6)
     monkeypatch.setattr(workload_bench, "query", srv.query)
     monkeypatch.setattr(workload_bench, "execute_all", srv.execute_all)
-    workload_bench.settle(_topo())
+    workload_bench.settle(_topo(), sleep=_no_sleep)
     # 2034 -> 1534 -> 1034 -> 534 -> 34 (<= 5 % of 4000 from the 5th poll), purged after the 6th
     assert srv.polls == 7
     assert srv.sets == ["SET GLOBAL innodb_max_dirty_pages_pct = 0",
@@ -465,8 +468,7 @@ def test_settle_that_does_not_come_says_how_far_it_got(workload_bench: Any,
     monkeypatch.setattr(workload_bench, "query", srv.query)
     monkeypatch.setattr(workload_bench, "execute_all", srv.execute_all)
     clock = iter(range(0, 10_000, 7))
-    monkeypatch.setattr(workload_bench.time, "monotonic", lambda: float(next(clock)))
     with pytest.raises(RuntimeError, match=r"did not settle in 60 s: 3000 of 4000 pages dirty, "
                                            r"0 undo logs to purge"):
-        workload_bench.settle(_topo())
+        workload_bench.settle(_topo(), clock=lambda: float(next(clock)), sleep=_no_sleep)
     assert srv.sets[-1] == "SET GLOBAL innodb_max_dirty_pages_pct = 90.0"  # put back
