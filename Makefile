@@ -20,6 +20,7 @@ demo: bootstrap
 	$(LAB) run experiments/quickstart.exp
 
 # the unit tests two at a time (pytest-xdist): 36 s instead of 55 s on this 2-core machine
+# when it was measured; 43 s now, at 3,249 tests (7286bd9)
 test: bootstrap
 	$(PYTEST) tests/unit -q -n 2
 	$(MAKE) --no-print-directory integration
@@ -58,11 +59,12 @@ test-integration: bootstrap
 # pool took as much longer) and a container lesson read two stalls of 212 and 280 ms on its
 # primary; at four 16 min 15 s with three failures, at six 14 min 12 s with three (figures of
 # a machine too busy: a paced rate, writes in a split brain, a replica 19 s behind). So they
-# run first, alone. Three are the default: a fresh clone's .ci/run passed in 19 min 43 s and
-# 19 min 32 s at three (the pool 965 and 952 s, the machine 65 % busy, ~1,250 CPU s; e44a9b5,
-# 2c8a121) against 25 min 57 s at two (the pool 1,340 s). A CPU budget shared by the workers (each test taking the cores it
-# was measured to use) was tried at six and 1.7 cores: 2.2 tests at once on average, no faster
-# than two; the suite is bound by its CPU, not by how its tests are scheduled.
+# run first, alone. Three are the default: a fresh clone's .ci/run passed in 19 min 43 s,
+# 19 min 32 s and 18 min 42 s at three (the pool 965, 952 and 921 s, the machine 65 % busy,
+# 1,150-1,250 CPU s; e44a9b5, 2c8a121, 7286bd9) against 25 min 57 s at two (the pool 1,340 s).
+# A CPU budget shared by the workers (each test taking the cores it was measured to use) was
+# tried at six and 1.7 cores: 2.2 tests at once on average, no faster than two; the suite is
+# bound by its CPU, not by how its tests are scheduled.
 IT_WORKERS ?= 3
 integration:
 	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n $(IT_WORKERS) --dist loadgroup \
