@@ -58,16 +58,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test here is ``integration``. ``make test`` runs them three at a time (four with
-    ``IT_WORKERS=4``: runs at once must not collide, and most of a run is waiting for its
-    timeline) except the
+    """Every test here is ``integration``. ``make test`` runs them five at a time (another
+    count with ``IT_WORKERS=N``: runs at once must not collide, and most of a run is waiting
+    for its timeline) except the
     ``serial`` ones, which run alone afterwards: the calibrations whose tolerance is stated
     for an idle machine (``IDLE_ONLY``), and the lessons that act on the whole machine
     (``MACHINE_WIDE``: a drop of the OS page cache). The other calibrations run in the pool:
-    each passed four at a time and beside a CPU-bound process (``make catalogue-busy``). The
-    container tests share one worker (``xdist_group``: CONTAINERS_APART); those that compare
-    the host's network before and after (``host_network``) hold every other container run off
-    while they run (``host_network_lock``), in any worker or session."""
+    each passed five at a time and beside a CPU-bound process (``make catalogue-busy``). The
+    container tests are spread over the workers (one worker with CONTAINERS_APART); those that
+    compare the host's network before and after (``host_network``) hold every other container
+    run off while they run (``host_network_lock``), in any worker or session."""
     for item in items:
         if "tests/integration" not in str(item.fspath):
             continue
@@ -102,12 +102,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                     "pyproject.toml)", pytrace=False)
 
 
-# The container tests run one at a time, on one worker, beside the other tests: spread over
-# the workers they took no less time with four workers (the pool 794-801 s against 771 s), and
-# two CI runs with them spread failed on the latency of container actions under load (a kill
-# through the API that took 0.6 s, a host stall of 1.27 s), since fixed; more workers will need
-# them spread (host_network_lock already keeps the tests that compare the host's network apart).
-CONTAINERS_APART = True
+# The container tests are spread over the workers like the others (host_network_lock keeps the
+# tests that compare the host's network apart). One at a time on one worker they were the
+# pool's longest chain (550 s of its 921 s at three workers); spread at five, the pool took
+# 625 s. (Spread at four they once saved nothing, and two CI runs failed on the latency of
+# container actions under load: a kill through the API that took 0.6 s, a host stall of
+# 1.27 s; both fixed.) True puts them back on one worker.
+CONTAINERS_APART = False
 
 # Every container run changes this machine's network while it runs (ip_forward, podman's
 # iptables chains); a test that compares that state before and after (``host_network``) must

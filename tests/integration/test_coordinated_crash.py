@@ -29,7 +29,7 @@ GALERA = """experiment "crash" {{
     nodes g1, g2, g3
     config {{ innodb_flush_log_at_trx_commit = {flush} }}
   }}
-  workload w: unique_writes {{ target g1, g2  clients 2 }}
+  workload w: unique_writes {{ target g1, g2  clients 2  rate 300/s }}
 {timeline}
   report lost_writes(w)
 }}
@@ -85,7 +85,7 @@ def test_a_replication_set_crashes_and_restarts_together(tmp_path: Path) -> None
   duration 20s
   seed 5
   topology replication { primary db1  replicas db2, db3 }
-  workload w: unique_writes { target db1 }
+  workload w: unique_writes { target db1  rate 200/s }
   at 5s kill db1, db2, db3 within 1s
   at 9s start db1, db2, db3
   at 11s wait until db2 caught_up timeout 30s
