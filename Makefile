@@ -68,7 +68,7 @@ test-integration: bootstrap
 # against a bound of 2.2 s, since widened for the engine's API under load), then in 12 min
 # 55 s at 32e4184 with the serial part shortened (the pool 614 s, 85 % busy; serial 84 s
 # instead of 128 s; no test run twice). Six (the longest handed out first, 15d50c4): 11 min
-# 60 s, the pool 564 s, but two lessons ran twice, each on a stall of a machine that busy
+# 59.8 s, the pool 564 s, but two lessons ran twice, each on a stall of a machine that busy
 # (containers-replication's probe saw 4 windows instead of the pause's 1; proxysql-shunning's
 # writer, which no fault touches, 1.65 s without a success): not the default until those
 # figures hold at six.
