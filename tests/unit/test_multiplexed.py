@@ -179,11 +179,19 @@ def test_unpaced_unique_writes_run_every_client_in_one_thread(
 def test_unpaced_clients_are_shared_between_two_threads(
         server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """5 clients in two threads (clients 0, 2, 4 and 1, 3): each key written once by one
-    client, every invoke completed, on as many connections as clients. A client whose
-    connection opened after the others had used up the budget does no operation (seen on a
-    busy machine: clients 2 and 4), so the test holds each client that did one to its thread
-    and both threads to having done some."""
+    client, every invoke completed, on as many connections as clients. The five connections
+    open together (a barrier in the fake's connect): a client whose connection opened after
+    the others had used up the budget would do no operation (seen in two CI runs: clients 2
+    and 4, then 1 and 3), so the test holds each client that did one to its thread and both
+    threads to having done some."""
     monkeypatch.setattr(probe, "usable_cpus", lambda: 2)
+    together = threading.Barrier(5, timeout=10)
+
+    def connect_together(addr: Address, creds: Credentials, timeout: float) -> SockConn:
+        together.wait()
+        return server.connect_within(addr, creds, timeout)
+
+    monkeypatch.setattr(wl, "connect_within", connect_together)
     hist = History()
     spec = PlannedWorkload(name="w", kind="unique_writes", targets=["db1"], clients=5, ops=2000)
     w = probe.UniqueWritesWorkload(spec, make_env(hist), 0, 1.0)
