@@ -65,9 +65,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for an idle machine (``IDLE_ONLY``), and the lessons that act on the whole machine
     (``MACHINE_WIDE``: a drop of the OS page cache). The other calibrations run in the pool:
     each passed five at a time and beside a CPU-bound process (``make catalogue-busy``). The
-    container tests are spread over the workers (one worker with CONTAINERS_APART); those that
-    compare the host's network before and after (``host_network``) hold every other container
-    run off while they run (``host_network_lock``), in any worker or session."""
+    container tests share one worker (``xdist_group``: CONTAINERS_APART); those that compare
+    the host's network before and after (``host_network``) hold every other container run off
+    while they run (``host_network_lock``), in any worker or session."""
     for item in items:
         if "tests/integration" not in str(item.fspath):
             continue
@@ -116,13 +116,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                     "pyproject.toml)", pytrace=False)
 
 
-# The container tests are spread over the workers like the others (host_network_lock keeps the
-# tests that compare the host's network apart). One at a time on one worker they were the
-# pool's longest chain (550 s of its 921 s at three workers); spread at five, the pool took
-# 625 s. (Spread at four they once saved nothing, and two CI runs failed on the latency of
-# container actions under load: a kill through the API that took 0.6 s, a host stall of
-# 1.27 s; both fixed.) True puts them back on one worker.
-CONTAINERS_APART = False
+# The container tests run one at a time, on one worker, beside the other tests. At three workers
+# that chain was the pool's longest (550 s of its 921 s); at five it is shorter than the pool
+# (528 s of container tests against about 600 s for each of the four other workers), so
+# spreading them saves nothing there, and spread at five two of four CI runs ran
+# containers-replication twice (its pause read 2.60 s; 3 windows where the pause makes 1)
+# and one failed a container test's replication wait. (Spread at four: no faster, and two
+# failures on the latency of container actions under load, since fixed.) host_network_lock
+# keeps the tests that compare the host's network apart either way.
+CONTAINERS_APART = True
 
 # Every container run changes this machine's network while it runs (ip_forward, podman's
 # iptables chains); a test that compares that state before and after (``host_network``) must

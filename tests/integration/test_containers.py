@@ -286,6 +286,14 @@ def test_two_primaries_on_containers_through_toxiproxy_links() -> None:
         p1 = topo.address("p1")
         assert p1.port == run.ports.client_proxy(1) and p1 != topo.nodes["p1"].addr
         execute_all(p1, topo.admin, ["CREATE DATABASE t", "CREATE TABLE t.a (id INT PRIMARY KEY)"])
+        # the table on p2 before any row is timed (a busy machine's CI once polled p2 before
+        # the CREATE TABLE had replicated: error 1146)
+        t0 = time.monotonic()
+        while scalar(topo.nodes["p2"].addr, topo.admin,
+                     "SELECT COUNT(*) FROM information_schema.tables "
+                     "WHERE table_schema = 't' AND table_name = 'a'") != 1:
+            assert time.monotonic() - t0 < 10, "t.a never reached p2"
+            time.sleep(0.01)
         assert arrival("p1", "p2", 1) < 0.3
         assert arrival("p2", "p1", 2) < 0.3
         topo.toxi.add_toxic("p2.replication", "lat", "latency", {"latency": 300, "jitter": 0})
