@@ -62,7 +62,8 @@ test-integration: bootstrap
 # run first, alone. At three a fresh clone's .ci/run passed in 19 min 43 s, 19 min 32 s and
 # 18 min 42 s (the pool 965, 952 and 921 s, the machine 65 % busy, 1,150-1,250 CPU s; e44a9b5,
 # 2c8a121, 7286bd9) against 25 min 57 s at two (the pool 1,340 s); the container tests, on one
-# worker then, were the pool's longest chain (550 s). Five are the default. With the container
+# worker then, were the pool's longest chain (550 s). Three stay the default: five are faster
+# but not yet robust. With the container
 # tests spread over the workers a fresh clone's .ci/run passed in 13 min 39 s at 582eebc (the
 # pool 625 s, the machine 87 % busy, 1,051 CPU s; containers-replication run twice: its pause
 # read 2.60 s against a bound of 2.2 s, since widened for the engine's API under load), then
@@ -70,15 +71,20 @@ test-integration: bootstrap
 # 84 s instead of 128 s; no test run twice), then failed at 7d9a6f3 (containers-replication
 # twice again, 3 windows where the pause makes 1, and a container test polled a table not yet
 # replicated: fixed); so they are one at a time on one worker again, a chain (about 530 s)
-# shorter than the pool at five. Six (spread, the longest handed out first, 15d50c4): 11 min
+# shorter than the pool at five. So, at 3ebc71d: 14 min 12 s and failed (the pool 680 s on a
+# slower hour of this machine: the unit tests 52 s instead of 42 s): proxysql-shunning's writer,
+# which no fault touches, read 392 ms without a success (run twice), and the container
+# ProxySQL failover's readers 711 ms against 0.5 s. Six (spread, the longest handed out first, 15d50c4): 11 min
 # 59.8 s, the pool 564 s, but two lessons ran twice, each on a stall of a machine that busy
 # (containers-replication's probe saw 4 windows instead of the pause's 1; proxysql-shunning's
 # writer, which no fault touches, 1.65 s without a success): not the default until those
-# figures hold at six.
+# figures hold at six. Those figures (a writer no fault touches; a failover's reader outage)
+# are what the next step must make hold on a machine this busy before more workers are the
+# default.
 # A CPU budget shared by the workers (each test taking the cores it was measured to use) was
 # tried at six and 1.7 cores: 2.2 tests at once on average, no faster than two. At five the
 # machine is nearly saturated: from here the suite is bound by its CPU.
-IT_WORKERS ?= 5
+IT_WORKERS ?= 3
 integration:
 	@s=0; $(PYTEST) tests/integration -q -m "integration and not serial" -n $(IT_WORKERS) --dist loadgroup \
 	  --durations=30 || s=1; \
