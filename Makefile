@@ -63,24 +63,22 @@ test-integration: bootstrap
 # 18 min 42 s (the pool 965, 952 and 921 s, the machine 65 % busy, 1,150-1,250 CPU s; e44a9b5,
 # 2c8a121, 7286bd9) against 25 min 57 s at two (the pool 1,340 s); the container tests, on one
 # worker then, were the pool's longest chain (550 s). Three stay the default: five are faster
-# but not yet robust. With the container
-# tests spread over the workers a fresh clone's .ci/run passed in 13 min 39 s at 582eebc (the
-# pool 625 s, the machine 87 % busy, 1,051 CPU s; containers-replication run twice: its pause
-# read 2.60 s against a bound of 2.2 s, since widened for the engine's API under load), then
-# in 12 min 55 s at 32e4184 with the serial part shortened (the pool 614 s, 85 % busy; serial
-# 84 s instead of 128 s; no test run twice), then failed at 7d9a6f3 (containers-replication
-# twice again, 3 windows where the pause makes 1, and a container test polled a table not yet
-# replicated: fixed); so they are one at a time on one worker again, a chain (about 530 s)
-# shorter than the pool at five. So, at 3ebc71d: 14 min 12 s and failed (the pool 680 s on a
-# slower hour of this machine: the unit tests 52 s instead of 42 s): proxysql-shunning's writer,
-# which no fault touches, read 392 ms without a success (run twice), and the container
-# ProxySQL failover's readers 711 ms against 0.5 s. Six (spread, the longest handed out first, 15d50c4): 11 min
-# 59.8 s, the pool 564 s, but two lessons ran twice, each on a stall of a machine that busy
-# (containers-replication's probe saw 4 windows instead of the pause's 1; proxysql-shunning's
-# writer, which no fault touches, 1.65 s without a success): not the default until those
-# figures hold at six. Those figures (a writer no fault touches; a failover's reader outage)
-# are what the next step must make hold on a machine this busy before more workers are the
-# default.
+# but not yet robust. Five with the container tests spread: a fresh clone's .ci/run passed in
+# 13 min 39 s at 582eebc (the pool 625 s, the machine 87 % busy, 1,051 CPU s; containers-
+# replication run twice: its pause read 2.60 s against 2.2 s, a bound since widened for the
+# engine's API under load), in 12 min 55 s at 32e4184 with the serial part shortened (the pool
+# 614 s, 85 % busy; serial 84 s instead of 128 s; nothing run twice), then failed at 7d9a6f3
+# (containers-replication twice again, 3 windows where the pause makes 1; a container test
+# polled a table not yet replicated: fixed). Five with the container tests on one worker (a
+# chain of about 530 s, shorter than the pool at five): 14 min 12 s at 3ebc71d and failed, on
+# a slower hour of this machine (the unit tests 52 s instead of 42 s, the pool 680 s):
+# proxysql-shunning's writer, which no fault touches, read 392 ms without a success (run
+# twice), and the container ProxySQL failover's readers 711 ms against 0.5 s. Six (spread,
+# the longest handed out first, 15d50c4): 11 min 59.8 s, the pool 564 s, but two lessons ran
+# twice, each on a stall of a machine that busy (containers-replication's probe 4 windows
+# instead of the pause's 1; proxysql-shunning's writer 1.65 s without a success). Those
+# figures (a writer no fault touches, a failover's reader outage, a pause's one window) must
+# hold on a machine that busy before more workers are the default.
 # A CPU budget shared by the workers (each test taking the cores it was measured to use) was
 # tried at six and 1.7 cores: 2.2 tests at once on average, no faster than two. At five the
 # machine is nearly saturated: from here the suite is bound by its CPU.
