@@ -62,8 +62,9 @@ test-integration: bootstrap
 # run first, alone. At three a fresh clone's .ci/run passed in 19 min 43 s, 19 min 32 s and
 # 18 min 42 s (the pool 965, 952 and 921 s, the machine 65 % busy, 1,150-1,250 CPU s; e44a9b5,
 # 2c8a121, 7286bd9) against 25 min 57 s at two (the pool 1,340 s); the container tests, on one
-# worker then, were the pool's longest chain (550 s). Three stay the default: five are faster
-# but not yet robust. Five with the container tests spread: a fresh clone's .ci/run passed in
+# worker then, were the pool's longest chain (550 s); 19 min 2 s at 596118e with the serial
+# part shortened (the pool 970 s and serial 89 s on a slower hour: unit tests 51 s; nothing
+# run twice). Three stay the default: five are faster but not yet robust. Five with the container tests spread: a fresh clone's .ci/run passed in
 # 13 min 39 s at 582eebc (the pool 625 s, the machine 87 % busy, 1,051 CPU s; containers-
 # replication run twice: its pause read 2.60 s against 2.2 s, a bound since widened for the
 # engine's API under load), in 12 min 55 s at 32e4184 with the serial part shortened (the pool
