@@ -59,8 +59,41 @@ def drop_caches(ctx: Context, a: DropCaches) -> Detail:
     before = sum(resident_bytes(d) for d in dirs)
     for d in dirs:
         evict_files(d)
-    return {"scope": n.name, "resident_before": before,
-            "resident_after": sum(resident_bytes(d) for d in dirs)}
+    detail = {"scope": n.name, "resident_before": before,
+              "resident_after": sum(resident_bytes(d) for d in dirs)}
+    return {**detail, **in_memory_note(n.name, list(dirs))}
+
+
+MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")  # a file's pages there are its storage: never evicted
+
+
+def filesystem_type(path: Path) -> str:
+    """The type of the filesystem ``path`` is on: the longest mount point above it in
+    /proc/self/mounts (octal escapes as the kernel writes them); "" when none is found."""
+    best, kind = "", ""
+    target = os.path.realpath(path)
+    with contextlib.suppress(OSError), open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) < 3:
+                continue
+            point = fields[1].encode().decode("unicode_escape")
+            inside = target == point or target.startswith(point.rstrip("/") + "/")
+            if inside and len(point) >= len(best):
+                best, kind = point, fields[2]
+    return kind
+
+
+def in_memory_note(node: str, dirs: list[Path]) -> dict[str, str]:
+    """A note for the action's detail when a node's files are on a filesystem in memory (a
+    ``LAB_RUNTIME`` on a tmpfs, or a ``disk full`` node's tmpfs): there the page cache is
+    the files' storage, so evicting them does nothing, and a figure after the drop is that
+    of a warm cache."""
+    kinds = sorted({k for d in dirs if (k := filesystem_type(d)) in MEMORY_FILESYSTEMS})
+    if not kinds:
+        return {}
+    return {"note": f"{node}'s files are on a {'/'.join(kinds)}, in memory: nothing of them "
+                    "can be evicted from the page cache"}
 
 
 HANDLERS: dict[type, Handler] = {DropCaches: drop_caches}

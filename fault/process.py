@@ -16,7 +16,7 @@ from typing import Any, Protocol, cast
 from dsl.actions import ROUTER_PROCESS, spread
 from dsl.models import NodeAction, NodeGroupAction, NodeRef
 from fault import replication
-from fault.cache import evict_files
+from fault.cache import evict_files, in_memory_note
 from fault.context import ActionFailed, Context, Detail, Handler, Needs
 from runners import settings_in_force
 from runners.capabilities import (
@@ -175,7 +175,8 @@ def node_action(ctx: Context, a: NodeAction) -> Detail:
         topo.start(name, opts)
         ready = round(time.monotonic() - t0, 3)
         _options_in_force(ctx, "cold restart", name, dict(a.options))
-        return {"evicted_bytes": evicted, "ready_seconds": ready}
+        return {"evicted_bytes": evicted, "ready_seconds": ready,
+                **in_memory_note(name, list(dirs))}
     return {"pid": ctx.node(name).pid()}
 
 

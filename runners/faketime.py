@@ -10,12 +10,19 @@ replaces the file atomically; ``+0`` is the host's clock. libfaketime shifts the
 clocks by the same offset (not faking them breaks the server's sleeps in libfaketime 0.9.10),
 so a change of skew is also a jump for the server's timers. Nothing outside the server's
 process is touched: the host's clock never changes, and killing the server ends the skew.
+
+libfaketime (0.9.10) gives each process it is loaded into a POSIX semaphore and a shared
+memory object named by its pid (``/dev/shm/sem.faketime_sem_<pid>``, ``faketime_shm_<pid>``)
+and removes them when the process exits; a process killed with SIGKILL (``kill NODE``, a
+teardown) leaves them behind. ``remove_leftovers`` removes those of the run's dead processes
+(``Run.close``, ``lab gc``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from dsl.models import Action
@@ -66,3 +73,26 @@ def write_offset(path: Path, seconds: float) -> str:
 def faketime_env(lib: str, path: Path) -> dict[str, str]:
     """The environment that makes a server read its clock through libfaketime."""
     return {"LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": str(path), "FAKETIME_NO_CACHE": "1"}
+
+
+SHM_DIR = Path("/dev/shm")
+
+
+def leftovers(pid: int, shm_dir: Path = SHM_DIR) -> list[Path]:
+    """The files libfaketime made for process ``pid``."""
+    return [shm_dir / f"sem.faketime_sem_{pid}", shm_dir / f"faketime_shm_{pid}"]
+
+
+def remove_leftovers(pids: Iterable[int], alive: Callable[[int], bool],
+                     shm_dir: Path = SHM_DIR) -> int:
+    """Remove libfaketime's files of the processes in ``pids`` that are gone (a live one's
+    are its own: a pid may have been taken by another process since). Returns how many."""
+    removed = 0
+    for pid in set(pids):
+        if alive(pid):
+            continue
+        for path in leftovers(pid, shm_dir):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed += 1
+    return removed

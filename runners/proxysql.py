@@ -203,9 +203,11 @@ class ProxySQL:
             self.cfg.write_text(self.config_text())
         except ValueError as e:
             raise ComponentError(COMPONENT, f"configuration refused: {e}") from None
-        self._launch()
-        wait_until(self._admin_answers, 15, "answering on its admin port", COMPONENT,
-                   self.log, alive=self._alive)
+        def answering() -> None:
+            wait_until(self._admin_answers, 15, "answering on its admin port", COMPONENT,
+                       self.log, alive=self._alive)
+
+        self._launch_retrying(True, answering)
         current = [n for n in self.writers if _check(writer_check, n)]
         try:
             self.routing = self.routing_for(current)
@@ -270,24 +272,37 @@ class ProxySQL:
 
     def start_process(self, ready_timeout: float = 15.0) -> float:
         """Start it again from what it saved in its datadir; wait until it answers on its
-        admin port and routes writes. Returns the seconds it took. A start that a signal ends
-        before it answers (ProxySQL 2.7.2 crashed once here with SIGSEGV while loading its
-        servers at start, in ``ev_async_send``: sysown/proxysql#3233) is made once more, as
+        admin port and routes writes. Returns the seconds it took. A start that crashes is made
+        once more (``_launch_retrying``)."""
+        t0 = time.monotonic()
+        if self._alive():
+            self.start_crashes = []
+            return 0.0
+
+        def ready() -> None:
+            wait_until(self._admin_answers, ready_timeout, "answering on its admin port",
+                       COMPONENT, self.log, alive=self._alive)
+            if self.writers:
+                wait_until(lambda: bool(self.up_servers("writer")), ready_timeout,
+                           "routing to a writer", COMPONENT, self.log, alive=self._alive)
+
+        self._launch_retrying(False, ready)
+        return time.monotonic() - t0
+
+    def _launch_retrying(self, initial: bool, ready: Callable[[], None]) -> None:
+        """Launch (``initial``: from the cnf file) and wait with ``ready``. A start that a
+        signal ends before it is ready (ProxySQL 2.7.2 crashed here with SIGSEGV while loading
+        its servers at start, in ``ev_async_send``: sysown/proxysql#3233; after a ``kill
+        router`` and at a run's first start, five tests at a time) is made once more, as
         ProxySQL's own angel process restarts a crashed one; ``start_crashes`` says so (the
-        fault's detail), never silently."""
+        fault's detail, the cell's notes), never silently."""
         t0 = time.monotonic()
         self.start_crashes = []
-        if self._alive():
-            return 0.0
         for attempt in range(START_ATTEMPTS):
-            self._launch(initial=False)
+            self._launch(initial=initial)
             try:
-                wait_until(self._admin_answers, ready_timeout, "answering on its admin port",
-                           COMPONENT, self.log, alive=self._alive)
-                if self.writers:
-                    wait_until(lambda: bool(self.up_servers("writer")), ready_timeout,
-                               "routing to a writer", COMPONENT, self.log, alive=self._alive)
-                return time.monotonic() - t0
+                ready()
+                return
             except ComponentError:
                 sig = self._crash_signal()
                 if sig is None or attempt == START_ATTEMPTS - 1:
@@ -301,7 +316,6 @@ class ProxySQL:
                 if self.proc is not None:
                     self.run.forget(self.proc.pid)  # dead: its pid may be another's soon
                 log.warning("proxysql died of %s while starting: started again", name)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _crash_signal(self) -> int | None:
         """The signal that ended the process, when one did (a crash); None while it runs,

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from dsl import ports
 from runners.cgroups import remove_run_groups
+from runners.faketime import remove_leftovers
 from runners.firewall import remove_run_rules
 
 log = logging.getLogger(__name__)
@@ -307,6 +308,7 @@ class Run:
     def record(self, pid: int, name: str) -> ProcessRecord:
         rec = ProcessRecord(pid, proc_start_time(pid), name, self.id, time.time())
         with self._lock:
+            note_pids(self.dir, [pid])
             self._records = [r for r in self._records if not (r.pid == pid)]
             self._records.append(rec)
             self._save_records()
@@ -331,10 +333,13 @@ class Run:
         any process left whose command line names this run's directory (a safety net for a
         process a tool started that was never recorded)."""
         kill_records(self._records)
-        kill_records(strays(self.dir, self.id))
+        stray = strays(self.dir, self.id)
+        note_pids(self.dir, [r.pid for r in stray])
+        kill_records(stray)
         reap_children()
         self._records = []
         self._save_records()
+        remove_leftovers(noted_pids(self.dir), alive)
 
     def close(self, remove: bool = True) -> None:
         self.stop_all()
@@ -352,6 +357,23 @@ class Run:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+PIDS_FILE = "pids"  # every pid a run ever recorded, one a line (libfaketime's leftovers)
+
+
+def note_pids(run_dir: Path, pids: list[int]) -> None:
+    if pids:
+        with contextlib.suppress(OSError), open(run_dir / PIDS_FILE, "a") as f:
+            f.write("".join(f"{p}\n" for p in pids))
+
+
+def noted_pids(run_dir: Path) -> list[int]:
+    try:
+        text = (run_dir / PIDS_FILE).read_text()
+    except OSError:
+        return []
+    return [int(w) for w in text.split() if w.isdigit()]
 
 
 def kill_records(records: list[ProcessRecord], sig: int = signal.SIGKILL) -> None:
@@ -482,7 +504,9 @@ def remove_run(info: RunInfo) -> None:
     """Put back everything a run whose owner is gone left: its processes, its ports' claim,
     its mounts, cgroups and iptables rules, its directory (``lab gc``, ``lab down``)."""
     kill_records(info.records)
-    kill_records(strays(info.dir, info.id))
+    stray = strays(info.dir, info.id)
+    kill_records(stray)
+    remove_leftovers([*noted_pids(info.dir), *(r.pid for r in stray)], alive)
     claim = ports_dir() / str(info.meta.get("base_port"))
     with contextlib.suppress(OSError, ValueError):
         if json.loads(claim.read_text()).get("run_id") == info.id:

@@ -175,6 +175,10 @@ class CellRunner:
             )
             self.topo = Topology.deploy(self.plan, cell, run)
             self.out.timings["topology_ready"] = time.monotonic() - t0
+            crashes = getattr(getattr(self.topo, "router", None), "start_crashes", None)
+            if crashes:  # ProxySQL died while starting and was started once more
+                self.out.notes.append(f"the router crashed while starting and was started "
+                                      f"once more: {crashes[0]}")
             self.facts.topo = self.topo
             self.nemesis = Nemesis(self.topo, self._record)
             self.load = Load(self.plan, cell, self.topo, self.view, self.recorder, self.facts,

@@ -307,9 +307,13 @@ class ContainerNode(Node):
 
     def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         """A file in the container, through the API's archive upload (works on a stopped
-        container and on a remote engine)."""
+        container and on a remote engine), as a tar without ``tarfile``'s record padding
+        (``transfer.trimmed``: podman's upload failed with a broken pipe on the padding when a
+        container lesson started a killed node, five tests at a time)."""
         import io
         import tarfile
+
+        from runners.containers.transfer import trimmed
 
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:  # from /: missing directories made
@@ -317,7 +321,7 @@ class ContainerNode(Node):
             info.size = len(data)
             info.mode = mode
             tar.addfile(info, io.BytesIO(data))
-        self.container.put_archive("/", buf.getvalue())
+        self.container.put_archive("/", trimmed(buf.getvalue()))
 
     def exec(self, cmd: list[str]) -> tuple[int, str]:
         """Run a command in the node's container (as root): (exit code, output)."""

@@ -175,6 +175,12 @@ class ContainerProxySQL(ContainerPart, ProxySQL):
         if not initial and self.container is not None:  # `start router`: the same container,
             self.container.start()  # from what ProxySQL saved in its datadir
             return
+        if self.container is not None:  # a first start that crashed (``_launch_retrying``):
+            with contextlib.suppress(OSError):  # its log kept, its container and name gone
+                self.save_log().replace(self.log.with_suffix(".crashed-start.log"))
+            with contextlib.suppress(Exception):
+                self.container.remove(force=True)
+            self.container = None
         engines.testcontainers_env()
         from runners.containers.transfer import new_container
 

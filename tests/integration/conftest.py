@@ -19,14 +19,20 @@ import pytest
 
 from dsl.models import Engine
 from dsl.plan import Cell, Plan, PlannedNode, PlannedRouter, PlannedWorkload
+from fault.cache import MEMORY_FILESYSTEMS, filesystem_type
 from runners.components import find
 from runners.mysql import Address, Credentials, scalar
 from tests.integration import cpu_account
 
 ROOT = Path(__file__).resolve().parents[2]
 
-_session_dir = tempfile.mkdtemp(prefix="rcl-it-", dir="/tmp")
+# RCL_IT_DIR: where the session's directory goes (default /tmp); `make test` puts the pool's
+# on a tmpfs (the Makefile's IT_DIR says why). The tests whose point is the page cache
+# (PAGE_CACHE) run theirs on the disk all the same, in DISK_DIR (its twin in /tmp); the leak
+# check finds both by the session's name.
+_session_dir = tempfile.mkdtemp(prefix="rcl-it-", dir=os.environ.get("RCL_IT_DIR") or "/tmp")
 SESSION_DIR = Path(_session_dir)
+DISK_DIR = Path("/tmp") / f"{SESSION_DIR.name}-disk"
 os.environ["LAB_RUNTIME"] = str(Path(_session_dir) / "rt")
 os.environ.setdefault("LAB_HOME", str(Path(_session_dir) / "home"))
 
@@ -180,7 +186,7 @@ def our_processes() -> list[str]:
         parts = line.split(None, 2)
         if len(parts) < 3 or parts[1].startswith("Z"):
             continue
-        if _session_dir in parts[2] and any(
+        if SESSION_DIR.name in parts[2] and any(
             k in parts[2]
             for k in ("mariadbd", "mysqld", "haproxy", "toxiproxy", "sysbench", "proxysql",
                       "mongod", "lab-iofs")
@@ -210,11 +216,28 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     of it is left running or mounted; after a failure it stays, for its logs, and its path is
     printed. Every process that imports this file (each xdist worker, the controller) has a
     directory of its own."""
-    left = our_processes() or _mounted_under(_session_dir)
-    if exitstatus == 0 and not left:
-        shutil.rmtree(_session_dir, ignore_errors=True)
-    elif os.path.isdir(_session_dir) and any(os.scandir(_session_dir)):
-        print(f"\nthe integration session's runs and logs are kept in {_session_dir}")
+    for root in (_session_dir, str(DISK_DIR)):
+        left = our_processes() or _mounted_under(root)
+        if exitstatus == 0 and not left:
+            shutil.rmtree(root, ignore_errors=True)
+        elif os.path.isdir(root) and any(os.scandir(root)):
+            print(f"\nthe integration session's runs and logs are kept in {root}")
+
+
+# the tests whose point is the page cache: on a tmpfs a file's pages are its storage and
+# nothing is evicted (`drop caches on NODE`, `cold restart` say so in their detail), so their
+# runs are on the disk whatever RCL_IT_DIR is
+PAGE_CACHE = ("[11-cold-restart]", "test_drop_one_nodes_cache_shrinks_its_resident_pages")
+
+
+@pytest.fixture(autouse=True)
+def _page_cache_tests_on_the_disk(request: pytest.FixtureRequest,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Autouse: set before the fixtures that deploy (function-scoped ones run after it)."""
+    if any(n in request.node.nodeid for n in PAGE_CACHE) and (
+            filesystem_type(SESSION_DIR) in MEMORY_FILESYSTEMS):
+        DISK_DIR.mkdir(exist_ok=True)
+        monkeypatch.setenv("LAB_RUNTIME", str(DISK_DIR / "rt"))
 
 
 def node(name: str, role: str, i: int, **kw: object) -> PlannedNode:

@@ -51,6 +51,24 @@ def test_the_lab_s_containers_send_the_trimmed_tar() -> None:
     assert len(sent) < tarfile.RECORDSIZE
 
 
+def test_a_file_put_into_a_node_s_container_goes_as_a_trimmed_tar() -> None:
+    """``ContainerNode.put_file`` (start options, faketime, a mongod's arguments: written into
+    a stopped container before it starts) sends the same trimmed tar."""
+    from runners.containers.node import ContainerNode
+
+    node: Any = ContainerNode.__new__(ContainerNode)  # no engine: only the upload is exercised
+    node.container = _Engine()
+    ContainerNode.put_file(node, "/etc/lab/start-options", b"--gtid-domain-id=2\n", 0o600)
+    (sent,) = node.container.sent
+    assert len(sent) < tarfile.RECORDSIZE and sent.endswith(b"\0" * END_OF_ARCHIVE)
+    assert sent == trimmed(sent + b"\0" * (tarfile.RECORDSIZE - len(sent)))
+    with tarfile.open(fileobj=io.BytesIO(sent)) as tar:
+        (member,) = tar.getmembers()
+        got = tar.extractfile(member)
+        assert got is not None and got.read() == b"--gtid-domain-id=2\n"
+        assert member.name == "etc/lab/start-options" and member.mode == 0o600
+
+
 def test_testcontainers_still_sends_its_files_through_the_method_the_lab_replaces() -> None:
     """The override is of a private method: a testcontainers that stopped calling it would
     send padded tars again without a word."""

@@ -65,6 +65,31 @@ def test_a_start_that_crashes_is_made_once_more_and_said(tmp_path: Path) -> None
         _stop(r)
 
 
+def test_a_first_start_that_crashes_is_made_once_more_from_the_cnf(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same crash at a run's first start (seen five tests at a time): launched again
+    with ``--initial``, and the cell's notes get ``start_crashes`` (lab/run/engine.py)."""
+    import runners.proxysql as proxysql
+
+    r = _router(tmp_path, [CRASH, RUNS])
+    launched: list[bool] = []
+    launch = r._launch
+    r._launch = lambda initial=True: (launched.append(initial), launch(initial))
+    r.cfg, r.mode = tmp_path / "proxysql.cnf", "replication"
+    r.config_text = lambda: "datadir=\"x\"\n"
+    r.routing_for = lambda current: None
+    r.admin_execute = lambda statements: None
+    r._check_settings = lambda: None
+    monkeypatch.setattr(proxysql, "admin_statements", lambda routing: [])
+    try:
+        r.start(lambda n: True, lambda n: True)
+        assert r.proc.poll() is None and launched == [True, True]
+        assert len(r.start_crashes) == 1 and r.start_crashes[0].startswith("SIGSEGV")
+        assert r.run.pids == {r.proc.pid}
+    finally:
+        _stop(r)
+
+
 @pytest.mark.parametrize("launches", [[EXIT, RUNS], [CRASH, CRASH, RUNS]],
                          ids=["exits", "crashes-twice"])
 def test_an_exit_or_a_second_crash_is_the_components_error(tmp_path: Path,
