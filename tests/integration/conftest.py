@@ -71,9 +71,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for an idle machine (``IDLE_ONLY``), and the lessons that act on the whole machine
     (``MACHINE_WIDE``: a drop of the OS page cache). The other calibrations run in the pool:
     each passed five at a time and beside a CPU-bound process (``make catalogue-busy``). The
-    container tests share one worker (``xdist_group``: CONTAINERS_APART); those that compare
+    container tests share one worker, two from six workers (``xdist_group``: CONTAINERS_APART,
+    ``container_chains``); those that compare
     the host's network before and after (``host_network``) hold every other container run off
     while they run (``host_network_lock``), in any worker or session."""
+    items.sort(key=_order)
+    chains, containers = container_chains(), 0
     for item in items:
         if "tests/integration" not in str(item.fspath):
             continue
@@ -82,20 +85,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 f"[{n}]" in item.nodeid for n in MACHINE_WIDE):
             item.add_marker(pytest.mark.serial)
         if CONTAINERS_APART and uses_containers(item):
-            item.add_marker(pytest.mark.xdist_group("containers"))
+            # in turn over the chains, in the order they are handed out (longest first)
+            name = "containers" if chains == 1 else f"containers{containers % chains + 1}"
+            item.add_marker(pytest.mark.xdist_group(name))
+            containers += 1
         elif item.get_closest_marker("host_network"):  # they would wait for each other
             item.add_marker(pytest.mark.xdist_group("host-network"))
         elif any(n in item.nodeid for n in HEAVY):
             item.add_marker(pytest.mark.xdist_group("heavy"))
-    # what acts on the whole machine runs last: after a drop of the page cache every binary
-    # and file is read back from the disk (8 ms a read on this machine), which an idle-machine
-    # calibration run right after it would pay for. The longest tests first (LONGEST, longest
-    # first), then the lessons: they are the longest tests (20-180 s: a run of several cells, a
-    # search), and a long one handed out last keeps the others idle at the end (at five, the
-    # shrink test handed out at 544 s of a 616 s pool, the search at 372 s)
-    items.sort(key=lambda it: (any(f"[{n}]" in it.nodeid for n in MACHINE_WIDE),
-                               _longest_rank(it.nodeid),
-                               "test_lesson_runs_as_written[" not in it.nodeid))
+
+
+def _order(it: pytest.Item) -> tuple[bool, int, bool]:
+    """What acts on the whole machine runs last: after a drop of the page cache every binary
+    and file is read back from the disk (8 ms a read on this machine), which an idle-machine
+    calibration run right after it would pay for. The longest tests first (LONGEST, longest
+    first), then the lessons: they are the longest tests (20-180 s: a run of several cells, a
+    search), and a long one handed out last keeps the others idle at the end (at five, the
+    shrink test handed out at 544 s of a 616 s pool, the search at 372 s)."""
+    return (any(f"[{n}]" in it.nodeid for n in MACHINE_WIDE), _longest_rank(it.nodeid),
+            "test_lesson_runs_as_written[" not in it.nodeid)
 
 
 # the tests that took longest five at a time (ci61 at 582eebc, RCL_TEST_CPU: 153, 104, 77, 76,
@@ -131,6 +139,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # failures on the latency of container actions under load, since fixed.) host_network_lock
 # keeps the tests that compare the host's network apart either way.
 CONTAINERS_APART = True
+
+
+def container_chains() -> int:
+    """How many container tests run at once: one, on one worker, up to five workers; two
+    chains from six (the one chain, 545 s of tests five at a time at a28c2ff, would be the
+    pool's longest there: the other workers' share is about 470 s each)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    return 2 if workers >= 6 else 1
 
 # Every container run changes this machine's network while it runs (ip_forward, podman's
 # iptables chains); a test that compares that state before and after (``host_network``) must
