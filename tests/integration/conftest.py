@@ -71,12 +71,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for an idle machine (``IDLE_ONLY``), and the lessons that act on the whole machine
     (``MACHINE_WIDE``: a drop of the OS page cache). The other calibrations run in the pool:
     each passed five at a time and beside a CPU-bound process (``make catalogue-busy``). The
-    container tests share one worker, two from six workers (``xdist_group``: CONTAINERS_APART,
-    ``container_chains``); those that compare
+    container tests share one worker (``xdist_group``: CONTAINERS_APART); those that compare
     the host's network before and after (``host_network``) hold every other container run off
     while they run (``host_network_lock``), in any worker or session."""
     items.sort(key=_order)
-    chains, containers = container_chains(), 0
     for item in items:
         if "tests/integration" not in str(item.fspath):
             continue
@@ -85,10 +83,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 f"[{n}]" in item.nodeid for n in MACHINE_WIDE):
             item.add_marker(pytest.mark.serial)
         if CONTAINERS_APART and uses_containers(item):
-            # in turn over the chains, in the order they are handed out (longest first)
-            name = "containers" if chains == 1 else f"containers{containers % chains + 1}"
-            item.add_marker(pytest.mark.xdist_group(name))
-            containers += 1
+            item.add_marker(pytest.mark.xdist_group("containers"))
         elif item.get_closest_marker("host_network"):  # they would wait for each other
             item.add_marker(pytest.mark.xdist_group("host-network"))
         elif any(n in item.nodeid for n in HEAVY):
@@ -137,16 +132,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # containers-replication twice (its pause read 2.60 s; 3 windows where the pause makes 1)
 # and one failed a container test's replication wait. (Spread at four: no faster, and two
 # failures on the latency of container actions under load, since fixed.) host_network_lock
-# keeps the tests that compare the host's network apart either way.
+# keeps the tests that compare the host's network apart either way. Two chains at six
+# workers (a6e01f8, two container tests at a time): containers-replication's primary, which
+# no fault touched, stalled 239 ms 1.2 s into the load in one run and 1.27 s right after its
+# replica's kill in the next (two windows where the pause makes one), while the other chain's
+# containers started and stopped: one chain again.
 CONTAINERS_APART = True
 
-
-def container_chains() -> int:
-    """How many container tests run at once: one, on one worker, up to five workers; two
-    chains from six (the one chain, 545 s of tests five at a time at a28c2ff, would be the
-    pool's longest there: the other workers' share is about 470 s each)."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-    return 2 if workers >= 6 else 1
 
 # Every container run changes this machine's network while it runs (ip_forward, podman's
 # iptables chains); a test that compares that state before and after (``host_network``) must
