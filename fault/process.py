@@ -177,6 +177,10 @@ def node_action(ctx: Context, a: NodeAction) -> Detail:
         _options_in_force(ctx, "cold restart", name, dict(a.options))
         return {"evicted_bytes": evicted, "ready_seconds": ready,
                 **in_memory_note(name, list(dirs))}
+    retries = ctx.node(name).pause_retries if verb == "pause" else []
+    if retries:  # the engine's freeze failed and was made once more (ContainerNode.pause)
+        return {"pid": ctx.node(name).pid(), "pause_retries": retries,
+                "note": f"the engine's pause failed once ({retries[0][:160]}); paused again"}
     return {"pid": ctx.node(name).pid()}
 
 

@@ -42,6 +42,7 @@ class Node(ABC):
         self.error_log = error_log
         self.admin = admin
         self.paused = False
+        self.pause_retries: list[str] = []  # the last pause's failed attempts (containers)
         self.env: dict[str, str] | None = None  # the server's environment (None: the lab's)
 
     # --- identity ----------------------------------------------------------------------------

@@ -27,6 +27,7 @@ class FakeNode:
         self.datadir = datadir
         self.running = True
         self.paused = False
+        self.pause_retries: list[str] = []  # runners.node.Node's
         self.scalars: dict[str, Any] = {}  # statement -> what SELECT returns
         self.network_group: Path | None = None  # a native Galera node's (runners.node.ProcessNode)
 

@@ -513,3 +513,54 @@ experiment "x" {
     assert engine_notes(plan, "x.exp") == []
     monkeypatch.setenv("LAB_ENGINE_REMOTE", "1")  # a tunnel to another machine's engine
     assert len(engine_notes(plan, "x.exp")) == 1
+
+
+class _Freezer:
+    """A container whose engine fails the first ``fails`` pauses as runc does on a busy
+    machine (its state: thawed again, still running), unless ``froze`` says the freeze took."""
+
+    def __init__(self, fails: int, froze: bool = False) -> None:
+        self.fails, self.froze, self.calls, self.id = fails, froze, 0, "c1"
+        self.state = {"Running": True, "Paused": False}
+
+    def pause(self) -> None:
+        from docker.errors import APIError
+
+        self.calls += 1
+        if self.calls <= self.fails:
+            self.state["Paused"] = self.froze
+            raise APIError("500 Server Error", explanation="`/usr/bin/runc pause c1` failed: "
+                                                          "exit status 1")
+        self.state["Paused"] = True
+
+
+def _node(box: _Freezer) -> Any:
+    from runners.containers.node import ContainerNode
+
+    node: Any = ContainerNode.__new__(ContainerNode)
+    node.container, node.paused, node.name = box, False, "db1"
+    node.inspect = lambda: {"State": box.state}
+    node.save_log = lambda: None
+    return node
+
+
+@pytest.mark.parametrize("fails, froze, calls", [(0, False, 1), (1, False, 2), (1, True, 1)],
+                         ids=["first-time", "once-more", "froze-all-the-same"])
+def test_a_pause_the_engine_fails_once_is_made_again_and_said(fails: int, froze: bool,
+                                                              calls: int) -> None:
+    box = _Freezer(fails, froze)
+    node = _node(box)
+    node.pause()
+    assert node.paused and box.calls == calls and box.state["Paused"]
+    assert len(node.pause_retries) == fails
+    if fails:
+        assert "runc pause c1" in node.pause_retries[0]
+
+
+def test_a_pause_the_engine_fails_twice_is_the_error() -> None:
+    from docker.errors import APIError
+
+    node = _node(_Freezer(2))
+    with pytest.raises(APIError):
+        node.pause()
+    assert not node.paused
