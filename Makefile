@@ -37,7 +37,7 @@ test-random: bootstrap
 test-integration: bootstrap
 	$(MAKE) --no-print-directory integration
 
-# Real servers: six tests at a time (each run has its own ports, directories and state; a
+# Real servers: five tests at a time (each run has its own ports, directories and state; a
 # lesson's runs are tests of their own), then alone what must not share the machine
 # (tests/integration/conftest.py marks them `serial`): the calibrations whose tolerance is for
 # an idle machine (visibility, lost-writes) and the lesson that drops the whole OS page cache
@@ -59,13 +59,18 @@ test-integration: bootstrap
 #     paced writers (114 writes where the rate makes 120-160: four clients since, not two),
 #     then a container lesson's primary stalled by the other chain's containers (conftest's
 #     CONTAINERS_APART: one chain since); a writer no fault touches read 211 and 412 ms
-#     (proxysql-shunning, run twice, passed).
+#     (proxysql-shunning, run twice, passed);
+#   six, one container chain: 11 min 37 s, 11 min 20 s and 11 min 55 s (the pool 544,
+#     531 and 562 s, bounded by the container chain's 534 s; 098dfe6, cff2f33, 19c3691), each
+#     failed on figures of timing (paced writers: four clients since; runc's pause failing:
+#     made once more since; a container's primary stalled 536 ms after its pause). At six,
+#     every run of five failed on another such figure: five is the default.
 # A lesson whose expectation does not hold runs once more (test_catalogue.py), with a warning
 # that shows what failed: on a machine this busy a writer can wait 200-400 ms for a core. The
 # lint and unit tests run first, alone: beside the pool they cost it as much as they saved
 # (at four, 16 min 15 s with three failures). A CPU budget shared by the workers (each test
 # taking the cores it was measured to use) was tried at six and 1.7 cores: no faster than two.
-IT_WORKERS ?= 6
+IT_WORKERS ?= 5
 # The pool's runs (data directories, binary logs, run files) live on a tmpfs where the host has
 # one (IT_DIR=/tmp puts them on the disk): on this virtual machine a commit's fsync is CPU
 # spent in the kernel (virtio), and the quickstart's servers used 5.2-5.8 CPU s on /dev/shm

@@ -64,7 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test here is ``integration``. ``make test`` runs them six at a time (another
+    """Every test here is ``integration``. ``make test`` runs them five at a time (another
     count with ``IT_WORKERS=N``: runs at once must not collide, and most of a run is waiting
     for its timeline) except the
     ``serial`` ones, which run alone afterwards: the calibrations whose tolerance is stated
