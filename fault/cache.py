@@ -16,6 +16,7 @@ from dsl.models import DropCaches
 from fault.context import ActionFailed, ActionIncomplete, Context, Detail, Handler, Needs
 from runners.capabilities import Need, PageCache
 from runners.errors import ComponentError
+from runners.runtime import filesystem_type
 
 DROP_WAIT = 2.0  # seconds the timeline waits for the kernel to finish dropping the page cache
 
@@ -65,23 +66,6 @@ def drop_caches(ctx: Context, a: DropCaches) -> Detail:
 
 
 MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")  # a file's pages there are its storage: never evicted
-
-
-def filesystem_type(path: Path) -> str:
-    """The type of the filesystem ``path`` is on: the longest mount point above it in
-    /proc/self/mounts (octal escapes as the kernel writes them); "" when none is found."""
-    best, kind = "", ""
-    target = os.path.realpath(path)
-    with contextlib.suppress(OSError), open("/proc/self/mounts") as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) < 3:
-                continue
-            point = fields[1].encode().decode("unicode_escape")
-            inside = target == point or target.startswith(point.rstrip("/") + "/")
-            if inside and len(point) >= len(best):
-                best, kind = point, fields[2]
-    return kind
 
 
 def in_memory_note(node: str, dirs: list[Path]) -> dict[str, str]:

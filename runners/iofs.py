@@ -203,15 +203,10 @@ def unsynced_file(run_dir: Path, node: str) -> Path:
 
 def is_fuse_mount(path: Path, mounts: str | None = None) -> bool:
     """``path`` is a ``lab-iofs`` mount point (``/proc/self/mounts``)."""
-    if mounts is None:
-        try:
-            mounts = Path("/proc/self/mounts").read_text()
-        except OSError:
-            return False
-    for line in mounts.splitlines():
-        parts = line.split()
-        if len(parts) >= 3 and parts[1].replace("\\040", " ") == str(path) and \
-                parts[2].startswith("fuse"):
+    from runners.runtime import mount_entries, read_mounts
+
+    for point, fstype in mount_entries(read_mounts() if mounts is None else mounts):
+        if point == str(path) and fstype.startswith("fuse"):
             return True
     return False
 

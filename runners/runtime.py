@@ -19,6 +19,7 @@ import errno
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -413,18 +414,44 @@ def strays(run_dir: Path, run_id: str) -> list[ProcessRecord]:
     return out
 
 
+def mount_entries(mounts: str) -> list[tuple[str, str]]:
+    """(mount point, filesystem type) of each line of ``/proc/self/mounts`` text, the point's
+    octal escapes (``\\040`` for a space ...) decoded as the kernel writes them."""
+    out = []
+    for line in mounts.splitlines():
+        parts = line.split()
+        if len(parts) >= 3:
+            out.append((re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[1]),
+                        parts[2]))
+    return out
+
+
+def read_mounts() -> str:
+    """``/proc/self/mounts`` ("" when it cannot be read)."""
+    try:
+        return Path("/proc/self/mounts").read_text()
+    except OSError:
+        return ""
+
+
 def mounts_under(root: Path, mounts: str) -> list[Path]:
     """Mount points at or below ``root`` in ``/proc/self/mounts`` text, deepest first."""
     top = str(root).rstrip("/")
-    found: list[Path] = []
-    for line in mounts.splitlines():
-        parts = line.split()
-        if len(parts) < 2:
-            continue
-        point = parts[1].replace("\\040", " ")
-        if point == top or point.startswith(top + "/"):
-            found.append(Path(point))
+    found = [Path(point) for point, _ in mount_entries(mounts)
+             if point == top or point.startswith(top + "/")]
     return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
+def filesystem_type(path: Path, mounts: str | None = None) -> str:
+    """The type of the filesystem ``path`` is on: that of the longest mount point above it;
+    "" when none is found."""
+    target = os.path.realpath(path)
+    best, kind = "", ""
+    for point, fstype in mount_entries(read_mounts() if mounts is None else mounts):
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, fstype
+    return kind
 
 
 
@@ -432,11 +459,7 @@ def unmount_under(root: Path) -> list[Path]:
     """Unmount every filesystem the lab mounted below a run's directory: a data directory's
     tmpfs (disk full) or lab-iofs (io delay, io fail; its daemon, killed, left the mount
     behind). Lazily: a server still holding files does not keep it. Returns the mount points."""
-    try:
-        mounts = Path("/proc/self/mounts").read_text()
-    except OSError:
-        return []
-    points = mounts_under(root, mounts)
+    points = mounts_under(root, read_mounts())
     for point in points:
         subprocess.run(["umount", "-l", str(point)], capture_output=True, timeout=60)
     return points

@@ -19,9 +19,10 @@ import pytest
 
 from dsl.models import Engine
 from dsl.plan import Cell, Plan, PlannedNode, PlannedRouter, PlannedWorkload
-from fault.cache import MEMORY_FILESYSTEMS, filesystem_type
+from fault.cache import MEMORY_FILESYSTEMS
 from runners.components import find
 from runners.mysql import Address, Credentials, scalar
+from runners.runtime import filesystem_type
 from tests.integration import cpu_account
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fault.cache import MEMORY_FILESYSTEMS, filesystem_type, in_memory_note
+from fault.cache import MEMORY_FILESYSTEMS, in_memory_note
+from runners.runtime import filesystem_type, mount_entries
 
 SHM = Path("/dev/shm")
 
@@ -40,3 +41,11 @@ def test_files_on_the_disk_get_no_note(tmp_path: Path) -> None:
 def test_the_longest_mount_point_decides() -> None:
     assert filesystem_type(Path("/")) == _root_type()
     assert filesystem_type(Path("/proc/self")) == "proc"  # below /, on its own mount
+
+
+def test_mount_points_are_decoded_as_the_kernel_escapes_them() -> None:
+    text = ("tmpfs /run/a\\040b tmpfs rw 0 0\n"
+            "lab-iofs /tmp/r\\011x fuse.lab-iofs rw 0 0\nshort\n")
+    assert mount_entries(text) == [("/run/a b", "tmpfs"), ("/tmp/r\tx", "fuse.lab-iofs")]
+    assert filesystem_type(Path("/run/a b/data"), text) == "tmpfs"
+    assert filesystem_type(Path("/elsewhere"), text) == ""
