@@ -102,10 +102,24 @@ class _LaterWrites:
     def __init__(self, ws: _Writes) -> None:
         self.ws = ws
         self.index: dict[Any, list[int]] | None = None
+        # key -> its writes: asked once per node for every write whose node holds another
+        # value (a probe overwriting a few keys: each key asked thousands of times)
+        self.seen: dict[tuple[type, Any], list[Completed]] = {}
 
     def __getitem__(self, key: int | None) -> list[Completed]:
         if key is None:
             return []
+        k = (type(key), key)  # 1 and True are one dict key, not one column value
+        try:
+            return self.seen[k]
+        except KeyError:
+            pass
+        except TypeError:  # a key that is not hashable: looked up each time
+            return self._find(key)
+        got = self.seen[k] = self._find(key)
+        return got
+
+    def _find(self, key: Any) -> list[Completed]:
         ws = self.ws
         if ws.key_array is not None and type(key) is int and -2**63 <= key < 2**63:
             order, sk = ws.by_key()
