@@ -71,6 +71,7 @@ class HAProxy:
     def __init__(self, run: Run, backends: list[Backend], writers: list[str], readers: list[str],
                  check_interval: float, writer_port: int, reader_port: int) -> None:
         self.run = run
+        self.start_crashes: list[str] = []  # ``Router``'s: never started again by the lab
         self.backends = backends
         self.writers = writers
         self.readers = readers

@@ -22,6 +22,11 @@ def current_writer(router: Router) -> str | None:
 
 
 class Router(Protocol):
+    # the attempts of its last start that a signal ended (ProxySQL, started once more after a
+    # crash while loading its servers, sysown/proxysql#3233); always empty for a router the
+    # lab never starts again by itself (HAProxy)
+    start_crashes: list[str]
+
     def start(self, writer_check: RoleCheck, reader_check: RoleCheck,
               ready_timeout: float = 15.0) -> None:
         """Start, configure, and wait until writes are routed."""

@@ -175,7 +175,7 @@ class CellRunner:
             )
             self.topo = Topology.deploy(self.plan, cell, run)
             self.out.timings["topology_ready"] = time.monotonic() - t0
-            crashes = getattr(getattr(self.topo, "router", None), "start_crashes", None)
+            crashes = self.topo.router.start_crashes if self.topo.router else []
             if crashes:  # ProxySQL died while starting and was started once more
                 self.out.notes.append(f"the router crashed while starting and was started "
                                       f"once more: {crashes[0]}")

@@ -352,6 +352,7 @@ class FakeTopology:
     """No servers: deploys nothing, tears nothing down."""
 
     primary = None
+    router = None  # the Topology protocol's: no router
     nodes: dict[str, Any] = {}
     timings: dict[str, float] = {}
     torn_down = 0
