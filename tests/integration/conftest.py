@@ -47,7 +47,9 @@ IDLE_ONLY = ("visibility",
              "lost-writes")
 # lessons whose experiments act on the whole machine, not on their own run: `drop caches` (the
 # OS page cache) stalls every other test's I/O for a moment (a container ProxySQL test beside
-# lesson 10 read 705 ms of downtime on writes straight to its nodes, and failed)
+# lesson 10 read 705 ms of downtime on writes straight to its nodes, and failed). `make test`
+# runs them beside the unit tests (``beside_unit``), which claim no time: lesson 10 claims only
+# that no second went without a transaction, which holds beside a CPU-bound process
 MACHINE_WIDE = ("10-cache-drop",)
 # the tests that keep a core or more busy through their load (RCL_TEST_CPU at 821edcf, four at
 # a time: CPU seconds over wall seconds 0.66 to 1.18, 13 to 46 CPU s each; 317 s of test time
@@ -83,6 +85,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if any(f"[calibration/{n}]" in item.nodeid for n in IDLE_ONLY) or any(
                 f"[{n}]" in item.nodeid for n in MACHINE_WIDE):
             item.add_marker(pytest.mark.serial)
+        if any(f"[{n}]" in item.nodeid for n in MACHINE_WIDE):
+            item.add_marker(pytest.mark.beside_unit)
         if CONTAINERS_APART and uses_containers(item):
             item.add_marker(pytest.mark.xdist_group("containers"))
         elif item.get_closest_marker("host_network"):  # they would wait for each other
