@@ -173,8 +173,12 @@ class HAProxy:
                 chunks.append(data)
         return b"".join(chunks).decode()
 
+    def show_stat(self) -> str:
+        """``show stat`` (CSV) from the admin socket."""
+        return self.admin("show stat")
+
     def stat(self) -> list[dict[str, str]]:
-        text = self.admin("show stat")
+        text = self.show_stat()
         lines = [ln for ln in text.splitlines() if ln.strip()]
         if not lines or not lines[0].startswith("# "):
             return []

@@ -218,6 +218,12 @@ class PortLayout:
         return self.base + ports.PROXYSQL_ADMIN_OFFSET
 
     @property
+    def router_admin(self) -> int:
+        """The router's admin port: ProxySQL's admin interface (``proxysql_admin``), or the
+        read-only stats socket of HAProxy in a container (a run has one router)."""
+        return self.base + ports.PROXYSQL_ADMIN_OFFSET
+
+    @property
     def toxiproxy_api(self) -> int:
         return self.base + ports.TOXIPROXY_API_OFFSET
 

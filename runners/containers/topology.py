@@ -254,7 +254,8 @@ class ContainerTopology(ContainerFaults):
             return
         router = ContainerHAProxy(
             self.run, list(self.nodes), writers, list(r.readers), r.check_interval,
-            (self.run.ports.router_writer, self.run.ports.router_reader), eng=self.engine,
+            (self.run.ports.router_writer, self.run.ports.router_reader,
+             self.run.ports.router_admin), eng=self.engine,
             image=self.image, network=self.network, admin=self.admin,
             galera=self.plan.topology == "galera", via=via)
         self.router = router

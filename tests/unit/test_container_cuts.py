@@ -141,12 +141,15 @@ def test_haproxy_in_its_container_routes_to_nodes_by_name_with_agents_beside_it(
     run = Run(experiment="x")
     try:
         r = ContainerHAProxy(run, ["g1", "g2", "g3"], ["g1", "g2"], ["g1", "g2", "g3"], 0.5,
-                             (25001, 25002), eng=None, image="img", network=None,  # type: ignore[arg-type]
+                             (25001, 25002, 25003), eng=None, image="img", network=None,  # type: ignore[arg-type]
                              admin=None, galera=True)  # type: ignore[arg-type]
         text = r.config_text()
     finally:
         run.close()
     assert "bind 0.0.0.0:3306" in text and "bind 0.0.0.0:3307" in text
+    # what the lab polls (show stat) comes from a read-only socket on TCP, not through exec
+    assert "stats socket ipv4@0.0.0.0:3308 level user\n" in text
+    assert text.count("level admin") == 1  # the admin socket stays the container's own file
     assert "server g1 g1:3306 check agent-check agent-addr 127.0.0.1 agent-port 9101" in text
     assert "stats socket /run/haproxy-admin.sock" in text
     writer = text[text.index("backend writer"):text.index("frontend reader")]

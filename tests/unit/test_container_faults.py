@@ -217,7 +217,7 @@ def test_the_router_reaches_nodes_through_their_client_links_when_there_are_link
 
     run = Run(experiment="x")
     try:
-        r = ContainerHAProxy(run, ["db1", "db2"], ["db1", "db2"], [], 0.5, (1, 2),
+        r = ContainerHAProxy(run, ["db1", "db2"], ["db1", "db2"], [], 0.5, (1, 2, 3),
                              eng=None, image="i", network=None, admin=None,  # type: ignore[arg-type]
                              galera=False, via={"db1": ("toxiproxy", 23021)})
         text = r.config_text()
