@@ -28,7 +28,7 @@ from runners.capabilities import (
     RouterProcess,
     UnsyncedLoss,
 )
-from runners.galera_recovery import recover_cluster, start_position
+from runners.galera_recovery import recover_cluster
 
 log = logging.getLogger(__name__)
 
@@ -153,16 +153,15 @@ def node_action(ctx: Context, a: NodeAction) -> Detail:
         return recover_galera(ctx, [name])
     elif verb in ("start", "restart"):
         t0 = time.monotonic()
-        out: dict[str, Any] = {}
         if verb == "start":
-            out = start_node(ctx, name, opts)
+            topo.start(name, opts)
         else:
             topo.restart(name, opts)
         ctx.down.discard(name)
         ctx.left_down.discard(name)
         ready = round(time.monotonic() - t0, 3)
         _options_in_force(ctx, verb, name, opts)
-        out = {"ready_seconds": ready, "options": opts, **out}
+        out: dict[str, Any] = {"ready_seconds": ready, "options": opts}
         if replication.was_primary(ctx, name):
             out["rejoined_as_replica_of"] = replication.rejoin(ctx, name)
         return out
@@ -191,25 +190,6 @@ def drop_unsynced(ctx: Context, name: str) -> dict[str, Any]:
     from fault import iofs
 
     return dict(iofs.drop_unsynced(ctx, name))
-
-
-def start_node(ctx: Context, name: str, opts: dict[str, str] | None = None) -> dict[str, Any]:
-    """``start NODE`` as the server's service starts it: a Galera member that crashed first has
-    its position recovered (``--wsrep-recover``) and starts from it (``--wsrep_start_position``),
-    as systemd's ``mariadb.service`` does on every start (``runners.galera_recovery.
-    start_position``), so it joins by IST when a donor's gcache holds what it lacks. Returns
-    what the op's detail adds (the recovered position and the time it took)."""
-    extra: dict[str, Any] = {}
-    options = dict(opts or {})
-    if ctx.topo.plan.topology == "galera" and ctx.has(GroupRecovery):
-        t0 = time.monotonic()
-        pos = start_position(ctx.node(name))
-        if pos is not None:
-            options["wsrep_start_position"] = str(pos)
-            extra = {"recovered_position": str(pos),
-                     "recover_seconds": round(time.monotonic() - t0, 3)}
-    ctx.topo.start(name, options)
-    return extra
 
 
 def galera_all_down(ctx: Context) -> bool:
@@ -326,7 +306,7 @@ def heal_down(ctx: Context) -> list[str]:
             return [f"recover the Galera cluster: failed ({e})"]
     for name in healing:
         try:
-            start_node(ctx, name)
+            ctx.topo.start(name)
             done.append(f"start {name}")
             if replication.was_primary(ctx, name):
                 replication.rejoin(ctx, name)

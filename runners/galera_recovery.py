@@ -120,23 +120,6 @@ def recover_position(node: GaleraNode, timeout: float = RECOVER_TIMEOUT) -> Posi
     return pos
 
 
-def crashed(node: GaleraNode) -> bool:
-    """A stopped member that did not shut down cleanly: its ``grastate.dat`` says ``seqno: -1``
-    (a clean shutdown writes its last position there; a killed server never does)."""
-    return grastate_seqno(node.data_file("grastate.dat")) == -1
-
-
-def start_position(node: GaleraNode) -> Position | None:
-    """The position a stopped member starts from, as systemd's ``mariadb.service`` finds it on
-    every start (``galera_recovery``: ``mariadbd --wsrep-recover``, then
-    ``--wsrep_start_position``): after a crash, the one its storage engine recovers; None
-    after a clean shutdown, whose ``grastate.dat`` the server reads itself. A crashed server
-    started without it joins from an undefined position (``00000000-...:-1``) and always
-    needs a full SST, whose rsync donor blocks its writes meanwhile; with it, the join is an
-    IST whenever a donor's gcache still holds what the node lacks."""
-    return recover_position(node) if crashed(node) else None
-
-
 def _ready(node: GaleraNode) -> bool:
     st = galera_state(node)
     return st.get("ready", "").upper() == "ON" and st.get("cluster_status") == "Primary"
@@ -171,25 +154,11 @@ def _transfer(log: Path, since: int) -> str:
             text = f.read().decode(errors="replace")
     except OSError:
         return "unknown"
-    return transfer_kind(text)
-
-
-# A full copy: rsync's joiner script says "rsync SST completed" (an IST passed through the same
-# script says "rsync IST completed"), and a joiner from an undefined position prepares its IST
-# receiver from a null UUID. An IST also logs "SST received" / "SST succeeded" (the script's
-# bypass), so those count as SST only when no IST was received.
-_FULL_SST = re.compile(r"\b(rsync|mariabackup|mysqldump) SST completed|Proceeding with SST|"
-                       r"IST uuid:0{8}-0{4}-0{4}-0{4}-0{12}")
-
-
-def transfer_kind(text: str) -> str:
-    """``SST``, ``IST`` or ``none``: how a joiner got the state, from its error log's text."""
-    if _FULL_SST.search(text):
+    if re.search(r"SST (succeeded|complete)|Proceeding with SST|State transfer required",
+                 text) and "IST received" not in text:
         return "SST"
-    if re.search(r"IST received|Receiving IST|IST completed", text):
+    if "IST received" in text or "Receiving IST" in text:
         return "IST"
-    if re.search(r"SST (succeeded|complete|received)|State transfer required", text):
-        return "SST"
     return "none"
 
 

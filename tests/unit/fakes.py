@@ -43,17 +43,6 @@ class FakeNode:
     def cache_dirs(self) -> list[Path]:
         return [self.datadir]
 
-    def data_file(self, name: str) -> str | None:  # runners.node.Node's
-        path = self.datadir / name
-        return path.read_text() if path.exists() else None
-
-    def wsrep_recover(self, timeout: float) -> str:  # what the server logs, as set by a test
-        self.recovered += 1
-        return self.recover_log
-
-    recover_log = "[Note] WSREP: Recovered position: 8a0f1e2d-1111-11ef-9c4e-7b5c0d3e4f5a:42\n"
-    recovered = 0
-
     def tmpfs_dir(self, target: str) -> Path:
         from runners.disk import binlog_dir
 
@@ -89,7 +78,6 @@ class FakeTopology:
         self.router = None
         self.toxi: FakeToxiproxy | None = None
         self.log: list[str] = []
-        self.start_options: dict[str, dict[str, str]] = {}  # node -> its last start's options
 
     def address(self, endpoint: str) -> Address:
         return self.nodes[endpoint].addr
@@ -117,7 +105,6 @@ class FakeTopology:
 
     def start(self, name: str, options: dict[str, str] | None = None) -> None:
         self._verb("start", name)
-        self.start_options[name] = dict(options or {})
 
     def restart(self, name: str, options: dict[str, str] | None = None) -> None:
         self._verb("restart", name)

@@ -13,7 +13,7 @@ from fakes import FakeTopology, nemesis, ref
 
 from dsl.actions import describe, spread, undo
 from dsl.api import check_text, parse_text, plan_text
-from dsl.models import NodeAction, NodeGroupAction
+from dsl.models import NodeGroupAction
 from fault import process
 from fault.context import Context
 from lab.cli.lang import schedule_rows
@@ -155,61 +155,6 @@ def test_one_galera_node_down_just_starts(tmp_path: Path) -> None:
     assert nem.heal_all() == ["start db2", "start db3"]
 
 
-def _grastate(topo: FakeTopology, name: str, seqno: int) -> None:
-    datadir = topo.nodes[name].datadir
-    datadir.mkdir(parents=True, exist_ok=True)
-    (datadir / "grastate.dat").write_text(
-        "# GALERA saved state\nversion: 2.1\n"
-        f"uuid:    8a0f1e2d-1111-11ef-9c4e-7b5c0d3e4f5a\nseqno:   {seqno}\n"
-        "safe_to_bootstrap: 0\n")
-
-
-def test_a_crashed_galera_node_starts_from_its_recovered_position(tmp_path: Path) -> None:
-    """As systemd's mariadb.service (galera_recovery): after a kill the server's grastate.dat
-    says seqno -1; without --wsrep_start_position it would join from an undefined position and
-    need a full SST."""
-    topo = FakeTopology(tmp_path, kind="galera")
-    nem, history = nemesis(topo)
-    nem.apply(NodeGroupAction(verb="kill", nodes=[ref("db2")]))
-    _grastate(topo, "db2", -1)
-    nem.apply(NodeGroupAction(verb="start", nodes=[ref("db2")]))
-    assert topo.start_options["db2"] == {
-        "wsrep_start_position": "8a0f1e2d-1111-11ef-9c4e-7b5c0d3e4f5a:42"}
-    assert topo.nodes["db2"].recovered == 1
-    start = [o for o in history if o.is_fault() and o.f == "start" and o.type == "ok"][-1]
-    assert start.value["recovered_position"] == "8a0f1e2d-1111-11ef-9c4e-7b5c0d3e4f5a:42"
-
-
-def test_a_cleanly_stopped_galera_node_starts_from_its_own_grastate(tmp_path: Path) -> None:
-    topo = FakeTopology(tmp_path, kind="galera")
-    nem, _ = nemesis(topo)
-    nem.apply(NodeAction(verb="stop", node=ref("db2")))
-    _grastate(topo, "db2", 40)
-    nem.apply(NodeGroupAction(verb="start", nodes=[ref("db2")]))
-    assert topo.start_options["db2"] == {}
-    assert topo.nodes["db2"].recovered == 0
-
-
-def test_healing_starts_a_crashed_galera_node_from_its_recovered_position(
-        tmp_path: Path) -> None:
-    topo = FakeTopology(tmp_path, kind="galera")
-    nem, _ = nemesis(topo)
-    nem.apply(NodeGroupAction(verb="kill", nodes=[ref("db3")]))
-    _grastate(topo, "db3", -1)
-    assert nem.heal_all() == ["start db3"]
-    assert topo.start_options["db3"]["wsrep_start_position"].endswith(":42")
-
-
-def test_a_crashed_replication_node_starts_as_it_is(tmp_path: Path) -> None:
-    topo = FakeTopology(tmp_path, kind="replication")
-    nem, _ = nemesis(topo)
-    nem.apply(NodeGroupAction(verb="kill", nodes=[ref("db2")]))
-    _grastate(topo, "db2", -1)  # never read: not a Galera member
-    nem.apply(NodeGroupAction(verb="start", nodes=[ref("db2")]))
-    assert topo.start_options["db2"] == {}
-    assert topo.nodes["db2"].recovered == 0
-
-
 def test_the_recovered_position_is_read_from_the_log() -> None:
     log = ("2026-01-01 [Note] InnoDB: Starting crash recovery\n2026-01-01 [Note] WSREP: "
            "Recovered position: 8a0f1e2d-1111-11ef-9c4e-7b5c0d3e4f5a:22849\n")
@@ -319,36 +264,3 @@ def test_a_containers_recovery_runs_through_its_own_starts(tmp_path: Path) -> No
     assert node.start_recovered(str(pos), bootstrap=False) is False
     assert container.starts[-1].splitlines() == [f"--wsrep_start_position={pos}",
                                                  "--lab-forget-view"]
-
-
-# the joiner's error log in the two cases, as MariaDB 10.11 and Galera 4 wrote it here
-_IST_JOIN = """WSREP: State transfer required:
-WSREP: Running: 'wsrep_sst_rsync --role 'joiner' --address '127.0.0.1:30961'
-WSREP_SST: [INFO] rsync SST started on joiner (20261128 17:29:52.010)
-WSREP: ####### IST uuid:12d4c69e-22f1-43b0-b796-1ce3e069d6a4 f: 624, l: 1436, STRv: 3
-WSREP: Prepared IST receiver for 624-1436, listening at: tcp://127.0.0.1:30951
-WSREP_SST: [INFO] rsync IST completed on joiner (20261128 17:29:53.364)
-WSREP: SST received: 12d4c69e-22f1-43b0-b796-1ce3e069d6a4:623
-WSREP: SST succeeded for position 12d4c69e-22f1-43b0-b796-1ce3e069d6a4:623
-WSREP: Receiving IST: 813 writesets, seqnos 624-1436
-WSREP: IST received: 12d4c69e-22f1-43b0-b796-1ce3e069d6a4:1436
-"""
-_SST_JOIN = """WSREP: State transfer required:
-WSREP_SST: [INFO] rsync SST started on joiner (20261128 16:45:06.763)
-WSREP: ####### IST uuid:00000000-0000-0000-0000-000000000000 f: 0, l: 16124, STRv: 3
-WSREP: Prepared IST receiver for 0-16124, listening at: tcp://127.0.0.1:25751
-WSREP_SST: [INFO] rsync SST completed on joiner (20261128 16:45:09.282)
-WSREP: SST received: bdc50b4e-acbd-45af-b9df-bde5a48f1744:16225
-WSREP: Receiving IST... 100.0% (119/119 events) complete.
-WSREP: IST received: bdc50b4e-acbd-45af-b9df-bde5a48f1744:16124
-"""
-
-
-def test_a_join_is_told_sst_or_ist_from_the_joiners_log() -> None:
-    """A full rsync SST followed by an IST of what came meanwhile is an SST; an IST that went
-    through the SST script (its bypass logs "SST received") is an IST."""
-    from runners.galera_recovery import transfer_kind
-
-    assert transfer_kind(_IST_JOIN) == "IST"
-    assert transfer_kind(_SST_JOIN) == "SST"
-    assert transfer_kind("WSREP: Synchronized with group, ready for connections\n") == "none"
