@@ -154,11 +154,25 @@ def _transfer(log: Path, since: int) -> str:
             text = f.read().decode(errors="replace")
     except OSError:
         return "unknown"
-    if re.search(r"SST (succeeded|complete)|Proceeding with SST|State transfer required",
-                 text) and "IST received" not in text:
+    return transfer_kind(text)
+
+
+# A full copy: rsync's joiner script says "rsync SST completed" (an IST passed through the same
+# script says "rsync IST completed"), and a joiner from an undefined position prepares its IST
+# receiver from a null UUID. An IST also logs "SST received" / "SST succeeded" (the script's
+# bypass), so those count as SST only when no IST was received.
+_FULL_SST = re.compile(r"\b(rsync|mariabackup|mysqldump) SST completed|Proceeding with SST|"
+                       r"IST uuid:0{8}-0{4}-0{4}-0{4}-0{12}")
+
+
+def transfer_kind(text: str) -> str:
+    """``SST``, ``IST`` or ``none``: how a joiner got the state, from its error log's text."""
+    if _FULL_SST.search(text):
         return "SST"
-    if "IST received" in text or "Receiving IST" in text:
+    if re.search(r"IST received|Receiving IST|IST completed", text):
         return "IST"
+    if re.search(r"SST (succeeded|complete|received)|State transfer required", text):
+        return "SST"
     return "none"
 
 

@@ -264,3 +264,36 @@ def test_a_containers_recovery_runs_through_its_own_starts(tmp_path: Path) -> No
     assert node.start_recovered(str(pos), bootstrap=False) is False
     assert container.starts[-1].splitlines() == [f"--wsrep_start_position={pos}",
                                                  "--lab-forget-view"]
+
+
+# the joiner's error log in the two cases, as MariaDB 10.11 and Galera 4 wrote it here
+_IST_JOIN = """WSREP: State transfer required:
+WSREP: Running: 'wsrep_sst_rsync --role 'joiner' --address '127.0.0.1:30961'
+WSREP_SST: [INFO] rsync SST started on joiner (20261128 17:29:52.010)
+WSREP: ####### IST uuid:12d4c69e-22f1-43b0-b796-1ce3e069d6a4 f: 624, l: 1436, STRv: 3
+WSREP: Prepared IST receiver for 624-1436, listening at: tcp://127.0.0.1:30951
+WSREP_SST: [INFO] rsync IST completed on joiner (20261128 17:29:53.364)
+WSREP: SST received: 12d4c69e-22f1-43b0-b796-1ce3e069d6a4:623
+WSREP: SST succeeded for position 12d4c69e-22f1-43b0-b796-1ce3e069d6a4:623
+WSREP: Receiving IST: 813 writesets, seqnos 624-1436
+WSREP: IST received: 12d4c69e-22f1-43b0-b796-1ce3e069d6a4:1436
+"""
+_SST_JOIN = """WSREP: State transfer required:
+WSREP_SST: [INFO] rsync SST started on joiner (20261128 16:45:06.763)
+WSREP: ####### IST uuid:00000000-0000-0000-0000-000000000000 f: 0, l: 16124, STRv: 3
+WSREP: Prepared IST receiver for 0-16124, listening at: tcp://127.0.0.1:25751
+WSREP_SST: [INFO] rsync SST completed on joiner (20261128 16:45:09.282)
+WSREP: SST received: bdc50b4e-acbd-45af-b9df-bde5a48f1744:16225
+WSREP: Receiving IST... 100.0% (119/119 events) complete.
+WSREP: IST received: bdc50b4e-acbd-45af-b9df-bde5a48f1744:16124
+"""
+
+
+def test_a_join_is_told_sst_or_ist_from_the_joiners_log() -> None:
+    """A full rsync SST followed by an IST of what came meanwhile is an SST; an IST that went
+    through the SST script (its bypass logs "SST received") is an IST."""
+    from runners.galera_recovery import transfer_kind
+
+    assert transfer_kind(_IST_JOIN) == "IST"
+    assert transfer_kind(_SST_JOIN) == "SST"
+    assert transfer_kind("WSREP: Synchronized with group, ready for connections\n") == "none"
